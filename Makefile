@@ -1,0 +1,35 @@
+# The two commands a newcomer runs (see README):  make demo   and   make test
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test test-deps venv clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(VENV)/.installed $@
+
+venv: $(VENV)/.installed
+
+## demo: install and run the benchmark on the embedded drs-paper simulator with the shipped model
+demo: $(VENV)/.installed
+	$(BIN)/drs-prom demo
+
+## test-deps: Prometheus, node_exporter, etcd (Debian) and kube-apiserver/kube-scheduler/kubectl (built once, cached)
+test-deps:
+	scripts/install-test-deps.sh
+
+## test: everything the suite needs, then the whole suite (integration tests included)
+test: $(VENV)/.installed-test test-deps
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,156 @@
+"""Settings, grouped by concern, validated once at load.
+
+Every field has a default that works on the embedded simulator, so an empty file (or
+no file) is a valid configuration. Units are in the field names or descriptions.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from drs_prom.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PrometheusSettings(_Section):
+    url: str = Field("http://127.0.0.1:9090", description="Base URL of the Prometheus HTTP API.")
+    timeout_seconds: float = Field(5.0, gt=0, description="Per-request timeout; a slow Prometheus must not stall binding.")
+    window: str = Field("30s", description="Range for rate() windows; at least 4x the scrape interval.")
+    max_sample_age_seconds: float = Field(60.0, gt=0, description="A node whose newest sample is older than this is stale.")
+    node_selector: str = Field("", description="Extra PromQL label matchers for node series, e.g. job=\"node\".")
+    device_exclude: str = Field(
+        "^(lo|veth.*|docker.*|cni.*|flannel.*|cali.*|virbr.*|br-.*|tunl.*|vxlan.*|kube-ipvs.*)$",
+        description="Network devices left out of node traffic, like node_exporter's device-exclude flag.",
+    )
+    disk_device_exclude: str = Field("^(ram|loop|fd|sr|dm-|md)\\\\d*.*$", description="Block devices left out of disk IO.")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @field_validator("window")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        import re
+
+        if not re.fullmatch(r"(\d+(ms|s|m|h))+", value):
+            raise ValueError("must be a Prometheus duration such as 30s or 1m")
+        return value
+
+
+class Normalisation(_Section):
+    """Scales that map raw features onto 0..1 (DRS mapped onto 0..100 and capped).
+
+    cpu and mem are fractions of the node; the rest are bytes/s at which a node reads as
+    fully loaded. ``None`` for a byte rate means "use the node's own capacity when it is
+    known, else the default below".
+    """
+
+    cpu_full: float = Field(1.0, gt=0, le=1, description="CPU utilisation that reads as 1.0 (DRS: 0.25, i.e. x4).")
+    mem_full: float = Field(1.0, gt=0, le=1, description="Memory utilisation that reads as 1.0.")
+    net_rx_full_bytes: float = Field(125e6, gt=0, description="Receive rate that reads as 1.0 (1 GbE; DRS: 40 KB/s).")
+    net_tx_full_bytes: float = Field(125e6, gt=0, description="Transmit rate that reads as 1.0.")
+    disk_read_full_bytes: float = Field(200e6, gt=0, description="Disk read rate that reads as 1.0 (DRS: 10240 KB/s).")
+    disk_write_full_bytes: float = Field(200e6, gt=0, description="Disk write rate that reads as 1.0.")
+    clip: bool = Field(True, description="Cap every feature at 1.0 as DRS did.")
+
+    @classmethod
+    def drs_paper(cls) -> "Normalisation":
+        """The scales of the DRS prototype, for reproducing its numbers."""
+        return cls(
+            cpu_full=0.25,
+            net_rx_full_bytes=40 * 1024,
+            net_tx_full_bytes=40 * 1024,
+            disk_read_full_bytes=10240 * 1024,
+            disk_write_full_bytes=10240 * 1024,
+        )
+
+
+class SchedulerSettings(_Section):
+    scheduler_name: str = Field("drs-scheduler", description="Pods with this spec.schedulerName are ours.")
+    namespace: str = Field("", description="Only watch this namespace; empty watches all.")
+    model_path: str = Field("", description="Model (.keras + .json) to load; empty uses the shipped default.")
+    fallback: str = Field("least-loaded", description="Heuristic used when metrics or the model are unavailable.")
+    state_refresh_seconds: float = Field(5.0, gt=0, description="How often node state is re-read from Prometheus.")
+    journal_path: str = Field("drs-journal.sqlite", description="SQLite decision journal (WAL).")
+    metrics_listen: str = Field("0.0.0.0:10259", description="host:port for /metrics, /healthz, /readyz.")
+    leader_election: bool = Field(True, description="Hold a Lease so that only one replica binds.")
+    lease_name: str = Field("drs-scheduler", description="Lease object name.")
+    lease_namespace: str = Field("kube-system", description="Lease namespace.")
+    lease_duration_seconds: float = Field(15.0, gt=0)
+    renew_deadline_seconds: float = Field(10.0, gt=0)
+    retry_period_seconds: float = Field(2.0, gt=0)
+    backoff_initial_seconds: float = Field(1.0, gt=0, description="First retry delay for a pod that fits nowhere.")
+    backoff_max_seconds: float = Field(60.0, gt=0)
+    online_learning: bool = Field(False, description="Record transitions and learn while scheduling.")
+    settle_seconds: float = Field(5.0, ge=0, description="Delay before a decision's reward is measured (DRS: 5 s).")
+
+
+class RetrainSettings(_Section):
+    enabled: bool = Field(False, description="Run the retraining job inside the scheduler process.")
+    interval_seconds: float = Field(3600.0, gt=0, description="Interval trigger; ignored when cron is set.")
+    cron: str = Field("", description="Crontab expression (5 fields) instead of an interval.")
+    model_store: str = Field("models/store", description="Directory of versioned models and the 'current' pointer.")
+    keep_versions: int = Field(5, ge=1, description="Versions kept for rollback.")
+    gate_margin: float = Field(0.02, ge=0, description="A candidate may be at most this much worse (relative) and still be promoted.")
+    epochs: int = Field(20, ge=1)
+    sim_replay_episodes: int = Field(0, ge=0, description="Simulator episodes mixed into each retrain.")
+
+
+class Settings(_Section):
+    prometheus: PrometheusSettings = PrometheusSettings()
+    normalisation: Normalisation = Normalisation()
+    scheduler: SchedulerSettings = SchedulerSettings()
+    retrain: RetrainSettings = RetrainSettings()
+
+
+ENV_PREFIX = "DRS_PROM_"
+
+
+def load_settings(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Read YAML (if given), apply ``DRS_PROM_PROMETHEUS_URL``-style env and explicit overrides.
+
+    Overrides are dotted keys (``{"prometheus.url": ...}``). Raises ConfigError with one line.
+    """
+    data: dict[str, Any] = {}
+    if path:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path} must be a mapping at the top level")
+        data = loaded or {}
+    flat: dict[str, Any] = {}
+    for key, value in os.environ.items():
+        if key.startswith(ENV_PREFIX):
+            section, _, field = key[len(ENV_PREFIX):].lower().partition("_")
+            if field and section in Settings.model_fields:
+                flat[f"{section}.{field}"] = value
+    flat.update(overrides or {})
+    for dotted, value in flat.items():
+        if value is None:
+            continue
+        section, _, field = dotted.partition(".")
+        data.setdefault(section, {})
+        if isinstance(data[section], dict):
+            data[section][field] = value
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"invalid config: {where}: {err['msg']}" + (f" (in {path})" if path else "")) from None

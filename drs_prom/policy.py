@@ -1,0 +1,56 @@
+"""The one contract every placement policy meets: heuristics, DRS's DQN and ours.
+
+The simulator, the benchmark, the live scheduler and the extender all call
+``Policy.score(ctx)``; they never know which kind of policy they hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from drs_prom.types import NodeInfo, PodRequest
+
+
+@dataclass(frozen=True)
+class DecisionContext:
+    """Everything a policy may look at for one pod.
+
+    Rows of ``load`` and ``pod_load`` align with ``nodes``. ``load`` is the normalised
+    node_matrix (NaN where metrics are missing); ``pod_load`` is state.pod_matrix for
+    this pod; ``feasible`` is the filter verdict. Policies must never pick an
+    infeasible node.
+    """
+
+    pod: PodRequest
+    nodes: Sequence[NodeInfo]
+    feasible: np.ndarray
+    load: np.ndarray
+    pod_load: np.ndarray
+    now: float = 0.0
+
+
+class Policy(Protocol):
+    name: str
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        """One float per node, higher is better; -inf for infeasible nodes."""
+        ...
+
+
+def choose(policy: Policy, ctx: DecisionContext) -> tuple[int, np.ndarray]:
+    """Index of the best feasible node and the scores; -1 when nothing is feasible.
+
+    Ties break towards the lowest index, so runs are deterministic.
+    """
+    if not ctx.feasible.any():
+        return -1, np.full(len(ctx.nodes), -np.inf)
+    scores = np.asarray(policy.score(ctx), dtype=np.float64)
+    scores = np.where(ctx.feasible, scores, -np.inf)
+    scores = np.where(np.isnan(scores), -np.inf, scores)
+    best = int(np.argmax(scores))
+    if not ctx.feasible[best]:  # every feasible score was NaN/-inf: take the first feasible
+        best = int(np.flatnonzero(ctx.feasible)[0])
+    return best, scores

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the integration tests start: Debian's prometheus (+ promtool), the real
+# prometheus-node-exporter, etcd, and the Kubernetes control-plane binaries (built from the
+# Go module proxy once into a cache outside the repo, see tests/k8s/build.sh).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+need=()
+for pair in prometheus:prometheus promtool:prometheus prometheus-node-exporter:prometheus-node-exporter \
+            etcd:etcd-server sqlite3:sqlite3; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
+fi
+# Debian starts the packaged services; the tests run their own on free loopback ports.
+for svc in prometheus prometheus-node-exporter etcd; do
+  systemctl stop "$svc" >/dev/null 2>&1 || true
+done
+if [ -x "$here/tests/k8s/build.sh" ]; then
+  "$here/tests/k8s/build.sh"
+fi
