@@ -30,3 +30,271 @@ def main() -> None:
 
 # Subcommands register themselves below; keep this list in sync with the README.
 # (Each engineer adds their command with a small `cli.add_command(...)` line.)
+
+
+@cli.command("export")
+@click.option("--listen", default="0.0.0.0:9105", show_default=True, help="host:port to serve /metrics on.")
+@click.option("--node-name", envvar="NODE_NAME", default=None, help="nodename label (env NODE_NAME; default: hostname).")
+@click.option("--net-device-exclude", default=None, help="Regex of network devices to leave out (default: loopback/virtual).")
+@click.option("--disk-device-exclude", default=None, help="Regex of block devices to leave out (default: virtual/partitions).")
+def export_cmd(listen: str, node_name: str | None, net_device_exclude: str | None, disk_device_exclude: str | None) -> None:
+    """Serve this node's cpu/memory/network/disk counters with node_exporter's metric names."""
+    import logging
+
+    from exporters import node_exporter as ne
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    ne.serve(
+        listen,
+        node_name,
+        ne.DEFAULT_NET_EXCLUDE if net_device_exclude is None else net_device_exclude,
+        ne.DEFAULT_DISK_EXCLUDE if disk_device_exclude is None else disk_device_exclude,
+    )
+
+
+@cli.command("state")
+@click.option("--prometheus", "url", default=None, help="Prometheus base URL (default: from config).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML.")
+@click.option("--window", default=None, help="rate() window, e.g. 30s.")
+@click.option("--max-age", type=float, default=None, help="Seconds after which a node's data is stale.")
+@click.option("--selector", default=None, help='Extra label matchers, e.g. job="node".')
+@click.option("--normalised", is_flag=True, help="Also print the normalised 0..1 matrix the policy reads.")
+def state_cmd(url: str | None, config_path: str | None, window: str | None, max_age: float | None, selector: str | None, normalised: bool) -> None:
+    """Print every node's six features as read from Prometheus now."""
+    from drs_prom.config import load_settings
+    from drs_prom.prometheus import PrometheusSource
+    from drs_prom.state import node_matrix, state_table
+
+    settings = load_settings(
+        config_path,
+        {"prometheus.url": url, "prometheus.window": window, "prometheus.max_sample_age_seconds": max_age, "prometheus.node_selector": selector},
+    )
+    source = PrometheusSource(settings.prometheus)
+    try:
+        snap = source.snapshot()
+    finally:
+        source.close()
+    click.echo(state_table(snap))
+    if normalised and len(snap.features):
+        import pandas as pd
+
+        matrix = pd.DataFrame(node_matrix(snap.features, settings.normalisation), index=snap.features.index, columns=snap.features.columns)
+        click.echo("\nnormalised:\n" + matrix.to_string(float_format=lambda v: f"{v:.3f}", na_rep="-"))
+
+
+@cli.group("promql")
+def promql_group() -> None:
+    """Print the PromQL-derived deploy files (recording/alert rules, Grafana dashboard)."""
+
+
+@promql_group.command("rules")
+def promql_rules() -> None:
+    """The rules file (deploy/prometheus/rules/drs.rules.yml)."""
+    from drs_prom import promql
+
+    click.echo(promql.rules_yaml(), nl=False)
+
+
+@promql_group.command("dashboard")
+def promql_dashboard() -> None:
+    """The Grafana dashboard (deploy/prometheus/grafana/drs-nodes.json)."""
+    from drs_prom import promql
+
+    click.echo(promql.dashboard_json(), nl=False)
+
+
+@promql_group.command("queries")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None)
+def promql_queries(config_path: str | None) -> None:
+    """The six feature queries and the freshness query for the configured settings."""
+    from drs_prom.config import load_settings
+    from drs_prom.prometheus import PrometheusSource
+
+    src = PrometheusSource(load_settings(config_path).prometheus)
+    for name, q in {**src.queries, "last_seen": src.freshness_query}.items():
+        click.echo(f"{name}: {q}")
+
+
+@cli.command("run")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML.")
+@click.option("--kubeconfig", default=None, envvar="KUBECONFIG", help="Kubeconfig (default: in-cluster, then ~/.kube/config).")
+@click.option("--scheduler-name", default=None, help="spec.schedulerName to serve (default: drs-scheduler).")
+@click.option("--prometheus", "url", default=None, help="Prometheus base URL.")
+@click.option("--model", "model_path", default=None, help="Model file (default: the shipped model).")
+@click.option("--metrics-listen", default=None, help="host:port for /metrics, /healthz, /readyz.")
+@click.option("--no-leader-elect", is_flag=True, help="Bind without holding the Lease (one replica only!).")
+@click.option("-v", "--verbose", is_flag=True)
+def run_cmd(config_path: str | None, kubeconfig: str | None, scheduler_name: str | None, url: str | None,
+            model_path: str | None, metrics_listen: str | None, no_leader_elect: bool, verbose: bool) -> None:
+    """Run the scheduler: watch pods for our schedulerName, choose nodes, bind."""
+    import logging
+
+    from drs_prom.config import load_settings
+    from drs_prom.scheduler.runner import run_scheduler
+
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = load_settings(config_path, {
+        "scheduler.scheduler_name": scheduler_name, "prometheus.url": url, "scheduler.model_path": model_path,
+        "scheduler.metrics_listen": metrics_listen, "scheduler.leader_election": False if no_leader_elect else None,
+    })
+    run_scheduler(settings, kubeconfig)
+
+
+@cli.command("extender")
+@click.option("--listen", default="0.0.0.0:8888", show_default=True, help="host:port (':8888' = all interfaces).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML.")
+@click.option("--kubeconfig", default=None, envvar="KUBECONFIG", help="Kubeconfig for the node/pod cache.")
+@click.option("--no-cache", is_flag=True, help="Do not watch the cluster (only for nodeCacheCapable: false).")
+@click.option("--prometheus", "url", default=None, help="Prometheus base URL.")
+@click.option("--model", "model_path", default=None, help="Model file (default: the shipped model).")
+def extender_cmd(listen: str, config_path: str | None, kubeconfig: str | None, no_cache: bool, url: str | None, model_path: str | None) -> None:
+    """Serve kube-scheduler extender verbs (filter, prioritize) with drs-prom's scores."""
+    import logging
+
+    from drs_prom.config import load_settings
+    from drs_prom.scheduler.runner import run_extender
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = load_settings(config_path, {"prometheus.url": url, "scheduler.model_path": model_path})
+    run_extender(settings, listen, kubeconfig, use_cache=not no_cache)
+
+
+@cli.command("bench")
+@click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
+@click.option("--seeds", default=5, show_default=True, type=click.IntRange(1, 1000), help="Seeds 0..N-1 (same arrivals for every policy).")
+@click.option("--policies", default=None, help="Comma-separated (default: all heuristics, drs, drs-original).")
+@click.option("--out", "out_dir", default="out/bench", show_default=True, type=click.Path(file_okay=False), help="Directory for JSON + PNG.")
+@click.option("--pods", default=None, type=click.IntRange(1), help="Only the first N arrivals of each episode (quick runs).")
+@click.option("--model", "model_path", default=None, help="Model for the drs policy (default: the shipped one).")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def bench_cmd(scenario: str, seeds: int, policies: str | None, out_dir: str, pods: int | None,
+              model_path: str | None, no_progress: bool) -> None:
+    """Benchmark schedulers on the simulator: imbalance, utilisation, completion, makespan vs kube-default."""
+    from drs_prom.sim.bench import format_table, model_builder, parse_policies, run_bench, write_report
+    from drs_prom.sim.scenario import load_scenario
+
+    sc = load_scenario(scenario)
+    if pods:
+        sc = sc.truncated(pods)
+    report = run_bench(sc, list(range(seeds)), parse_policies(policies), model_builder(model_path), progress=not no_progress)
+    json_path, png_path = write_report(report, out_dir)
+    click.echo(format_table(report))
+    click.echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
+
+
+@cli.command("demo")
+@click.option("--seeds", default=5, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--out", "out_dir", default="out/demo", show_default=True, type=click.Path(file_okay=False))
+@click.option("--no-progress", is_flag=True)
+def demo_cmd(seeds: int, out_dir: str, no_progress: bool) -> None:
+    """The main job: benchmark the shipped model against the heuristics on DRS's scenario (simulated)."""
+    from drs_prom.sim.bench import demo
+
+    demo(seeds=seeds, out_dir=out_dir, progress=not no_progress, echo=click.echo)
+
+
+# -- retraining and the model store (issue 7) --------------------------------------------
+
+
+@cli.command("retrain")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML.")
+@click.option("--once", is_flag=True, help="One run now, then exit (exit 1 when the run failed, e.g. Prometheus down).")
+@click.option("--prometheus", "url", default=None, help="Prometheus base URL (default: from config).")
+@click.option("--journal", "journal_path", default=None, help="Decision journal (default: scheduler.journal_path).")
+@click.option("--store", "store_path", default=None, help="Model store directory (default: retrain.model_store).")
+@click.option("--metrics-listen", default="", help="host:port for /metrics in the long-running mode (empty: none).")
+@click.option("--json", "as_json", is_flag=True, help="With --once: print the result as JSON.")
+def retrain_cmd(config_path: str | None, once: bool, url: str | None, journal_path: str | None, store_path: str | None,
+                metrics_listen: str, as_json: bool) -> None:
+    """Retrain the policy from the journal and Prometheus history; gate and promote it."""
+    import json
+    import logging
+    import signal
+    import threading
+    from dataclasses import asdict
+
+    from drs_prom.config import load_settings
+
+    settings = load_settings(config_path, {"prometheus.url": url, "scheduler.journal_path": journal_path, "retrain.model_store": store_path})
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from drs_prom.retrain_job import build_run, make_trigger, run_forever
+
+    if once:
+        res = build_run(settings)()
+        click.echo(json.dumps(asdict(res), default=str, sort_keys=True) if as_json else res.summary())
+        sys.exit(1 if res.result == "error" else 0)
+    make_trigger(settings)  # invalid cron -> ConfigError before anything starts
+    if metrics_listen:
+        from prometheus_client import start_http_server
+
+        host, _, port = metrics_listen.rpartition(":")
+        start_http_server(int(port), addr=host or "0.0.0.0")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    run_forever(settings, stop=stop)
+
+
+@cli.group("model")
+def model_group() -> None:
+    """Versions in the model store: list, current, rollback."""
+
+
+def _store(config_path: str | None, store_path: str | None):  # type: ignore[no-untyped-def]
+    from drs_prom.config import load_settings
+    from drs_prom.model_store import ModelStore
+
+    settings = load_settings(config_path, {"retrain.model_store": store_path})
+    return ModelStore(settings.retrain.model_store, settings.retrain.keep_versions)
+
+
+_store_options = [
+    click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML."),
+    click.option("--store", "store_path", default=None, help="Model store directory (default: retrain.model_store)."),
+]
+
+
+def _with_store_options(fn):  # type: ignore[no-untyped-def]
+    for opt in reversed(_store_options):
+        fn = opt(fn)
+    return fn
+
+
+@model_group.command("list")
+@_with_store_options
+def model_list(config_path: str | None, store_path: str | None) -> None:
+    """Every stored version, oldest first; '*' marks the current one."""
+    store = _store(config_path, store_path)
+    current = store.current()
+    versions = store.list()
+    if not versions:
+        click.echo(f"no model versions in {store.root}")
+        return
+    for v in versions:
+        scores = v.meta.get("scores") or {}
+        sc = " ".join(f"{b}={s.get('candidate', float('nan')):.4g}" for b, s in scores.items())
+        click.echo(f"{'*' if v.name == current else ' '} {v.name}  {v.status:<9} transitions={v.meta.get('transitions', '-')} {sc}")
+
+
+@model_group.command("current")
+@_with_store_options
+def model_current(config_path: str | None, store_path: str | None) -> None:
+    """The promoted version and its directory."""
+    from drs_prom.errors import ModelError
+
+    store = _store(config_path, store_path)
+    name = store.current()
+    if name is None:
+        raise ModelError(f"no model promoted yet in {store.root}")
+    click.echo(f"{name} {store.current_path()}")
+
+
+@model_group.command("rollback")
+@click.argument("version", required=False)
+@_with_store_options
+def model_rollback(version: str | None, config_path: str | None, store_path: str | None) -> None:
+    """Make VERSION (default: the one promoted before the current) current again."""
+    store = _store(config_path, store_path)
+    before = store.current()
+    now = store.rollback(version)
+    click.echo(f"current: {now} (was {before})")

@@ -27,10 +27,13 @@ class PrometheusSettings(_Section):
     max_sample_age_seconds: float = Field(60.0, gt=0, description="A node whose newest sample is older than this is stale.")
     node_selector: str = Field("", description="Extra PromQL label matchers for node series, e.g. job=\"node\".")
     device_exclude: str = Field(
-        "^(lo|veth.*|docker.*|cni.*|flannel.*|cali.*|virbr.*|br-.*|tunl.*|vxlan.*|kube-ipvs.*)$",
+        "^(lo|veth.*|docker.*|cni.*|flannel.*|cali.*|cilium.*|lxc.*|virbr.*|br-.*|tunl.*|vxlan.*|genev.*|ifb.*|kube-ipvs.*)$",
         description="Network devices left out of node traffic, like node_exporter's device-exclude flag.",
     )
-    disk_device_exclude: str = Field("^(ram|loop|fd|sr|dm-|md)\\\\d*.*$", description="Block devices left out of disk IO.")
+    disk_device_exclude: str = Field(
+        r"^(z?ram|loop|fd|sr|dm-|md|(h|s|v|xv)d[a-z]|nvme\d+n\d+p|mmcblk\d+p)\d+$",
+        description="Block devices left out of disk IO: virtual devices and partitions (their whole disk is counted).",
+    )
 
     @field_validator("url")
     @classmethod
@@ -106,6 +109,29 @@ class RetrainSettings(_Section):
     gate_margin: float = Field(0.02, ge=0, description="A candidate may be at most this much worse (relative) and still be promoted.")
     epochs: int = Field(20, ge=1)
     sim_replay_episodes: int = Field(0, ge=0, description="Simulator episodes mixed into each retrain.")
+    misfire_grace_seconds: float = Field(300.0, gt=0, description="A run that could not start on time may still start this late; later ones are dropped.")
+    lookback_seconds: float = Field(7 * 86400.0, gt=0, description="How far back the first run reads the journal (later runs start at the saved cursor).")
+    max_decisions: int = Field(50000, ge=1, description="Decisions read per run; the rest wait for the next run.")
+    min_transitions: int = Field(64, ge=1, description="Fewer usable transitions than this: no training, the cursor stays.")
+    holdout_fraction: float = Field(0.2, gt=0, lt=1, description="Newest share of the transitions kept out of training to gate the candidate.")
+    query_step_seconds: float = Field(5.0, gt=0, description="query_range resolution; at most the scrape interval.")
+    batch_size: int = Field(64, ge=1)
+    sim_benchmark_pods: int = Field(200, ge=0, description="Pods in the seeded simulator run of the gate; 0 gates on held-out data only.")
+    sim_scenario: str = Field("drs-paper", description="Scenario of the gate's benchmark run and of the replay episodes.")
+    seed: int = Field(0, description="Seed of training and of the gate's simulator run.")
+
+
+class RewardSettings(_Section):
+    """How a placement is rewarded (drs_prom.reward); DRS used only the imbalance term."""
+
+    imbalance_weight: float = Field(1.0, ge=0, description="Weight of DRS's term: the sum over features of the std across nodes.")
+    imbalance_mode: str = Field(
+        "delta",
+        pattern="^(delta|absolute)$",
+        description="delta: imbalance before minus after (same per-step optimum, lower variance); absolute: -(after) as DRS.",
+    )
+    utilisation_weight: float = Field(0.1, ge=0, description="Weight of mean cluster utilisation after the action (work done, not delayed).")
+    slowdown_weight: float = Field(0.5, ge=0, description="Weight of the running pods' mean slowdown above 1 (contention stretches completion time).")
 
 
 class Settings(_Section):
@@ -113,6 +139,7 @@ class Settings(_Section):
     normalisation: Normalisation = Normalisation()
     scheduler: SchedulerSettings = SchedulerSettings()
     retrain: RetrainSettings = RetrainSettings()
+    reward: RewardSettings = RewardSettings()
 
 
 ENV_PREFIX = "DRS_PROM_"

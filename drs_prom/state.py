@@ -105,3 +105,137 @@ def imbalance(matrix: np.ndarray) -> float:
     if len(matrix) == 0:
         return 0.0
     return float(np.nanstd(np.asarray(matrix, dtype=np.float64), axis=0).sum())
+
+
+# ---------------------------------------------------------------------------
+# Prometheus query results -> frames. Pure: drs_prom/prometheus.py does the I/O and
+# turns a ResultError into a MetricsError naming the URL and the query.
+
+
+class ResultError(ValueError):
+    """A query result that is not the vector/matrix it should be."""
+
+
+def _key(item: object, label: str) -> str:
+    if not isinstance(item, dict) or not isinstance(item.get("metric"), dict):
+        raise ResultError(f"expected a vector of series, got {str(item)[:80]!r}")
+    key = item["metric"].get(label)
+    if not isinstance(key, str) or not key:
+        raise ResultError(f"series without a {label!r} label: {item['metric']}")
+    return key
+
+
+def vector_series(result: Sequence[dict], label: str = "nodename") -> pd.Series:
+    """An instant-vector result (``PrometheusConnect.custom_query``) -> float Series by ``label``.
+
+    Empty results give an empty Series (prometheus-api-client's DataFrame helpers raise
+    there). NaN/Inf sample values are kept for the caller to judge.
+    """
+    if not isinstance(result, list):
+        raise ResultError(f"expected a vector result, got {type(result).__name__}")
+    values: dict[str, float] = {}
+    for item in result:
+        key = _key(item, label)
+        try:
+            _, raw = item["value"]
+            value = float(raw)
+        except (KeyError, TypeError, ValueError):
+            raise ResultError(f"bad sample for {label}={key}: {str(item.get('value'))[:80]!r}") from None
+        if key in values:
+            raise ResultError(f"two series for {label}={key}; add a selector so each node appears once")
+        values[key] = value
+    return pd.Series(values, dtype="float64", name=None).sort_index()
+
+
+def matrix_frame(result: Sequence[dict], label: str = "nodename") -> pd.DataFrame:
+    """A range-vector result (``custom_query_range``) -> frame indexed by UTC time, a column per ``label``.
+
+    Timestamps missing for a series are NaN (a gap, not zero). Empty result -> empty frame.
+    """
+    if not isinstance(result, list):
+        raise ResultError(f"expected a matrix result, got {type(result).__name__}")
+    columns: dict[str, pd.Series] = {}
+    for item in result:
+        key = _key(item, label)
+        if key in columns:
+            raise ResultError(f"two series for {label}={key}; add a selector so each node appears once")
+        try:
+            points = [(float(t), float(v)) for t, v in item["values"]]
+        except (KeyError, TypeError, ValueError):
+            raise ResultError(f"bad samples for {label}={key}") from None
+        ts = pd.to_datetime([t for t, _ in points], unit="s", utc=True)
+        columns[key] = pd.Series([v for _, v in points], index=ts, dtype="float64")
+    frame = pd.DataFrame(columns).sort_index(axis=0).sort_index(axis=1)
+    if frame.empty:
+        frame = pd.DataFrame(index=pd.DatetimeIndex([], tz="UTC"), dtype="float64")
+    frame.index.name = "time"
+    return frame
+
+
+def features_frame(per_feature: dict[str, pd.Series]) -> pd.DataFrame:
+    """Per-feature Series (by node) -> frame indexed by node, columns FEATURES (NaN where absent)."""
+    frame = pd.DataFrame({f: per_feature.get(f, pd.Series(dtype="float64")) for f in FEATURES}, dtype="float64")
+    frame = frame.reindex(columns=list(FEATURES)).sort_index()
+    frame.index.name = "node"
+    return frame
+
+
+def history_frame(per_feature: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per-feature time frames -> one frame indexed by time, columns MultiIndex (node, feature).
+
+    ``frame.loc[t].unstack()`` is the (node x feature) table at time ``t``;
+    ``frame.xs(node, axis=1, level="node")`` one node's six series.
+    """
+    parts = {f: per_feature[f] for f in FEATURES if f in per_feature and not per_feature[f].empty}
+    if not parts:
+        empty = pd.DataFrame(
+            index=pd.DatetimeIndex([], tz="UTC", name="time"),
+            columns=pd.MultiIndex.from_tuples([], names=["node", "feature"]),
+            dtype="float64",
+        )
+        return empty
+    frame = pd.concat(parts, axis=1, names=["feature", "node"])
+    frame = frame.swaplevel(0, 1, axis=1)
+    nodes = sorted(frame.columns.get_level_values("node").unique())
+    frame = frame.reindex(columns=pd.MultiIndex.from_product([nodes, list(FEATURES)], names=["node", "feature"]))
+    frame.index.name = "time"
+    return frame.sort_index()
+
+
+def build_snapshot(
+    features: pd.DataFrame,
+    last_seen: pd.Series,
+    now: float,
+    max_age_seconds: float,
+    expected_nodes: Sequence[str] = (),
+) -> NodeSnapshot:
+    """Combine feature values with each node's newest-sample time into a NodeSnapshot.
+
+    A node is stale when it has no sample time, its newest sample is older than
+    ``max_age_seconds``, any feature is missing, or it is expected (e.g. listed by
+    Kubernetes) but absent; a stale node's row is all NaN so nothing reads it as idle.
+    """
+    nodes = sorted(set(features.index) | set(last_seen.index) | set(expected_nodes))
+    frame = features.reindex(index=nodes, columns=list(FEATURES)).astype("float64")
+    age = (now - last_seen.reindex(nodes).astype("float64")).rename("age_seconds")
+    stale_mask = age.isna() | (age > max_age_seconds) | frame.isna().any(axis=1)
+    stale = frozenset(str(n) for n in age.index[stale_mask.to_numpy()])
+    frame.loc[stale_mask.to_numpy(), :] = np.nan
+    frame.index.name = "node"
+    age.index.name = "node"
+    return NodeSnapshot(features=frame, taken_at=now, age_seconds=age, stale=stale)
+
+
+def state_table(snapshot: NodeSnapshot) -> str:
+    """The per-node table ``drs-prom state`` prints: % for cpu/mem, KB/s for rates."""
+    f = snapshot.features
+    rows = pd.DataFrame(index=f.index)
+    rows["cpu_%"] = f["cpu"] * 100
+    rows["mem_%"] = f["mem"] * 100
+    for col in FEATURES[2:]:
+        rows[f"{col}_KB/s"] = f[col] / 1024
+    rows["age_s"] = snapshot.age_seconds.reindex(f.index)
+    rows["status"] = ["stale" if n in snapshot.stale else "ok" for n in f.index]
+    if rows.empty:
+        return "no nodes found"
+    return rows.to_string(float_format=lambda v: f"{v:.1f}", na_rep="-")

@@ -1,0 +1,25 @@
+"""The DQN agents (``drs`` and DRS's ``drs-original``): training, persistence, inference.
+
+Importing this package does not import TensorFlow; only training and loading a
+``.keras`` file do. Inference is a numpy forward pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from drs_prom.agent.persistence import default_model_path, default_original_path, load_model, read_metadata
+
+__all__ = ["default_model_path", "default_original_path", "load_model", "load_policy", "read_metadata"]
+
+
+def load_policy(path: str | Path | None = None) -> Any:
+    """The model at ``path`` (default: the shipped ``drs`` model) as a Policy; ModelError if unusable.
+
+    The policy carries ``version`` (file stem and creation time) for the journal.
+    """
+    loaded = load_model(path)
+    policy = loaded.policy()
+    policy.version = f"{loaded.path.stem}@{loaded.meta.get('created', '?')}"
+    return policy

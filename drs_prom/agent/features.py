@@ -1,0 +1,101 @@
+"""Model inputs built from a DecisionContext: pure numpy, no TensorFlow.
+
+Two layouts:
+- ``candidate_matrix``: one row per node for the shared per-node Q network (``drs``),
+  so the same weights score a 4-node or a 500-node cluster in any order.
+- ``drs_state``: DRS's flat vector, 6 features x N nodes + 6 pod features, on 0..100.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from drs_prom.features import N_FEATURES
+from drs_prom.policy import DecisionContext
+
+CANDIDATE_SCHEMA = 1
+"""Bumped when the columns of candidate_matrix change; models record it."""
+
+CANDIDATE_COLUMNS: tuple[str, ...] = (
+    *(f"load_{i}" for i in range(N_FEATURES)),
+    *(f"pod_{i}" for i in range(N_FEATURES)),
+    *(f"after_{i}" for i in range(N_FEATURES)),
+    *(f"dev_{i}" for i in range(N_FEATURES)),  # load minus cluster mean
+    *(f"dstd_{i}" for i in range(N_FEATURES)),  # change of this feature's std if placed here
+    *(f"std_{i}" for i in range(N_FEATURES)),  # cluster std now (context)
+    "cpu_req_after",
+    "mem_req_after",
+    "pods_after",
+    "stale",
+)
+N_CANDIDATE = len(CANDIDATE_COLUMNS)
+
+DRS_SCALE = 100.0
+"""DRS scaled every state value to 0..100 (and its reward is on the same scale)."""
+
+
+def _clean_load(load: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NaN rows (stale metrics) read as fully loaded, never as idle, plus a stale flag."""
+    load = np.asarray(load, dtype=np.float64)
+    stale = np.isnan(load).any(axis=1)
+    return np.where(np.isnan(load), 1.0, load), stale
+
+
+def candidate_matrix(ctx: DecisionContext) -> np.ndarray:
+    """(n_nodes, N_CANDIDATE) float32: what each node would look like with the pod on it.
+
+    ``dstd`` is the exact change of each feature's std across nodes when the pod's load
+    is added to that node alone, which is what DRS's reward measures; the network still
+    learns how much each feature and the request pressure matter.
+    """
+    load, stale = _clean_load(ctx.load)
+    pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0)
+    n = len(load)
+    after = np.clip(load + pod, 0.0, 1.0)
+    mean = load.mean(axis=0)
+    std = load.std(axis=0)
+    # var after placing on i: only row i changes, by d = after_i - load_i.
+    d = after - load
+    sq = (load**2).sum(axis=0)
+    tot = load.sum(axis=0)
+    var_after = (sq + (after**2 - load**2)) / n - ((tot + d) / n) ** 2
+    dstd = np.sqrt(np.maximum(var_after, 0.0)) - std
+    cpu_req = np.empty(n)
+    mem_req = np.empty(n)
+    pods = np.empty(n)
+    for i, node in enumerate(ctx.nodes):
+        cpu_req[i] = (node.requested_cpu_m + ctx.pod.cpu_m) / max(node.allocatable_cpu_m, 1)
+        mem_req[i] = (node.requested_mem_bytes + ctx.pod.mem_bytes) / max(node.allocatable_mem_bytes, 1)
+        pods[i] = (node.pod_count + 1) / max(node.allocatable_pods, 1)
+    out = np.concatenate(
+        [
+            load,
+            pod,
+            after,
+            load - mean,
+            dstd,
+            np.broadcast_to(std, (n, N_FEATURES)),
+            np.minimum(cpu_req, 2.0)[:, None],
+            np.minimum(mem_req, 2.0)[:, None],
+            np.minimum(pods, 2.0)[:, None],
+            stale[:, None].astype(np.float64),
+        ],
+        axis=1,
+    )
+    return out.astype(np.float32)
+
+
+def drs_state(ctx: DecisionContext) -> np.ndarray:
+    """DRS's state: node features row by row, then the pod's 6 features, all on 0..100.
+
+    DRS's pod features were per-application constants; ours are the pod's expected
+    load, taken from the first node (DRS's workers were identical).
+    """
+    load, _ = _clean_load(ctx.load)
+    pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0)
+    vec = np.concatenate([load.reshape(-1), pod[0] if len(pod) else np.zeros(N_FEATURES)])
+    return (vec * DRS_SCALE).astype(np.float32)
+
+
+def drs_state_dim(n_nodes: int) -> int:
+    return N_FEATURES * n_nodes + N_FEATURES

@@ -1,0 +1,177 @@
+"""Models on disk: ``name.keras`` (Keras v3 zip, safe mode) plus ``name.json`` metadata.
+
+The JSON says what the weights mean (feature schema, input layout, normalisation,
+training run, benchmark); loading refuses anything that does not match this code,
+with one line. Both files are written to a temp file and renamed, so a crash never
+leaves a half-written model where the scheduler would load it. No pickle anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
+from drs_prom.config import Normalisation
+from drs_prom.errors import ModelError
+from drs_prom.features import FEATURE_SCHEMA_VERSION
+
+FORMAT = "drs-prom-model"
+FORMAT_VERSION = 1
+POLICIES = ("drs", "drs-original")
+
+
+def default_model_path() -> Path:
+    """The shipped model used when settings name none."""
+    return Path(__file__).resolve().parents[2] / "models" / "drs-v1.keras"
+
+
+def default_original_path() -> Path:
+    """The shipped DRS-faithful baseline model (4 nodes, drs-paper)."""
+    return Path(__file__).resolve().parents[2] / "models" / "drs-original-v1.keras"
+
+
+def meta_path(model_path: str | Path) -> Path:
+    return Path(model_path).with_suffix(".json")
+
+
+def base_metadata(policy: str, norm: Normalisation, n_nodes: int | None = None) -> dict[str, Any]:
+    """The fields load_model checks; training adds its own sections."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}")
+    meta: dict[str, Any] = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "policy": policy,
+        "feature_schema_version": FEATURE_SCHEMA_VERSION,
+        "normalisation": norm.model_dump(),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    if policy == "drs":
+        meta["input_schema"] = CANDIDATE_SCHEMA
+        meta["input_columns"] = list(CANDIDATE_COLUMNS)
+    else:
+        if not n_nodes:
+            raise ValueError("drs-original needs its node count")
+        meta["n_nodes"] = int(n_nodes)
+    return meta
+
+
+def _atomic_write(path: Path, write: Any, suffix: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_model(model: Any, meta: dict[str, Any], path: str | Path) -> Path:
+    """Write ``path`` (.keras) and its .json atomically; returns the model path."""
+    path = Path(path)
+    if path.suffix != ".keras":
+        raise ModelError(f"model path must end in .keras: {path}")
+    _atomic_write(path, lambda tmp: model.save(tmp), ".keras")
+
+    def write_json(tmp: str) -> None:
+        Path(tmp).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+    _atomic_write(meta_path(path), write_json, ".json")
+    return path
+
+
+def update_metadata(path: str | Path, **sections: Any) -> None:
+    """Merge sections (e.g. benchmark results) into a model's JSON, atomically."""
+    meta = read_metadata(path)
+    meta.update(sections)
+    _atomic_write(meta_path(path), lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n"), ".json")
+
+
+def read_metadata(path: str | Path) -> dict[str, Any]:
+    """Parse and check a model's JSON without touching TensorFlow."""
+    mp = meta_path(path)
+    try:
+        meta = json.loads(mp.read_text())
+    except FileNotFoundError:
+        raise ModelError(f"model metadata not found: {mp}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelError(f"model metadata {mp} is corrupt: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ModelError(f"{mp} is not a drs-prom model description")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise ModelError(f"{mp}: model format {meta.get('format_version')} is not supported (expected {FORMAT_VERSION})")
+    if meta.get("feature_schema_version") != FEATURE_SCHEMA_VERSION:
+        raise ModelError(
+            f"{mp}: model built for feature schema {meta.get('feature_schema_version')}, "
+            f"this drs-prom uses {FEATURE_SCHEMA_VERSION}; retrain it"
+        )
+    policy = meta.get("policy")
+    if policy not in POLICIES:
+        raise ModelError(f"{mp}: unknown policy {policy!r}")
+    if policy == "drs" and (meta.get("input_schema") != CANDIDATE_SCHEMA or meta.get("input_columns") != list(CANDIDATE_COLUMNS)):
+        raise ModelError(f"{mp}: model inputs (schema {meta.get('input_schema')}) differ from this drs-prom's (schema {CANDIDATE_SCHEMA}); retrain it")
+    if policy == "drs-original" and not isinstance(meta.get("n_nodes"), int):
+        raise ModelError(f"{mp}: drs-original model without an integer n_nodes")
+    try:
+        Normalisation.model_validate(meta.get("normalisation"))
+    except Exception:
+        raise ModelError(f"{mp}: invalid normalisation section") from None
+    return meta
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    meta: dict[str, Any]
+    layers: list[tuple[Any, Any, str]]
+    path: Path
+
+    @property
+    def policy_name(self) -> str:
+        return str(self.meta["policy"])
+
+    @property
+    def normalisation(self) -> Normalisation:
+        return Normalisation.model_validate(self.meta["normalisation"])
+
+    def policy(self) -> Any:
+        """The model as a drs_prom.policy.Policy (numpy forward pass)."""
+        from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
+
+        if self.policy_name == "drs":
+            return NodeAgentPolicy(self.layers)
+        return DRSOriginalPolicy(self.layers, int(self.meta["n_nodes"]))
+
+
+def load_model(path: str | Path | None = None) -> LoadedModel:
+    """Load and check a model; every failure is a ModelError with one line."""
+    path = Path(path) if path else default_model_path()
+    meta = read_metadata(path)
+    if not path.is_file():
+        raise ModelError(f"model file not found: {path}")
+    if not zipfile.is_zipfile(path):
+        raise ModelError(f"model file {path} is corrupt (not a .keras archive)")
+    from drs_prom.agent.networks import configure_tf, export_dense
+
+    configure_tf()
+    import keras
+
+    try:
+        model = keras.saving.load_model(path, compile=False, safe_mode=True)
+        layers = export_dense(model)
+    except Exception as exc:  # keras raises many types for damaged archives
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"model file {path} could not be loaded: {first[:200]}") from None
+    want_in = len(CANDIDATE_COLUMNS) if meta["policy"] == "drs" else drs_state_dim(meta["n_nodes"])
+    want_out = 1 if meta["policy"] == "drs" else meta["n_nodes"]
+    if not layers or layers[0][0].shape[0] != want_in or layers[-1][0].shape[1] != want_out:
+        raise ModelError(f"model file {path} has shape {layers[0][0].shape[0] if layers else '?'}->... which does not match its metadata")
+    return LoadedModel(meta=meta, layers=layers, path=path)

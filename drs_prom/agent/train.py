@@ -1,0 +1,316 @@
+"""The training loop for both agents, on any env with the simulator's reset/step API.
+
+``env.reset() -> ctx``; ``env.step(node_index) -> (ctx_next, info, done)`` where
+``info.load_before``/``info.load_after`` are the normalised (n, 6) matrices around the
+settled action. One command (``drs-prom train``) reproduces the shipped model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from drs_prom.agent.features import DRS_SCALE, N_CANDIDATE, candidate_matrix, drs_state, drs_state_dim
+from drs_prom.config import Normalisation, RewardSettings
+from drs_prom.policy import DecisionContext, choose
+from drs_prom.reward import drs_reward, reward
+from drs_prom.state import imbalance
+
+
+class Env(Protocol):
+    def reset(self) -> DecisionContext: ...
+
+    def step(self, action: int) -> tuple[DecisionContext | None, Any, bool]: ...
+
+
+EnvFactory = Callable[[int], Env]
+"""Builds the env for one episode from that episode's seed (arrivals differ per episode)."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run; defaults are those of the shipped ``drs`` model."""
+
+    policy: str = "drs"
+    episodes: int = 60
+    seed: int = 0
+    scenario: str = "drs-paper"
+    replay_size: int = 50_000
+    batch: int = 64
+    learning_starts: int = 500
+    """Transitions collected before the first learn step."""
+    train_every: int = 1
+    eps_start: float = 1.0
+    eps_end: float = 0.02
+    exploration_fraction: float = 0.5
+    """Fraction of episodes over which epsilon decays linearly."""
+    imitate: str = ""
+    """Heuristic to warm-start from (baselines registry name); empty for pure RL."""
+    imitate_episodes: int = 0
+    imitate_steps: int = 0
+    hidden: tuple[int, ...] = (64, 64)
+    gamma: float = 0.5
+    lr: float = 1e-3
+    target_sync: int = 250
+    reward: RewardSettings = field(default_factory=RewardSettings)
+
+
+@dataclass
+class TrainResult:
+    model: Any
+    returns: list[float]
+    imbalance: list[float]
+    epsilon: list[float]
+    seconds: float
+    steps: int
+    n_nodes: int
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+def step_reward(info: Any, policy: str, settings: RewardSettings) -> float:
+    """Reward of one settled action, read from the env's StepInfo."""
+    if policy == "drs-original":
+        return drs_reward(np.nan_to_num(info.load_after)) * DRS_SCALE
+    return reward(
+        np.nan_to_num(info.load_before),
+        np.nan_to_num(info.load_after),
+        float(info.util_after),
+        float(info.mean_slowdown_after),
+        settings,
+    )
+
+
+def _random_feasible(rng: np.random.Generator, mask: np.ndarray) -> int:
+    return int(rng.choice(np.flatnonzero(mask)))
+
+
+def _masked_argmax(q: np.ndarray, mask: np.ndarray) -> int:
+    return int(np.argmax(np.where(mask, q, -np.inf)))
+
+
+def train(make_env: EnvFactory, cfg: TrainConfig, progress: bool = True) -> TrainResult:
+    """Train ``cfg.policy`` for ``cfg.episodes`` episodes; returns the online Keras model and curves."""
+    from drs_prom.agent.networks import configure_tf
+
+    configure_tf()
+    import keras
+
+    keras.utils.set_random_seed(cfg.seed)
+    if cfg.policy == "drs":
+        return _train_node(make_env, cfg, progress)
+    if cfg.policy == "drs-original":
+        return _train_drs(make_env, cfg, progress)
+    raise ValueError(f"unknown policy {cfg.policy!r} (drs, drs-original)")
+
+
+def _episode_seed(cfg: TrainConfig, ep: int) -> int:
+    return cfg.seed * 100_003 + ep
+
+
+def _bar(total: int, desc: str, progress: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="ep", disable=not progress, leave=False)
+
+
+def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> TrainResult:
+    from drs_prom.agent.dqn import LinearSchedule, NodeDQN, NodeDQNConfig
+    from drs_prom.agent.replay import NodeReplay
+
+    t0 = time.monotonic()
+    rng = np.random.default_rng(cfg.seed)
+    agent = NodeDQN(N_CANDIDATE, NodeDQNConfig(hidden=cfg.hidden, lr=cfg.lr, gamma=cfg.gamma, target_sync=cfg.target_sync), seed=cfg.seed)
+    probe = make_env(_episode_seed(cfg, 0)).reset()
+    max_nodes = len(probe.nodes)
+    replay = NodeReplay(cfg.replay_size, N_CANDIDATE, max_nodes, seed=cfg.seed)
+    notes: dict[str, Any] = {}
+    steps = 0
+    if cfg.imitate and cfg.imitate_episodes > 0:
+        notes["imitation"] = _imitate(make_env, cfg, agent, replay, max_nodes)
+    eps = LinearSchedule(cfg.eps_start, cfg.eps_end, max(1, int(cfg.episodes * cfg.exploration_fraction)))
+    returns, imbs, epsl = [], [], []
+    bar = _bar(cfg.episodes, "train drs", progress)
+    for ep in range(cfg.episodes):
+        e = eps(ep)
+        env = make_env(_episode_seed(cfg, ep + 1000))
+        ctx: DecisionContext | None = env.reset()
+        cands = candidate_matrix(ctx)
+        ret, imb, n = 0.0, 0.0, 0
+        done = False
+        while not done and ctx is not None:
+            mask = np.asarray(ctx.feasible, bool)
+            if rng.random() < e:
+                a = _random_feasible(rng, mask)
+            else:
+                a = _masked_argmax(agent.q_values(cands), mask)
+            ctx_next, info, done = env.step(a)
+            r = step_reward(info, "drs", cfg.reward)
+            next_cands = None if done or ctx_next is None else candidate_matrix(ctx_next)
+            replay.add(cands[a], r, next_cands, None if next_cands is None else ctx_next.feasible, done)
+            steps += 1
+            if len(replay) >= cfg.learning_starts and steps % cfg.train_every == 0:
+                agent.learn(replay.sample(cfg.batch))
+            ret += r
+            imb += imbalance(np.nan_to_num(info.load_after))
+            n += 1
+            ctx, cands = ctx_next, next_cands
+        returns.append(ret)
+        imbs.append(imb / max(n, 1))
+        epsl.append(e)
+        bar.update(1)
+        bar.set_postfix(ret=f"{ret:.2f}", imb=f"{imbs[-1]:.3f}", eps=f"{e:.2f}")
+    bar.close()
+    return TrainResult(agent.online, returns, imbs, epsl, time.monotonic() - t0, steps, max_nodes, notes)
+
+
+def _imitate(make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, max_nodes: int) -> dict[str, Any]:
+    """Warm start: roll out the teacher heuristic, fill the replay with its transitions and
+    fit a large-margin loss so the net ranks the teacher's choice first (DQfD-style)."""
+    from drs_prom.baselines import make_policy
+
+    teacher = make_policy(cfg.imitate, cfg.seed)
+    all_c, all_m, all_a = [], [], []
+    for ep in range(cfg.imitate_episodes):
+        env = make_env(_episode_seed(cfg, ep + 500_000))
+        ctx = env.reset()
+        done = False
+        while not done and ctx is not None:
+            cands = candidate_matrix(ctx)
+            a, _ = choose(teacher, ctx)
+            padded = np.zeros((max_nodes, N_CANDIDATE), np.float32)
+            padded[: len(cands)] = cands
+            m = np.zeros(max_nodes, bool)
+            m[: len(cands)] = ctx.feasible
+            all_c.append(padded)
+            all_m.append(m)
+            all_a.append(a)
+            ctx_next, info, done = env.step(a)
+            r = step_reward(info, "drs", cfg.reward)
+            nc = None if done or ctx_next is None else candidate_matrix(ctx_next)
+            replay.add(cands[a], r, nc, None if nc is None else ctx_next.feasible, done)
+            ctx = ctx_next
+    c, m, a = np.stack(all_c), np.stack(all_m), np.asarray(all_a)
+    rng = np.random.default_rng(cfg.seed)
+    losses = []
+    for _ in range(cfg.imitate_steps):
+        idx = rng.integers(0, len(a), size=cfg.batch)
+        losses.append(agent.imitate(c[idx], m[idx], a[idx]))
+    agent.sync_target()
+    q = np.stack([agent.q_values(ci[: len(ci)]) for ci in c[:500]])
+    agree = float(np.mean(np.argmax(np.where(m[:500], q, -np.inf), axis=1) == a[:500]))
+    return {"teacher": cfg.imitate, "decisions": int(len(a)), "steps": cfg.imitate_steps, "final_loss": float(np.mean(losses[-50:])) if losses else None, "agreement": agree}
+
+
+def _train_drs(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> TrainResult:
+    """DRS as published: constant 0.9 greedy, replay 100, batch 32, learn once the buffer is full."""
+    from drs_prom.agent.dqn import DRSDQN, DRSConfig
+    from drs_prom.agent.replay import FlatReplay
+
+    t0 = time.monotonic()
+    rng = np.random.default_rng(cfg.seed)
+    dcfg = DRSConfig()
+    probe = make_env(_episode_seed(cfg, 0)).reset()
+    n_nodes = len(probe.nodes)
+    agent = DRSDQN(n_nodes, dcfg, seed=cfg.seed)
+    replay = FlatReplay(dcfg.replay, drs_state_dim(n_nodes), n_nodes, seed=cfg.seed)
+    returns, imbs, epsl = [], [], []
+    steps = 0
+    bar = _bar(cfg.episodes, "train drs-original", progress)
+    for ep in range(cfg.episodes):
+        env = make_env(_episode_seed(cfg, ep + 1000))
+        ctx = env.reset()
+        if len(ctx.nodes) != n_nodes:
+            raise ValueError("drs-original needs a fixed node count across episodes")
+        state = drs_state(ctx)
+        ret, imb, n = 0.0, 0.0, 0
+        done = False
+        while not done and ctx is not None:
+            mask = np.asarray(ctx.feasible, bool)
+            if rng.random() < dcfg.greedy:
+                a = _masked_argmax(agent.q_values(state), mask)
+            else:
+                a = _random_feasible(rng, mask)
+            ctx_next, info, done = env.step(a)
+            r = step_reward(info, "drs-original", cfg.reward)
+            next_state = None if done or ctx_next is None else drs_state(ctx_next)
+            replay.add(state, a, r, next_state, done)
+            steps += 1
+            if len(replay) >= dcfg.replay:
+                agent.learn(replay.sample(dcfg.batch))
+            ret += r
+            imb += imbalance(np.nan_to_num(info.load_after))
+            n += 1
+            ctx, state = ctx_next, next_state
+        returns.append(ret)
+        imbs.append(imb / max(n, 1))
+        epsl.append(1.0 - dcfg.greedy)
+        bar.update(1)
+        bar.set_postfix(ret=f"{ret:.1f}", imb=f"{imbs[-1]:.3f}")
+    bar.close()
+    return TrainResult(agent.online, returns, imbs, epsl, time.monotonic() - t0, steps, n_nodes, {"drs_config": asdict(dcfg)})
+
+
+def plot_curve(result: TrainResult, path: str | Path, title: str) -> Path:
+    """Learning curve PNG: episode return and mean imbalance per episode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+    ep = np.arange(1, len(result.returns) + 1)
+    ax1.plot(ep, result.returns, lw=1)
+    ax1.set_ylabel("episode return")
+    ax1.set_title(title)
+    ax2.plot(ep, result.imbalance, lw=1, color="tab:red")
+    ax2.set_ylabel("mean imbalance")
+    ax2.set_xlabel("episode")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def save_result(result: TrainResult, cfg: TrainConfig, out: str | Path, norm: Normalisation, command: str = "") -> Path:
+    """Write the model (+ JSON metadata) and its learning curve next to it."""
+    from drs_prom.agent.persistence import base_metadata, save_model
+
+    meta = base_metadata(cfg.policy, norm, result.n_nodes if cfg.policy == "drs-original" else None)
+    conf = asdict(cfg)
+    conf["reward"] = cfg.reward.model_dump()
+    meta["training"] = {
+        "scenario": cfg.scenario,
+        "seed": cfg.seed,
+        "episodes": cfg.episodes,
+        "steps": result.steps,
+        "seconds": round(result.seconds, 1),
+        "nodes": result.n_nodes,
+        "config": conf,
+        "command": command,
+        "final_imbalance": float(np.mean(result.imbalance[-5:])) if result.imbalance else None,
+        **result.notes,
+    }
+    meta["benchmark"] = {}
+    path = save_model(result.model, meta, out)
+    plot_curve(result, Path(out).with_suffix(".png"), f"{cfg.policy} on {cfg.scenario} (seed {cfg.seed})")
+    return path
+
+
+def scenario_env_factory(scenario: str, norm: Normalisation | None = None) -> tuple[EnvFactory, Normalisation]:
+    """Env factory over a named (or path) simulator scenario, and the normalisation it uses."""
+    from drs_prom.sim.env import SchedulingEnv
+    from drs_prom.sim.scenario import load_scenario
+
+    sc = load_scenario(scenario)
+    use = norm or sc.norm
+
+    def make(seed: int) -> Env:
+        return SchedulingEnv(sc, seed=seed, norm=use)
+
+    return make, use

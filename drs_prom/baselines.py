@@ -1,0 +1,224 @@
+"""Heuristic placement policies: the baselines of the benchmark and the live scheduler's fallback.
+
+Each is a ``drs_prom.policy.Policy`` (``name``, ``score(ctx)``, higher is better). The
+scores below are the documented formulas; ``policy.choose`` masks infeasible nodes.
+
+- ``kube-default``: kube-scheduler's default resource scoring (k8s >= 1.23), on requests.
+  NodeResourcesFit with the LeastAllocated strategy (pkg/scheduler/framework/plugins/
+  noderesources/least_allocated.go), per resource r in {cpu, memory} with weight 1::
+
+      s_r = (allocatable_r - requested_r) * 100 // allocatable_r   (0 if requested_r > allocatable_r)
+      fit = (s_cpu * 1 + s_mem * 1) // 2
+
+  plus NodeResourcesBalancedAllocation (balanced_allocation.go)::
+
+      f_r = min(1, requested_r / allocatable_r)
+      balanced = int((1 - |f_cpu - f_mem| / 2) * 100)   # the std of two fractions
+
+  where requested_r includes the incoming pod (a zero request counts as 100m / 200Mi,
+  schedutil.GetNonzeroRequests). Both plugins have weight 1 in the default profile, so
+  score = fit + balanced. Ties break uniformly at random, as kube-scheduler's
+  selectHost does (seeded here). Live load is not read, so it works without metrics.
+  Other default score plugins (TaintToleration, NodeAffinity, ImageLocality,
+  InterPodAffinity, PodTopologySpread's system defaults) are constant for the simulated
+  Job pods and are left out.
+- ``least-loaded``: load-aware by live metrics, as Trimaran / crane-scheduler: the node
+  whose load *after* adding the incoming pod's estimated load is lowest wins. Stronger
+  than plain "lowest current CPU": all six features count, the bottleneck (max) first
+  and the mean second: ``score = -(max_f(L + P) + mean_f(L + P))``.
+- ``balanced-load``: greedy on DRS's own objective: the node whose choice leaves the
+  lowest cluster imbalance (sum over features of the std across nodes, with the pod's
+  load added to that node's row), least-loaded breaking near ties.
+- ``random``: uniform over feasible nodes (seeded). ``round-robin``: next feasible node
+  after the last one chosen.
+
+A node without metrics (NaN load) gets the lowest finite score, never -inf: it stays
+usable when it is the only feasible node (Trimaran's behaviour).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from drs_prom.policy import DecisionContext, Policy
+
+MAX_NODE_SCORE = 100
+DEFAULT_MILLI_CPU_REQUEST = 100  # schedutil.DefaultMilliCPURequest
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
+_NO_METRICS = -1e9
+
+
+def least_allocated_score(requested: int, allocatable: int) -> int:
+    """k8s leastRequestedScore: integer percentage of the resource left free."""
+    if allocatable == 0 or requested > allocatable:
+        return 0
+    return (allocatable - requested) * MAX_NODE_SCORE // allocatable
+
+
+def balanced_allocation_score(fractions: list[float]) -> int:
+    """k8s balancedResourceScorer: (1 - std of requested fractions) * 100, truncated."""
+    f = [min(1.0, x) for x in fractions]
+    if len(f) == 2:
+        std = abs((f[0] - f[1]) / 2)
+    elif len(f) > 2:
+        mean = sum(f) / len(f)
+        std = (sum((x - mean) ** 2 for x in f) / len(f)) ** 0.5
+    else:
+        std = 0.0
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def kube_default_scores(ctx: DecisionContext) -> np.ndarray:
+    """Integer kube-scheduler scores (fit + balanced, 0..200) of every node, before tie-breaking."""
+    cpu = ctx.pod.cpu_m or DEFAULT_MILLI_CPU_REQUEST
+    mem = ctx.pod.mem_bytes or DEFAULT_MEMORY_REQUEST
+    out = np.zeros(len(ctx.nodes), dtype=np.float64)
+    for i, node in enumerate(ctx.nodes):
+        rc, rm = node.requested_cpu_m + cpu, node.requested_mem_bytes + mem
+        fit = (least_allocated_score(rc, node.allocatable_cpu_m) + least_allocated_score(rm, node.allocatable_mem_bytes)) // 2
+        fc = rc / node.allocatable_cpu_m if node.allocatable_cpu_m else 1.0
+        fm = rm / node.allocatable_mem_bytes if node.allocatable_mem_bytes else 1.0
+        out[i] = fit + balanced_allocation_score([fc, fm])
+    return out
+
+
+class KubeDefault:
+    name = "kube-default"
+
+    def __init__(self, seed: int = 0) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        # scores are integers, so a jitter in [0, 0.5) only breaks ties (uniformly, like selectHost)
+        return kube_default_scores(ctx) + self._rng.uniform(0.0, 0.5, size=len(ctx.nodes))
+
+
+def _after(ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
+    """Load after placing the pod on each node (n, 6) and the rows that have metrics."""
+    load = np.asarray(ctx.load, dtype=np.float64)
+    ok = ~np.isnan(load).any(axis=1)
+    return np.nan_to_num(load, nan=0.0) + np.asarray(ctx.pod_load, dtype=np.float64), ok
+
+
+class LeastLoaded:
+    name = "least-loaded"
+
+    def __init__(self, seed: int = 0) -> None:
+        del seed
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        after, ok = _after(ctx)
+        s = -(after.max(axis=1) + after.mean(axis=1))
+        return np.where(ok, s, _NO_METRICS)
+
+
+def imbalance_if_placed(load: np.ndarray, pod_load: np.ndarray) -> np.ndarray:
+    """For each node i: DRS imbalance of the cluster with pod_load[i] added to row i, in O(n*6)."""
+    n = len(load)
+    s = load.sum(axis=0)
+    q = (load**2).sum(axis=0)
+    s2 = s[None, :] + pod_load
+    q2 = q[None, :] + (load + pod_load) ** 2 - load**2
+    var = np.maximum(q2 / n - (s2 / n) ** 2, 0.0)
+    return np.sqrt(var).sum(axis=1)
+
+
+class BalancedLoad:
+    name = "balanced-load"
+
+    def __init__(self, seed: int = 0) -> None:
+        del seed
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        after, ok = _after(ctx)
+        load = np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0)
+        imb = imbalance_if_placed(load, np.asarray(ctx.pod_load, dtype=np.float64))
+        s = -imb - 1e-3 * (after.max(axis=1) + after.mean(axis=1))
+        return np.where(ok, s, _NO_METRICS)
+
+
+class RandomPolicy:
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        return self._rng.uniform(size=len(ctx.nodes))
+
+
+class RoundRobin:
+    name = "round-robin"
+
+    def __init__(self, seed: int = 0) -> None:
+        del seed
+        self._next = 0
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        n = len(ctx.nodes)
+        order = (np.arange(n) - self._next) % max(n, 1)
+        feasible = np.flatnonzero(ctx.feasible)
+        if len(feasible):
+            chosen = int(feasible[np.argmin(order[feasible])])
+            self._next = (chosen + 1) % n
+        return -order.astype(np.float64)
+
+
+PolicyFactory = Callable[[int], Policy]
+
+_REGISTRY: dict[str, PolicyFactory] = {
+    "kube-default": KubeDefault,
+    "least-loaded": LeastLoaded,
+    "balanced-load": BalancedLoad,
+    "random": RandomPolicy,
+    "round-robin": RoundRobin,
+}
+
+HEURISTICS: tuple[str, ...] = tuple(_REGISTRY)
+
+
+def register(name: str, factory: PolicyFactory) -> None:
+    """Add a policy factory (``factory(seed) -> Policy``); the agent registers drs / drs-original."""
+    _REGISTRY[name] = factory
+
+
+def _learned(name: str) -> PolicyFactory:
+    """Factory for a shipped learned policy; ModelError (one line) when it cannot be loaded."""
+
+    def factory(seed: int) -> Policy:
+        from drs_prom.errors import ModelError
+
+        try:
+            from drs_prom import agent  # lazy: TensorFlow loads only for learned policies
+        except ImportError as exc:
+            raise ModelError(f"policy {name!r} needs drs_prom.agent, which failed to import: {exc}") from None
+        make = getattr(agent, "make_policy", None)
+        if make is not None:
+            return make(name, seed)
+        path_fn = getattr(agent, "default_original_path" if name == "drs-original" else "default_model_path", None)
+        if path_fn is None:
+            raise ModelError(f"policy {name!r}: drs_prom.agent provides no default model")
+        return agent.load_policy(path_fn())
+
+    return factory
+
+
+for _name in ("drs", "drs-original"):
+    _REGISTRY.setdefault(_name, _learned(_name))
+
+
+def policies_by_name() -> dict[str, PolicyFactory]:
+    """Every known policy name -> factory(seed). Learned ones import TensorFlow only when built."""
+    return dict(_REGISTRY)
+
+
+def make_policy(name: str, seed: int = 0) -> Policy:
+    """Build a policy by name; ConfigError (one line) for an unknown name."""
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        from drs_prom.errors import ConfigError
+
+        raise ConfigError(f"unknown policy {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+    return factory(seed)

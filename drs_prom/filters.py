@@ -1,0 +1,178 @@
+"""Which nodes may take a pod: kube-scheduler's core filters, as pure functions.
+
+Each node gets a list of reasons (empty = feasible) worded like kube-scheduler's, so a
+``FailedScheduling`` event reads the same as the stock scheduler's::
+
+    0/5 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {gpu: true}, ...
+
+Filters run in kube-scheduler's order (NodeUnschedulable, TaintToleration, NodeAffinity,
+NodeResourcesFit) and, as there, the first failing plugin decides a node's reasons;
+the resource check reports every insufficient resource at once.
+
+A node that is not Ready counts as tainted ``node.kubernetes.io/not-ready:NoSchedule``
+(what the node lifecycle controller would add), so a pod tolerating that taint may
+still land there.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from drs_prom.types import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm, PodRequest, Taint, Toleration
+
+NOT_READY_TAINT = Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule")
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+
+R_UNSCHEDULABLE = "node(s) were unschedulable"
+R_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+R_CPU = "Insufficient cpu"
+R_MEM = "Insufficient memory"
+R_PODS = "Too many pods"
+
+
+def _taint_text(t: Taint) -> str:
+    return f"node(s) had untolerated taint {{{t.key}: {t.value}}}"
+
+
+# -- single checks (pure, one concern each) ------------------------------------
+
+
+def tolerates(tol: Toleration, taint: Taint) -> bool:
+    """Kubernetes' ToleratesTaint: effect, key and value/operator must all match."""
+    if tol.effect and tol.effect != taint.effect:
+        return False
+    if tol.key and tol.key != taint.key:
+        return False
+    if tol.operator == "Exists":
+        return True
+    if not tol.key:  # Equal with an empty key matches nothing (only Exists may omit the key)
+        return False
+    return tol.value == taint.value
+
+
+def untolerated_taint(pod: PodRequest, node: NodeInfo) -> Taint | None:
+    """First NoSchedule/NoExecute taint the pod does not tolerate (PreferNoSchedule is a score)."""
+    taints = list(node.taints)
+    if not node.ready:
+        taints.append(NOT_READY_TAINT)
+    for taint in taints:
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(tolerates(tol, taint) for tol in pod.tolerations):
+            return taint
+    return None
+
+
+def _requirement_matches(req: NodeSelectorRequirement, labels: dict[str, str]) -> bool:
+    present = req.key in labels
+    value = labels.get(req.key, "")
+    op = req.operator
+    if op == "In":
+        return present and value in req.values
+    if op == "NotIn":
+        return not present or value not in req.values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt"):
+        if not present or len(req.values) != 1:
+            return False
+        try:
+            have, want = int(value), int(req.values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False  # unknown operator: the apiserver rejects these, never match
+
+
+def term_matches(term: NodeSelectorTerm, labels: dict[str, str]) -> bool:
+    """Requirements are ANDed; a term with no requirements matches nothing (as in Kubernetes)."""
+    if not term.match_expressions:
+        return False
+    return all(_requirement_matches(r, labels) for r in term.match_expressions)
+
+
+def matches_node_affinity(pod: PodRequest, node: NodeInfo) -> bool:
+    """nodeSelector (every pair) and required node affinity (any term)."""
+    for key, value in pod.node_selector.items():
+        if node.labels.get(key) != value:
+            return False
+    if pod.affinity_terms and not any(term_matches(t, node.labels) for t in pod.affinity_terms):
+        return False
+    return True
+
+
+def resource_reasons(pod: PodRequest, node: NodeInfo) -> list[str]:
+    """NodeResourcesFit: requests against allocatable minus what bound pods requested.
+
+    A zero request is never checked, as in kube-scheduler.
+    """
+    out: list[str] = []
+    if node.pod_count + 1 > node.allocatable_pods:
+        out.append(R_PODS)
+    if pod.cpu_m > 0 and pod.cpu_m > node.allocatable_cpu_m - node.requested_cpu_m:
+        out.append(R_CPU)
+    if pod.mem_bytes > 0 and pod.mem_bytes > node.allocatable_mem_bytes - node.requested_mem_bytes:
+        out.append(R_MEM)
+    return out
+
+
+def fits(pod: PodRequest, node: NodeInfo) -> bool:
+    """Only the request fit (cpu, memory, pod count) — what the simulator needs most."""
+    return not resource_reasons(pod, node)
+
+
+def check(pod: PodRequest, node: NodeInfo) -> list[str]:
+    """Why ``pod`` cannot go to ``node`` (empty list: it can)."""
+    if node.unschedulable and not any(
+        tolerates(t, Taint(key=UNSCHEDULABLE_TAINT_KEY, effect="NoSchedule")) for t in pod.tolerations
+    ):
+        return [R_UNSCHEDULABLE]
+    taint = untolerated_taint(pod, node)
+    if taint is not None:
+        return [_taint_text(taint)]
+    if not matches_node_affinity(pod, node):
+        return [R_AFFINITY]
+    return resource_reasons(pod, node)
+
+
+# -- over all nodes -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """``mask[i]`` is True when ``nodes[i]`` is feasible; ``reasons[i]`` says why not."""
+
+    mask: np.ndarray
+    reasons: tuple[tuple[str, ...], ...]
+
+    @property
+    def any(self) -> bool:
+        return bool(self.mask.any())
+
+
+def filter_nodes(pod: PodRequest, nodes: Sequence[NodeInfo]) -> FilterResult:
+    reasons = tuple(tuple(check(pod, n)) for n in nodes)
+    mask = np.array([not r for r in reasons], dtype=bool)
+    return FilterResult(mask=mask, reasons=reasons)
+
+
+def feasible_mask(pod: PodRequest, nodes: Sequence[NodeInfo]) -> np.ndarray:
+    """Boolean mask over ``nodes`` after every core filter."""
+    return filter_nodes(pod, nodes).mask
+
+
+def failure_message(result: FilterResult) -> str:
+    """kube-scheduler's summary: counts per reason, sorted by reason text."""
+    total = len(result.reasons)
+    counts = Counter(r for rs in result.reasons for r in rs)
+    available = int(result.mask.sum())
+    if not counts:
+        return f"{available}/{total} nodes are available."
+    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+    return f"{available}/{total} nodes are available: {parts}."

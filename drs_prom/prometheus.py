@@ -1,0 +1,166 @@
+"""The Prometheus-backed MetricsSource: current node state, history and capacity.
+
+Seven instant queries per snapshot (one per feature, one for sample freshness), all at
+the same evaluation time, parsed by the pure helpers in drs_prom/state.py. Every failure
+(unreachable, HTTP error, timeout, malformed or NaN data) becomes one MetricsError that
+names the URL and the query, so the scheduler can log one line and fall back.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from datetime import datetime, timezone
+from typing import Callable, Iterable
+
+import pandas as pd
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+from urllib3.util.retry import Retry
+
+from drs_prom import promql
+from drs_prom.config import PrometheusSettings
+from drs_prom.errors import MetricsError
+from drs_prom.features import FEATURES
+from drs_prom.state import NodeSnapshot, ResultError, build_snapshot, features_frame, history_frame, matrix_frame, vector_series
+
+MAX_POINTS = 11000
+"""Prometheus refuses range queries with more points per series than this."""
+
+
+def _duration_seconds(value: str) -> float:
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+    parts = re.findall(r"(\d+)(ms|s|m|h|d|w|y)", value)
+    return float(sum(int(n) * units[u] for n, u in parts))
+
+
+def _server_error(exc: PrometheusApiClientException) -> str:
+    """The status code and Prometheus' own error text out of the client's message."""
+    text = str(exc)
+    code = re.search(r"HTTP Status Code (\d+)", text)
+    err = re.search(r'"error"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
+    detail = err.group(1).replace('\\"', '"') if err else text[:200]
+    return f"HTTP {code.group(1) if code else '?'}: {detail}"
+
+
+class PrometheusSource:
+    """``MetricsSource`` reading node_exporter-style metrics from one Prometheus.
+
+    ``expected_nodes`` (e.g. the Kubernetes node names) makes nodes with no series at
+    all show up as stale rather than being absent. ``clock`` is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        settings: PrometheusSettings | None = None,
+        *,
+        expected_nodes: Callable[[], Iterable[str]] | None = None,
+        clock: Callable[[], float] = time.time,
+        freshness_step: str = "1s",
+    ) -> None:
+        self.settings = settings or PrometheusSettings()
+        self.url = self.settings.url
+        self.expected_nodes = expected_nodes
+        self.clock = clock
+        self.queries = promql.queries_for(self.settings)
+        lookback = f"{max(300, int(4 * self.settings.max_sample_age_seconds))}s"
+        self.freshness_query = promql.last_seen(self.settings.node_selector, lookback, freshness_step)
+        # No client-side retries: a slow or dead Prometheus must fail within one timeout.
+        self._client = PrometheusConnect(url=self.url, retry=Retry(total=0, raise_on_status=False), timeout=self.settings.timeout_seconds)
+
+    @classmethod
+    def from_url(cls, url: str, **settings: object) -> "PrometheusSource":
+        """Shortcut: ``PrometheusSource.from_url("http://127.0.0.1:9090", window="5s")``."""
+        return cls(PrometheusSettings(url=url, **settings))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- I/O boundary --------------------------------------------------------------
+
+    def _call(self, query: str, fetch: Callable[[], object]) -> object:
+        where = f"Prometheus at {self.url}"
+        try:
+            return fetch()
+        except requests.exceptions.Timeout:
+            raise MetricsError(f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}") from None
+        except requests.exceptions.ConnectionError as exc:
+            found = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc))
+            reason = found.group(1).strip() if found else "connection failed"
+            raise MetricsError(f"{where} is unreachable ({reason[:120]}) for query: {query}") from None
+        except PrometheusApiClientException as exc:
+            raise MetricsError(f"{where} answered {_server_error(exc)} for query: {query}") from None
+        except requests.exceptions.RequestException as exc:
+            raise MetricsError(f"{where} request failed ({type(exc).__name__}) for query: {query}") from None
+        except (ValueError, KeyError, TypeError) as exc:  # a body that is not Prometheus' JSON
+            raise MetricsError(f"{where} returned a malformed response ({type(exc).__name__}) for query: {query}") from None
+
+    def query(self, query: str, at: float | None = None) -> pd.Series:
+        """One instant query -> Series by nodename. NaN/Inf values raise MetricsError."""
+        params = {"timeout": f"{self.settings.timeout_seconds:g}s"}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        result = self._call(query, lambda: self._client.custom_query(query, params=params))
+        try:
+            series = vector_series(result)  # type: ignore[arg-type]
+        except ResultError as exc:
+            raise MetricsError(f"Prometheus at {self.url} returned unusable data ({exc}) for query: {query}") from None
+        bad = [n for n, v in series.items() if not math.isfinite(v)]
+        if bad:
+            raise MetricsError(f"Prometheus at {self.url} returned NaN/Inf for node {bad[0]} on query: {query}")
+        return series
+
+    def query_range(self, query: str, start: datetime, end: datetime, step: float) -> pd.DataFrame:
+        """One range query -> frame indexed by UTC time, a column per nodename."""
+        if end < start:
+            raise MetricsError(f"history range ends before it starts ({start} > {end})")
+        if (end - start).total_seconds() / step > MAX_POINTS:
+            raise MetricsError(f"history range {start}..{end} at step {step:g}s exceeds {MAX_POINTS} points; use a larger step")
+        params = {"timeout": f"{self.settings.timeout_seconds:g}s"}
+        result = self._call(
+            query, lambda: self._client.custom_query_range(query, start_time=start, end_time=end, step=f"{step:g}", params=params)
+        )
+        try:
+            return matrix_frame(result)  # type: ignore[arg-type]
+        except ResultError as exc:
+            raise MetricsError(f"Prometheus at {self.url} returned unusable data ({exc}) for query: {query}") from None
+
+    # -- MetricsSource ----------------------------------------------------------------
+
+    def snapshot(self) -> NodeSnapshot:
+        """Every node's six raw features now; missing or old nodes are in ``stale``."""
+        now = self.clock()
+        per_feature = {f: self.query(self.queries[f], at=now) for f in FEATURES}
+        last_seen = self.query(self.freshness_query, at=now)
+        expected = list(self.expected_nodes()) if self.expected_nodes else []
+        return build_snapshot(features_frame(per_feature), last_seen, now, self.settings.max_sample_age_seconds, expected)
+
+    def history(self, start: datetime | float, end: datetime | float, step: float | str = 15.0) -> pd.DataFrame:
+        """Features over [start, end] every ``step`` (seconds or a duration like "15s").
+
+        Returns a frame indexed by UTC time with MultiIndex columns (node, feature); gaps
+        are NaN. Uses the same feature queries as ``snapshot`` (one range query each).
+        """
+        start_dt, end_dt = (_as_datetime(t) for t in (start, end))
+        step_s = _duration_seconds(step) if isinstance(step, str) else float(step)
+        if step_s <= 0:
+            raise MetricsError(f"history step must be positive, got {step!r}")
+        return history_frame({f: self.query_range(self.queries[f], start_dt, end_dt, step_s) for f in FEATURES})
+
+    def node_capacity(self) -> pd.DataFrame:
+        """CPU count and memory bytes per node (columns ``cpu_cores``, ``mem_bytes``)."""
+        now = self.clock()
+        sel = self.settings.node_selector
+        frame = pd.DataFrame(
+            {"cpu_cores": self.query(promql.cpu_cores(sel), at=now), "mem_bytes": self.query(promql.mem_total(sel), at=now)}
+        )
+        frame.index.name = "node"
+        return frame.sort_index()
+
+
+def _as_datetime(t: datetime | float) -> datetime:
+    if isinstance(t, datetime):
+        return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return datetime.fromtimestamp(float(t), tz=timezone.utc)

@@ -1,0 +1,168 @@
+"""The APScheduler wrapper around ``retrain.run_once``: when to run, and never more than one at a time.
+
+Runs beside the scheduler (``RetrainJob(...).start()`` in its process: a
+BackgroundScheduler thread) or on its own (``drs-prom retrain``). ``max_instances=1``
+plus ``coalesce=True`` mean a slow run makes the next trigger wait, never overlap, and
+a backlog of missed triggers collapses into one run. Nothing escapes ``fire``: a
+crash or a Prometheus outage during retraining is a counted, logged outcome and the
+scheduler keeps binding pods with the model it has.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+from drs_prom.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+def make_trigger(settings: Settings) -> Any:
+    """Cron trigger when ``retrain.cron`` is set, else an interval trigger."""
+    from apscheduler.triggers.cron import CronTrigger
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    from drs_prom.errors import ConfigError
+
+    rs = settings.retrain
+    if rs.cron:
+        try:
+            return CronTrigger.from_crontab(rs.cron, timezone="UTC")
+        except ValueError as exc:
+            raise ConfigError(f"invalid retrain.cron {rs.cron!r}: {exc}") from None
+    return IntervalTrigger(seconds=rs.interval_seconds, timezone="UTC")
+
+
+class RetrainJob:
+    """A BackgroundScheduler with one job that calls ``run()`` and contains every failure.
+
+    ``run`` defaults to ``run_once(settings, source, journal, store)`` built by the
+    caller; tests pass their own callable. ``fired``/``completed``/``failed``/``missed``
+    count what happened (``missed``: a trigger found the previous run still going).
+    """
+
+    JOB_ID = "drs-retrain"
+
+    def __init__(self, settings: Settings, run: Callable[[], Any], *, registry: Any = None, trigger: Any = None) -> None:
+        self.settings = settings
+        self.run = run
+        self.registry = registry
+        self.trigger = trigger if trigger is not None else make_trigger(settings)
+        self.fired = 0
+        self.completed = 0
+        self.failed = 0
+        self.missed = 0
+        self.running = 0
+        self.max_running = 0
+        self.last_result: Any = None
+        self._lock = threading.Lock()
+        self._scheduler: Any = None
+
+    def fire(self) -> Any:
+        """One run; returns its result, or None after an exception (logged and counted)."""
+        with self._lock:
+            self.fired += 1
+            self.running += 1
+            self.max_running = max(self.max_running, self.running)
+        try:
+            result = self.run()
+            self.last_result = result
+            with self._lock:
+                self.completed += 1
+            return result
+        except BaseException as exc:  # noqa: BLE001 - the job must never take the process down
+            with self._lock:
+                self.failed += 1
+            log.error("retraining run failed: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            try:
+                from drs_prom.retrain import RetrainMetrics
+
+                RetrainMetrics.get(self.registry).runs.labels("error").inc()
+            except Exception:  # pragma: no cover - metrics must not matter here either
+                pass
+            return None
+        finally:
+            with self._lock:
+                self.running -= 1
+
+    def start(self) -> "RetrainJob":
+        from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        sched = BackgroundScheduler(timezone="UTC", job_defaults={"max_instances": 1, "coalesce": True})
+        sched.add_job(
+            self.fire,
+            self.trigger,
+            id=self.JOB_ID,
+            name="drs-prom retrain",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=int(max(1, self.settings.retrain.misfire_grace_seconds)),
+            replace_existing=True,
+        )
+        sched.add_listener(self._on_missed, EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED)
+        sched.start()
+        self._scheduler = sched
+        log.info("retraining scheduled: %s", self.trigger)
+        return self
+
+    def _on_missed(self, event: Any) -> None:
+        with self._lock:
+            self.missed += 1
+
+    def next_run_time(self) -> Any:
+        job = self._scheduler.get_job(self.JOB_ID) if self._scheduler else None
+        return job.next_run_time if job else None
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop triggering; with ``wait`` the run in progress finishes first."""
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=wait)
+            self._scheduler = None
+
+
+def build_run(settings: Settings, registry: Any = None) -> Callable[[], Any]:
+    """The production ``run`` callable: Prometheus source, journal and store from settings.
+
+    Everything is opened per run, so a Prometheus restart or a moved journal between
+    runs needs no restart of the job.
+    """
+
+    def run() -> Any:
+        from drs_prom.journal import Journal
+        from drs_prom.model_store import ModelStore
+        from drs_prom.prometheus import PrometheusSource
+        from drs_prom.retrain import run_once
+
+        source = PrometheusSource(settings.prometheus)
+        journal = Journal(settings.scheduler.journal_path)
+        try:
+            return run_once(settings, source, journal, ModelStore(settings.retrain.model_store, settings.retrain.keep_versions), registry=registry)
+        finally:
+            journal.close()
+            source.close()
+
+    return run
+
+
+def run_forever(settings: Settings, registry: Any = None, stop: threading.Event | None = None, first_now: bool = True) -> None:
+    """The standalone process: schedule runs until ``stop`` is set (SIGTERM/SIGINT in the CLI)."""
+    stop = stop or threading.Event()
+    job = RetrainJob(settings, build_run(settings, registry), registry=registry)
+    job.start()
+    if first_now:
+        job._scheduler.modify_job(RetrainJob.JOB_ID, next_run_time=_utcnow())
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        job.shutdown(wait=True)
+
+
+def _utcnow() -> Any:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(time.time(), tz=timezone.utc)

@@ -1,0 +1,381 @@
+"""Nodes and pods as the apiserver last told us, kept current by list + watch.
+
+``Reflector`` is the client-go pattern in a few lines: list (remember the
+resourceVersion), watch from it with bookmarks, relist on 410 Gone, reconnect with
+capped exponential backoff on any other failure. ``ClusterCache`` keeps nodes, the
+requests of pods bound to each node, and the pods we bound ourselves but have not yet
+seen bound in the watch ("assumed", as in kube-scheduler), so that two decisions in a
+row never both count on the same free capacity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import random
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+from drs_prom.scheduler import kube
+from drs_prom.types import NodeInfo
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[str, dict[str, Any]], None]
+
+
+class WatchExpired(Exception):
+    """The apiserver answered 410 Gone: our resourceVersion is too old, relist."""
+
+
+def _lines(resp: Any) -> Iterator[str]:
+    buf = b""
+    for chunk in resp.stream(amt=None, decode_content=False):
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            if line.strip():
+                yield line.decode("utf-8")
+    if buf.strip():
+        yield buf.decode("utf-8")
+
+
+class Reflector:
+    """Keeps one resource collection in sync by calling ``on_list`` and ``on_event``.
+
+    ``list_fn(**kw)`` is a generated client list method (e.g. CoreV1Api.list_node);
+    it is called with ``_preload_content=False`` so we parse JSON ourselves.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        list_fn: Callable[..., Any],
+        on_list: Callable[[list[dict[str, Any]]], None],
+        on_event: Handler,
+        list_kwargs: dict[str, Any] | None = None,
+        watch_timeout_seconds: int = 240,
+        backoff_initial: float = 0.5,
+        backoff_max: float = 30.0,
+    ) -> None:
+        self.name = name
+        self.list_fn = list_fn
+        self.on_list = on_list
+        self.on_event = on_event
+        self.list_kwargs = dict(list_kwargs or {})
+        self.watch_timeout_seconds = watch_timeout_seconds
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.resource_version = ""
+        self.synced = threading.Event()
+        self.relists = 0
+        self.reconnects = 0
+        self._stop = threading.Event()
+        self._resp: Any = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "Reflector":
+        self._thread = threading.Thread(target=self.run, name=f"reflector-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        resp = self._resp
+        if resp is not None:
+            try:
+                resp.shutdown() if hasattr(resp, "shutdown") else None
+            except Exception:
+                pass
+            try:
+                resp.close()
+            except Exception:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def run(self) -> None:
+        delay = self.backoff_initial
+        need_list = True
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self._list()
+                    need_list = False
+                self._watch()
+                delay = self.backoff_initial  # a watch that ended normally (timeout) resets backoff
+            except WatchExpired:
+                log.info("%s: resourceVersion %s expired (410), relisting", self.name, self.resource_version)
+                self.relists += 1
+                need_list = True
+            except Exception as exc:  # network, apiserver restart, auth: back off and retry
+                if self._stop.is_set():
+                    break
+                self.reconnects += 1
+                log.warning("%s: watch failed (%s); retrying in %.1fs", self.name, _one_line(exc), delay)
+                self._stop.wait(delay * (0.8 + 0.4 * random.random()))
+                delay = min(self.backoff_max, delay * 2)
+                status = getattr(exc, "status", None)
+                if status == 410:
+                    need_list = True
+
+    def _list(self) -> None:
+        resp = self.list_fn(_preload_content=False, _request_timeout=30, **self.list_kwargs)
+        body = json.loads(resp.data)
+        self.resource_version = body["metadata"]["resourceVersion"]
+        self.on_list(body.get("items") or [])
+        self.synced.set()
+
+    def _watch(self) -> None:
+        resp = self.list_fn(
+            watch=True,
+            resource_version=self.resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self.watch_timeout_seconds,
+            _preload_content=False,
+            _request_timeout=(10, self.watch_timeout_seconds + 30),
+            **self.list_kwargs,
+        )
+        self._resp = resp
+        try:
+            for line in _lines(resp):
+                if self._stop.is_set():
+                    return
+                event = json.loads(line)
+                kind, obj = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":
+                    if obj.get("code") == 410:
+                        raise WatchExpired()
+                    raise RuntimeError(f"watch error: {obj.get('message')}")
+                rv = (obj.get("metadata") or {}).get("resourceVersion")
+                if rv:
+                    self.resource_version = rv
+                if kind == "BOOKMARK":
+                    continue
+                try:
+                    self.on_event(kind, obj)
+                except Exception:  # one bad object must not stop the watch
+                    log.exception("%s: handler failed on %s event", self.name, kind)
+        finally:
+            self._resp = None
+            try:
+                resp.release_conn()
+            except Exception:
+                pass
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+class ClusterCache:
+    """Nodes, bound-pod requests per node and assumed pods; callbacks feed the queue.
+
+    ``on_pending(pod)``: one of our pods is pending (new or updated);
+    ``on_gone(uid)``: a pod was deleted or is no longer pending for us;
+    ``on_change()``: something that may free or add room (node add/update, pod removed).
+    """
+
+    ASSUME_TTL = 60.0
+
+    def __init__(
+        self,
+        scheduler_name: str,
+        namespace: str = "",
+        on_pending: Callable[[dict[str, Any]], None] = lambda p: None,
+        on_gone: Callable[[str], None] = lambda uid: None,
+        on_change: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.scheduler_name = scheduler_name
+        self.namespace = namespace
+        self.on_pending = on_pending
+        self.on_gone = on_gone
+        self.on_change = on_change
+        self._clock = clock
+        self._lock = threading.RLock()
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self._pods: dict[str, tuple[str, int, int]] = {}  # uid -> (node, cpu_m, mem) for bound pods
+        self._by_node: dict[str, dict[str, tuple[int, int]]] = {}
+        self._assumed: dict[str, tuple[str, int, int, float]] = {}  # uid -> (node, cpu, mem, at)
+        self._pending: dict[str, dict[str, Any]] = {}  # uid -> pod (ours, unbound)
+        self._generation = 0
+        self._infos: tuple[int, list[NodeInfo]] = (-1, [])
+        self._reflectors: list[Reflector] = []
+        self._base: dict[str, tuple[str, NodeInfo]] = {}
+
+    # -- wiring to the apiserver ------------------------------------------
+    def start(self, core_v1: Any) -> None:
+        self._reflectors = [
+            Reflector("nodes", core_v1.list_node, self._on_node_list, self._on_node_event),
+            Reflector(
+                "pods",
+                core_v1.list_pod_for_all_namespaces,
+                self._on_pod_list,
+                self._on_pod_event,
+                list_kwargs={"field_selector": "status.phase!=Succeeded,status.phase!=Failed"},
+            ),
+        ]
+        for r in self._reflectors:
+            r.start()
+
+    def wait_synced(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        return all(r.synced.wait(max(0.0, deadline - time.monotonic())) for r in self._reflectors)
+
+    @property
+    def synced(self) -> bool:
+        return bool(self._reflectors) and all(r.synced.is_set() for r in self._reflectors)
+
+    def stop(self) -> None:
+        for r in self._reflectors:
+            r.stop()
+
+    @property
+    def reflectors(self) -> list[Reflector]:
+        return list(self._reflectors)
+
+    # -- nodes --------------------------------------------------------------
+    def _on_node_list(self, items: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self.nodes = {n["metadata"]["name"]: n for n in items}
+            self._bump()
+        self.on_change()
+
+    def _on_node_event(self, kind: str, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        with self._lock:
+            if kind == "DELETED":
+                self.nodes.pop(name, None)
+            else:
+                self.nodes[name] = node
+            self._bump()
+        if kind != "DELETED":
+            self.on_change()
+
+    # -- pods ---------------------------------------------------------------
+    def _on_pod_list(self, items: list[dict[str, Any]]) -> None:
+        seen = {p["metadata"]["uid"] for p in items}
+        with self._lock:
+            gone = [uid for uid in list(self._pods) + list(self._pending) if uid not in seen]
+            self._pods.clear()
+            self._by_node.clear()
+            self._pending.clear()
+        for uid in gone:
+            self.on_gone(uid)
+        for pod in items:
+            self._on_pod_event("ADDED", pod)
+        self.on_change()
+
+    def _on_pod_event(self, kind: str, pod: dict[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        uid = meta.get("uid", "")
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        freed = False
+        action: str | None = None
+        with self._lock:
+            if kind == "DELETED" or kube.is_terminal(pod):
+                freed = self._drop_bound(uid)
+                self._assumed.pop(uid, None)
+                self._pending.pop(uid, None)
+                self._bump()
+                action = "gone"
+            elif node:
+                cpu, mem = kube.pod_requests(pod)
+                self._drop_bound(uid)
+                self._pods[uid] = (node, cpu, mem)
+                self._by_node.setdefault(node, {})[uid] = (cpu, mem)
+                self._assumed.pop(uid, None)  # confirmed
+                self._pending.pop(uid, None)
+                self._bump()
+                action = "gone"  # no longer pending
+            elif kube.is_ours_pending(pod, self.scheduler_name) and (
+                not self.namespace or meta.get("namespace") == self.namespace
+            ):
+                self._pending[uid] = pod
+                action = "pending"
+            elif self._pending.pop(uid, None) is not None:
+                action = "gone"
+        if action == "pending":
+            self.on_pending(pod)
+        elif action == "gone":
+            self.on_gone(uid)
+        if freed:
+            self.on_change()
+
+    def _drop_bound(self, uid: str) -> bool:
+        old = self._pods.pop(uid, None)
+        if old is None:
+            return False
+        self._by_node.get(old[0], {}).pop(uid, None)
+        return True
+
+    def pending_pod(self, uid: str) -> dict[str, Any] | None:
+        """Latest copy of one of our pending pods (None once deleted or bound)."""
+        with self._lock:
+            return self._pending.get(uid)
+
+    # -- assume / forget ---------------------------------------------------
+    def assume(self, uid: str, node: str, cpu_m: int, mem: int) -> None:
+        with self._lock:
+            self._assumed[uid] = (node, cpu_m, mem, self._clock())
+            self._bump()
+
+    def forget(self, uid: str) -> None:
+        with self._lock:
+            if self._assumed.pop(uid, None) is not None:
+                self._bump()
+
+    def is_bound(self, uid: str) -> bool:
+        with self._lock:
+            return uid in self._pods
+
+    # -- views ----------------------------------------------------------------
+    def node_infos(self) -> list[NodeInfo]:
+        """NodeInfo per node (sorted by name) counting bound and assumed pods."""
+        with self._lock:
+            self._expire_assumed()
+            if self._infos[0] == self._generation:
+                return self._infos[1]
+            extra: dict[str, list[tuple[int, int]]] = {}
+            for uid, (node, cpu, mem, _) in self._assumed.items():
+                if uid not in self._pods:
+                    extra.setdefault(node, []).append((cpu, mem))
+            infos = []
+            for name in sorted(self.nodes):
+                base = self._base_info(self.nodes[name])
+                used = list(self._by_node.get(name, {}).values()) + extra.get(name, [])
+                infos.append(
+                    dataclasses.replace(
+                        base,
+                        requested_cpu_m=sum(c for c, _ in used),
+                        requested_mem_bytes=sum(m for _, m in used),
+                        pod_count=len(used),
+                    )
+                )
+            self._infos = (self._generation, infos)
+            return infos
+
+    def _base_info(self, node: dict[str, Any]) -> NodeInfo:
+        """Parsed node (no pods), memoised per resourceVersion: quantities parse once."""
+        meta = node.get("metadata") or {}
+        key = (meta.get("name", ""), meta.get("resourceVersion", ""))
+        hit = self._base.get(key[0])
+        if hit is None or hit[0] != key[1]:
+            hit = (key[1], kube.to_node_info(node))
+            self._base[key[0]] = hit
+        return hit[1]
+
+    def _expire_assumed(self) -> None:
+        now = self._clock()
+        old = [uid for uid, (*_, at) in self._assumed.items() if now - at > self.ASSUME_TTL]
+        for uid in old:
+            self._assumed.pop(uid, None)
+        if old:
+            self._bump()
+
+    def _bump(self) -> None:
+        self._generation += 1

@@ -1,0 +1,227 @@
+"""One placement decision over already-filtered nodes, shared by the scheduler and the extender.
+
+``Decider`` owns the node state (refreshed from the MetricsSource by its own thread
+every ``state_refresh_seconds``, never per pod), the estimates for recent binds, the
+model and the fallback rules:
+
+  ``prometheus_unreachable``  the last state refresh failed (or none succeeded yet);
+  ``metrics_stale``           a feasible node has no fresh metrics in the snapshot;
+  ``no_model``                no valid model is loaded;
+  ``model_error``             the model raised while scoring.
+
+Without usable metrics the fallback is the request-based ``kube-default``; with metrics
+but no model it is ``settings.scheduler.fallback`` (default ``least-loaded``). Each
+fallback decision is counted in ``drs_fallback_decisions_total{reason}``.
+
+Recent binds (koordinator's estimate): a pod bound less than one rate window before the
+snapshot was taken is not (fully) in the metrics yet, so its expected load is added to
+its node's row; otherwise a burst herds onto the node that looked idlest.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from drs_prom.config import Settings
+from drs_prom.errors import DrsError
+from drs_prom.policy import DecisionContext, Policy, choose
+from drs_prom.scheduler.metrics import SchedulerMetrics
+from drs_prom.state import MetricsSource, NodeSnapshot, node_matrix, pod_matrix
+from drs_prom.types import NodeInfo, PodRequest
+
+log = logging.getLogger(__name__)
+
+NO_METRICS_FALLBACK = "kube-default"
+METRICS_REASONS = ("prometheus_unreachable", "metrics_stale")
+
+
+def fallback_policy(name: str) -> Policy:
+    """A heuristic from drs_prom.baselines (seeded, deterministic)."""
+    from drs_prom.baselines import make_policy
+
+    return make_policy(name, seed=0)
+
+
+def duration_seconds(window: str) -> float:
+    return sum(int(n) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[u] for n, u in re.findall(r"(\d+)(ms|s|m|h)", window))
+
+
+@dataclass
+class Choice:
+    index: int
+    scores: np.ndarray
+    policy: Policy
+    reason: str | None  # fallback reason, None when the model decided
+
+
+@dataclass
+class _Recent:
+    node: str
+    demand: tuple[float, ...]
+    at: float  # wall-clock time of the bind
+
+
+@dataclass(frozen=True)
+class _State:
+    snapshot: NodeSnapshot | None = None
+    error: str | None = None  # last refresh error; None when the last refresh succeeded
+
+
+class Decider:
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: SchedulerMetrics,
+        source: MetricsSource | None = None,
+        policy: Policy | None = None,
+        model_loader: Callable[[], Policy | None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.source = source
+        self.policy = policy
+        self.model_loader = model_loader
+        self._state = _State(error="no state yet")
+        self._recent: list[_Recent] = []
+        self._lock = threading.Lock()
+        self._fallbacks: dict[str, Policy] = {}
+        self._estimate_window = duration_seconds(settings.prometheus.window)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._set_model_info()
+
+    # -- state refresh -------------------------------------------------------
+    def start(self) -> "Decider":
+        if self.source is not None:
+            self.refresh()  # first state before the first decision (bounded by the Prometheus timeout)
+        self._thread = threading.Thread(target=self._run, name="drs-state", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.settings.prometheus.timeout_seconds + 5)
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.settings.scheduler.state_refresh_seconds):
+            if self.source is not None:
+                self.refresh()
+            if self.model_loader is not None:
+                self._reload_model()
+
+    def refresh(self) -> None:
+        t0 = time.monotonic()
+        try:
+            snap = self.source.snapshot()  # type: ignore[union-attr]
+            if self._state.error is not None and self._state.snapshot is not None:
+                log.info("node state refresh recovered")
+            self._state = _State(snapshot=snap)
+            self.metrics.state_age.set(max(0.0, time.time() - snap.taken_at))
+        except Exception as exc:  # MetricsError mostly; anything else also means "no metrics"
+            self.metrics.prom_errors.inc()
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if self._state.error is None:
+                log.warning("node state refresh failed, using the fallback until it recovers: %s", msg)
+            self._state = _State(snapshot=self._state.snapshot, error=msg)
+        finally:
+            self.metrics.prom_latency.observe(time.monotonic() - t0)
+
+    def _reload_model(self) -> None:
+        try:
+            new = self.model_loader()  # type: ignore[misc]
+        except DrsError as exc:
+            log.warning("model reload failed, keeping the current one: %s", exc)
+            return
+        if new is not None and new is not self.policy:
+            self.policy = new
+            self._set_model_info()
+            log.info("model switched to %s", getattr(new, "version", "?"))
+
+    def _set_model_info(self) -> None:
+        p = self.policy
+        self.metrics.model.info(
+            {"version": str(getattr(p, "version", "") or "") if p else "", "policy": str(getattr(p, "name", "")) if p else ""}
+        )
+
+    @property
+    def model_version(self) -> str | None:
+        return str(getattr(self.policy, "version", "") or "") or None
+
+    # -- deciding ----------------------------------------------------------------
+    def load(self, nodes: Sequence[NodeInfo], feasible: np.ndarray) -> tuple[np.ndarray, str | None]:
+        """Normalised node load (+ estimates for recent binds) and the fallback reason, if any."""
+        state = self._state
+        names = [n.name for n in nodes]
+        if self.source is None or state.snapshot is None or state.error is not None:
+            return np.full((len(nodes), 6), np.nan, dtype=np.float32), "prometheus_unreachable"
+        snap = state.snapshot
+        load = node_matrix(snap.features, self.settings.normalisation, names).astype(np.float64)
+        stale = np.array([(n in snap.stale) or bool(np.isnan(load[i]).any()) for i, n in enumerate(names)], dtype=bool)
+        if (stale & feasible).any():
+            return load.astype(np.float32), "metrics_stale"
+        self._add_recent(load, nodes, snap.taken_at)
+        return load.astype(np.float32), None
+
+    def _add_recent(self, load: np.ndarray, nodes: Sequence[NodeInfo], taken_at: float) -> None:
+        index = {n.name: i for i, n in enumerate(nodes)}
+        horizon = taken_at - self._estimate_window
+        with self._lock:
+            self._recent = [r for r in self._recent if r.at > horizon]
+            recent = list(self._recent)
+        norm = self.settings.normalisation
+        for r in recent:
+            i = index.get(r.node)
+            if i is not None:
+                n = nodes[i]
+                load[i] += pod_matrix(r.demand, [n.allocatable_cpu_m / 1000.0], [float(n.allocatable_mem_bytes)], norm)[0]
+        if norm.clip:
+            np.clip(load, 0.0, 1.0, out=load)
+
+    def note_bound(self, node: str, demand: Sequence[float]) -> None:
+        with self._lock:
+            self._recent.append(_Recent(node, tuple(demand), time.time()))
+
+    def fallback(self, reason: str) -> Policy:
+        name = NO_METRICS_FALLBACK if reason in METRICS_REASONS else self.settings.scheduler.fallback
+        with self._lock:
+            if name not in self._fallbacks:
+                self._fallbacks[name] = fallback_policy(name)
+            return self._fallbacks[name]
+
+    def decide(self, pod: PodRequest, demand: Sequence[float], nodes: Sequence[NodeInfo], feasible: np.ndarray) -> Choice:
+        """Score ``nodes`` (infeasible ones get -inf) and pick one; index -1 if none is feasible."""
+        load, reason = self.load(nodes, feasible)
+        pod_load = pod_matrix(
+            demand,
+            [n.allocatable_cpu_m / 1000.0 for n in nodes],
+            [float(n.allocatable_mem_bytes) for n in nodes],
+            self.settings.normalisation,
+        )
+        ctx = DecisionContext(pod=pod, nodes=nodes, feasible=feasible, load=load, pod_load=pod_load, now=time.time())
+        policy = self.policy
+        if reason is None and policy is None:
+            reason = "no_model"
+        if reason is None:
+            try:
+                idx, scores = choose(policy, ctx)  # type: ignore[arg-type]
+                self.metrics.decisions.labels(str(getattr(policy, "name", "?"))).inc()
+                return Choice(idx, scores, policy, None)  # type: ignore[arg-type]
+            except Exception as exc:
+                log.warning("model failed on %s/%s (%s); using the fallback", pod.namespace, pod.name, exc)
+                reason = "model_error"
+        fb = self.fallback(reason)
+        idx, scores = choose(fb, ctx)
+        self.metrics.fallbacks.labels(reason).inc()
+        self.metrics.decisions.labels(str(getattr(fb, "name", "?"))).inc()
+        return Choice(idx, scores, fb, reason)

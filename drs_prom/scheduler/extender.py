@@ -1,0 +1,199 @@
+"""``drs-prom extender``: drs-prom's filter and scores as a kube-scheduler HTTP extender.
+
+A cluster keeps the stock kube-scheduler and adds, in its KubeSchedulerConfiguration::
+
+    extenders:
+    - urlPrefix: http://drs-extender.drs-system:8888
+      filterVerb: filter
+      prioritizeVerb: prioritize
+      weight: 5
+      nodeCacheCapable: true
+
+JSON follows k8s.io/kube-scheduler/extender/v1: ``ExtenderArgs`` {Pod, Nodes, NodeNames}
+in, ``ExtenderFilterResult`` {Nodes, NodeNames, FailedNodes, FailedAndUnresolvableNodes,
+Error} and ``HostPriorityList`` [{Host, Score}] (0..10) out. With ``nodeCacheCapable``
+the scheduler sends only names and we answer with names, resolving nodes from our own
+watch cache; without it, full Node objects come and go. Either way the bound-pod
+requests come from our pod watch when we have one (a cache-less extender treats nodes
+as empty, which can only make the filter more lenient than kube-scheduler's own).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+from prometheus_client import Counter, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from drs_prom import filters
+from drs_prom.scheduler import kube
+from drs_prom.scheduler.cache import ClusterCache
+from drs_prom.scheduler.decide import Decider
+from drs_prom.scheduler.pod_features import ObservedUsage, resolve
+from drs_prom.types import NodeInfo
+
+log = logging.getLogger(__name__)
+
+MAX_EXTENDER_PRIORITY = 10
+
+
+def _get(d: dict[str, Any], name: str) -> Any:
+    """ExtenderArgs fields are Go names (``Pod``); accept lower-case too."""
+    return d.get(name, d.get(name[0].lower() + name[1:]))
+
+
+def scale_scores(scores: np.ndarray) -> list[int]:
+    """Policy scores -> 0..10 integers (min-max over the finite ones; -inf/NaN -> 0)."""
+    s = np.asarray(scores, dtype=np.float64)
+    finite = np.isfinite(s)
+    out = np.zeros(len(s), dtype=np.int64)
+    if finite.any():
+        lo, hi = s[finite].min(), s[finite].max()
+        if hi > lo:
+            out[finite] = np.rint((s[finite] - lo) / (hi - lo) * MAX_EXTENDER_PRIORITY).astype(np.int64)
+        else:
+            out[finite] = MAX_EXTENDER_PRIORITY
+    return [int(v) for v in out]
+
+
+class Extender:
+    def __init__(self, decider: Decider, cache: ClusterCache | None = None, observed: ObservedUsage | None = None) -> None:
+        self.decider = decider
+        self.cache = cache
+        self.observed = observed
+        reg = decider.metrics.registry
+        self.requests = Counter("drs_extender_requests_total", "Extender calls by verb and result.", ["verb", "result"], registry=reg)
+
+    # -- the two verbs (pure over their JSON, apart from the cache) -----------------
+    def _nodes(self, args: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, str], bool]:
+        """(node objects, names we cannot resolve -> reason, whether the caller sent names only)."""
+        node_list = _get(args, "Nodes")
+        if node_list is not None and (node_list.get("items") is not None or not _get(args, "NodeNames")):
+            return list(node_list.get("items") or []), {}, False
+        names = _get(args, "NodeNames") or []
+        known = dict(self.cache.nodes) if self.cache is not None else {}
+        found = [known[n] for n in names if n in known]
+        missing = {n: "node not in drs-prom extender cache" for n in names if n not in known}
+        return found, missing, True
+
+    def _infos(self, node_objs: list[dict[str, Any]]) -> list[NodeInfo]:
+        if self.cache is not None and self.cache.synced:
+            cached = {n.name: n for n in self.cache.node_infos()}
+        else:
+            cached = {}
+        out = []
+        for obj in node_objs:
+            name = obj["metadata"]["name"]
+            # prefer the watched object (with bound-pod requests); fall back to what was sent
+            out.append(cached.get(name) or kube.to_node_info(obj))
+        return out
+
+    def filter(self, args: dict[str, Any]) -> dict[str, Any]:
+        pod = _get(args, "Pod") or {}
+        node_objs, failed, names_only = self._nodes(args)
+        req = kube.to_pod_request(pod)
+        infos = self._infos(node_objs)
+        result = filters.filter_nodes(req, infos)
+        keep = [obj for obj, ok in zip(node_objs, result.mask) if ok]
+        for info, reasons in zip(infos, result.reasons):
+            if reasons:
+                failed[info.name] = ", ".join(reasons)
+        out: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}
+        if names_only:
+            out["NodeNames"] = [o["metadata"]["name"] for o in keep]
+            out["Nodes"] = None
+        else:
+            out["Nodes"] = {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": keep}
+            out["NodeNames"] = None
+        return out
+
+    def prioritize(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        pod = _get(args, "Pod") or {}
+        node_objs, _, _ = self._nodes(args)
+        if not node_objs:
+            return []
+        demand = resolve(pod, self.observed)
+        req = kube.to_pod_request(pod, demand.demand)  # type: ignore[arg-type]
+        infos = self._infos(node_objs)
+        feasible = np.ones(len(infos), dtype=bool)  # kube-scheduler only prioritises nodes that passed filtering
+        choice = self.decider.decide(req, demand.demand, infos, feasible)
+        return [{"Host": n.name, "Score": s} for n, s in zip(infos, scale_scores(choice.scores))]
+
+
+class ExtenderServer:
+    """HTTP front: POST /filter, POST /prioritize; GET /metrics, /healthz, /readyz."""
+
+    def __init__(self, extender: Extender, listen: str) -> None:
+        host, _, port = listen.rpartition(":")
+        ext = extender
+        registry = extender.decider.metrics.registry
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802
+                verb = self.path.strip("/").split("/")[-1]
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    args = json.loads(self.rfile.read(length) or b"{}")
+                    if verb == "filter":
+                        body: Any = ext.filter(args)
+                    elif verb == "prioritize":
+                        body = ext.prioritize(args)
+                    else:
+                        ext.requests.labels(verb[:20], "unknown").inc()
+                        return self._send(404, {"Error": f"unknown verb {verb!r}"})
+                except Exception as exc:  # answer with Error rather than dropping the connection
+                    log.exception("extender %s failed", verb)
+                    ext.requests.labels(verb, "error").inc()
+                    return self._send(200 if verb == "filter" else 500, {"Error": f"{type(exc).__name__}: {exc}"})
+                ext.requests.labels(verb, "ok").inc()
+                self._send(200, body)
+
+            def do_GET(self) -> None:  # noqa: N802
+                path = self.path.split("?")[0]
+                if path == "/metrics":
+                    self._raw(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+                elif path in ("/healthz", "/readyz"):
+                    ok = path == "/healthz" or ext.cache is None or ext.cache.synced
+                    self._raw(200 if ok else 503, b"ok" if ok else b"not ready", "text/plain")
+                else:
+                    self._raw(404, b"not found", "text/plain")
+
+            def _send(self, code: int, obj: Any) -> None:
+                self._raw(code, json.dumps(obj).encode(), "application/json")
+
+            def _raw(self, code: int, body: bytes, ctype: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="drs-extender", daemon=True)
+
+    def start(self) -> "ExtenderServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(5)
+
+
+def wait_forever(stop: threading.Event) -> None:
+    while not stop.wait(1.0):
+        time.sleep(0)

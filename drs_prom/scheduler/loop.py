@@ -1,0 +1,270 @@
+"""The scheduling loop: pop a pod, filter nodes, let the Decider choose, bind.
+
+One thread schedules (decisions are sequential, like kube-scheduler's scheduling
+cycle); a small pool binds and records events (its binding cycle). Before a bind the
+pod is *assumed* on its node in the cache, so the next decision already counts its
+requests. Node state, the model and the fallback rules live in decide.Decider. Pods
+that fit nowhere get a FailedScheduling event and go back to the queue with backoff;
+an exception on one pod is logged and that pod retried, never the loop stopped.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any, Callable
+
+import numpy as np
+
+from drs_prom import filters
+from drs_prom.config import Settings
+from drs_prom.journal import Decision, Journal
+from drs_prom.policy import Policy
+from drs_prom.scheduler import bind as binder
+from drs_prom.scheduler import kube
+from drs_prom.scheduler.cache import ClusterCache
+from drs_prom.scheduler.decide import Decider
+from drs_prom.scheduler.metrics import HealthServer, SchedulerMetrics
+from drs_prom.scheduler.pod_features import ObservedUsage, resolve
+from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
+from drs_prom.state import MetricsSource
+
+log = logging.getLogger(__name__)
+
+class Scheduler:
+    """A second scheduler for pods with ``spec.schedulerName == settings.scheduler.scheduler_name``.
+
+    ``source``: node metrics (PrometheusSource in production), None = always fallback.
+    ``policy``: the model, None = fallback (``no_model``). ``model_loader`` (optional) is
+    called once per state refresh and may return a new policy (hot reload).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        api_client: Any,
+        *,
+        source: MetricsSource | None = None,
+        policy: Policy | None = None,
+        journal: Journal | None = None,
+        metrics: SchedulerMetrics | None = None,
+        identity: str | None = None,
+        observed: ObservedUsage | None = None,
+        model_loader: Callable[[], Policy | None] | None = None,
+        bind_workers: int = 4,
+        serve_http: bool = True,
+        recorder: Any = None,
+    ) -> None:
+        from kubernetes import client
+
+        self.settings = settings
+        self.cfg = settings.scheduler
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.coord = client.CoordinationV1Api(api_client)
+        self.journal = journal
+        self.metrics = metrics or SchedulerMetrics()
+        self.decider = Decider(settings, self.metrics, source=source, policy=policy, model_loader=model_loader)
+        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        self.observed = observed
+        self.recorder = recorder
+        self.queue = SchedulingQueue(self.cfg.backoff_initial_seconds, self.cfg.backoff_max_seconds)
+        self.cache = ClusterCache(
+            self.cfg.scheduler_name,
+            self.cfg.namespace,
+            on_pending=self.queue.add,
+            on_gone=self.queue.delete,
+            on_change=self.queue.move_all,
+        )
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="drs-bind")
+        self._serve_http = serve_http
+        self.http: HealthServer | None = None
+        self.elector = None
+        if self.cfg.leader_election:
+            from drs_prom.scheduler.leader import LeaseElector
+
+            self.elector = LeaseElector(
+                self.coord,
+                self.cfg.lease_name,
+                self.cfg.lease_namespace,
+                self.identity,
+                self.cfg.lease_duration_seconds,
+                self.cfg.renew_deadline_seconds,
+                self.cfg.retry_period_seconds,
+                on_change=lambda leading: self.metrics.leader.set(1 if leading else 0),
+            )
+        self.bound_count = 0
+
+    # -- lifecycle -------------------------------------------------------------
+    def start(self) -> "Scheduler":
+        if self._serve_http:
+            self.http = HealthServer(self.cfg.metrics_listen, self.metrics.registry, self.healthy, self.ready).start()
+        self.cache.start(self.core)
+        self.decider.start()
+        if self.elector is not None:
+            self.elector.start()
+        self._spawn(self._schedule_loop, "drs-schedule")
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.queue.close()
+        for t in self._threads:
+            t.join(10)
+        self.decider.stop()
+        self._pool.shutdown(wait=True, cancel_futures=False)
+        if self.elector is not None:
+            self.elector.stop(release=True)
+        self.cache.stop()
+        if self.http is not None:
+            self.http.stop()
+        if self.recorder is not None:
+            self.recorder.stop()
+
+    def _spawn(self, fn: Callable[[], None], name: str) -> None:
+        t = threading.Thread(target=fn, name=name, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def healthy(self) -> bool:
+        return not self._stop.is_set() and self.decider.alive() and all(t.is_alive() for t in self._threads)
+
+    def ready(self) -> bool:
+        return self.healthy() and self.cache.synced
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    # -- the loop ---------------------------------------------------------------
+    def _schedule_loop(self) -> None:
+        if not self.cache.wait_synced(60):
+            log.warning("caches not synced after 60 s; scheduling anyway")
+        while not self._stop.is_set():
+            if not self.is_leader():
+                self._stop.wait(0.2)
+                continue
+            item = self.queue.pop(timeout=0.5)
+            if item is None:
+                continue
+            try:
+                self.schedule_one(item)
+            except Exception:  # never let one pod stop the loop; it is retried with backoff
+                self.metrics.errors.inc()
+                log.exception("scheduling %s failed; will retry", item.key)
+                self.queue.done(item, scheduled=False)
+
+    def schedule_one(self, item: QueuedPod) -> str:
+        """One scheduling cycle. Returns 'gone', 'unschedulable' or 'binding'."""
+        t0 = time.monotonic()
+        pod = self.cache.pending_pod(item.uid)
+        if pod is None:  # deleted or bound while queued
+            self.queue.done(item, scheduled=True)
+            return "gone"
+        demand = resolve(pod, self.observed)
+        req = kube.to_pod_request(pod, demand.demand)  # type: ignore[arg-type]
+        nodes = self.cache.node_infos()
+        result = filters.filter_nodes(req, nodes)
+        if not result.any:
+            msg = filters.failure_message(result)
+            self.metrics.unschedulable.inc()
+            log.info("%s unschedulable: %s", item.key, msg)
+            self._pool.submit(binder.emit_event, self.core, pod, "FailedScheduling", msg, self.cfg.scheduler_name, "Warning")
+            self.queue.done(item, scheduled=False)
+            return "unschedulable"
+
+        names = [n.name for n in nodes]
+        choice = self.decider.decide(req, demand.demand, nodes, result.mask)
+        node = names[choice.index]
+        self.metrics.attempt_latency.observe(time.monotonic() - t0)
+        self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes)
+        self._pool.submit(self._bind, item, pod, req, demand.demand, node, names, result.mask, choice.scores, choice.policy, choice.reason)
+        return "binding"
+
+    # -- binding cycle -------------------------------------------------------------
+    def _bind(
+        self,
+        item: QueuedPod,
+        pod: dict[str, Any],
+        req: Any,
+        demand: tuple[float, ...],
+        node: str,
+        names: list[str],
+        feasible: np.ndarray,
+        scores: np.ndarray,
+        policy: Policy,
+        reason: str | None,
+    ) -> None:
+        try:
+            if not self.is_leader():  # fencing: lost the lease since the decision
+                self.cache.forget(item.uid)
+                self.queue.requeue_now(item)
+                return
+            outcome, detail = binder.bind(self.core, req.namespace, req.name, req.uid, node)
+            self.metrics.binds.labels(outcome).inc()
+            if outcome == binder.BOUND:
+                self.bound_count += 1
+                self.metrics.latency.observe(time.monotonic() - item.first_seen)
+                self.decider.note_bound(node, demand)
+                self.queue.done(item, scheduled=True)
+                binder.emit_event(self.core, pod, "Scheduled", self._scheduled_message(req, node, names, scores, policy, reason),
+                                  self.cfg.scheduler_name)
+                if self.recorder is not None:
+                    self.recorder.record(req, demand, node, names)
+            elif outcome in (binder.CONFLICT, binder.GONE):
+                log.info("%s: bind to %s: %s (%s)", item.key, node, outcome, detail)
+                self.cache.forget(item.uid)
+                self.queue.done(item, scheduled=True)
+            else:
+                self.metrics.bind_failures.inc()
+                log.warning("%s: bind to %s failed: %s; retrying", item.key, node, detail)
+                self.cache.forget(item.uid)
+                self.queue.done(item, scheduled=False)
+            self._journal(req, demand, node, names, feasible, scores, policy, reason, outcome)
+        except Exception:
+            log.exception("binding %s failed unexpectedly; retrying", item.key)
+            self.cache.forget(item.uid)
+            self.queue.done(item, scheduled=False)
+
+    @staticmethod
+    def _scheduled_message(req: Any, node: str, names: list[str], scores: np.ndarray, policy: Policy, reason: str | None) -> str:
+        order = [i for i in np.argsort(-scores, kind="stable") if np.isfinite(scores[i])][:3]
+        top = ", ".join(f"{names[i]}={scores[i]:.3f}" for i in order)
+        how = getattr(policy, "name", "?") + (f" (fallback: {reason})" if reason else "")
+        return f"Successfully assigned {req.namespace}/{req.name} to {node} by {how}; top scores: {top}"
+
+    def _journal(self, req: Any, demand: tuple[float, ...], node: str, names: list[str], feasible: np.ndarray,
+                 scores: np.ndarray, policy: Policy, reason: str | None, outcome: str) -> None:
+        if self.journal is None:
+            return
+        order = sorted(range(len(names)), key=lambda i: (not feasible[i], i))  # feasible first
+        try:
+            self.journal.append(
+                Decision(
+                    pod_uid=req.uid,
+                    pod_name=req.name,
+                    namespace=req.namespace,
+                    owner=req.owner,
+                    pod_features=[float(v) for v in demand],
+                    candidates=[names[i] for i in order],
+                    feasible=[bool(feasible[i]) for i in order],
+                    chosen=node,
+                    scores=[float(scores[i]) if np.isfinite(scores[i]) else None for i in order],
+                    policy=getattr(policy, "name", "?"),
+                    model_version=self.decider.model_version if reason is None else None,
+                    fallback_reason=reason,
+                    outcome=outcome,
+                )
+            )
+        except Exception as exc:  # a full disk must not stop binding
+            log.warning("journal append failed: %s", exc)
+
+
+def default_identity() -> str:
+    return os.environ.get("POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"

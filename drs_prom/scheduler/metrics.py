@@ -1,0 +1,93 @@
+"""The scheduler's own /metrics, plus /healthz and /readyz, on one small HTTP server.
+
+Each Scheduler gets its own CollectorRegistry (tests run several in one process).
+/healthz: the process and its loop thread are alive. /readyz: caches synced and, with
+leader election on, either leading or a healthy standby (a standby is ready: it is
+meant to take over, not to receive traffic).
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class SchedulerMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.decisions = Counter("drs_decisions_total", "Placement decisions made, by policy.", ["policy"], registry=r)
+        self.binds = Counter("drs_binds_total", "Bind attempts by outcome (bound, conflict, gone).", ["outcome"], registry=r)
+        self.bind_failures = Counter("drs_bind_failures_total", "Bind calls that failed for another reason.", registry=r)
+        self.fallbacks = Counter(
+            "drs_fallback_decisions_total", "Decisions made by the fallback heuristic, by reason.", ["reason"], registry=r
+        )
+        self.unschedulable = Counter("drs_unschedulable_total", "Attempts where no node was feasible.", registry=r)
+        self.errors = Counter("drs_schedule_errors_total", "Attempts that raised (pod retried).", registry=r)
+        self.latency = Histogram(
+            "drs_scheduling_latency_seconds", "Time from a pod entering the queue to its bind.", buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.attempt_latency = Histogram(
+            "drs_scheduling_attempt_seconds", "Time of one attempt: filter + score (no bind).", buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.prom_latency = Histogram(
+            "drs_prometheus_query_seconds", "Time to refresh node state from Prometheus.", buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.prom_errors = Counter("drs_prometheus_errors_total", "Failed node-state refreshes.", registry=r)
+        self.state_age = Gauge("drs_state_age_seconds", "Age of the node state used for decisions.", registry=r)
+        self.queue_depth = Gauge("drs_queue_pending_pods", "Pods waiting in the scheduling queue.", registry=r)
+        self.leader = Gauge("drs_leader", "1 while this replica holds the Lease.", registry=r)
+        self.model = Info("drs_model", "The loaded model (empty version: none, fallback in use).", registry=r)
+        self.model.info({"version": "", "policy": ""})
+
+
+class HealthServer:
+    """Serves /metrics, /healthz, /readyz on ``host:port`` in a daemon thread."""
+
+    def __init__(self, listen: str, registry: CollectorRegistry, healthy: Callable[[], bool], ready: Callable[[], bool]) -> None:
+        host, _, port = listen.rpartition(":")
+        registry_ = registry
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+                path = self.path.split("?")[0]
+                if path == "/metrics":
+                    self._send(200, generate_latest(registry_), CONTENT_TYPE_LATEST)
+                elif path == "/healthz":
+                    ok = healthy()
+                    self._send(200 if ok else 500, b"ok" if ok else b"unhealthy")
+                elif path == "/readyz":
+                    ok = ready()
+                    self._send(200 if ok else 503, b"ok" if ok else b"not ready")
+                else:
+                    self._send(404, b"not found")
+
+            def _send(self, code: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="drs-health", daemon=True)
+
+    def start(self) -> "HealthServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(5)

@@ -1,0 +1,128 @@
+"""Wiring for the two long-running commands: ``drs-prom run`` and ``drs-prom extender``.
+
+The CLI only parses flags and calls ``run_scheduler``/``run_extender``; everything that
+builds clients, sources and policies is here so tests can call it in-process.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from drs_prom.config import Settings
+from drs_prom.errors import ConfigError, ModelError
+
+log = logging.getLogger(__name__)
+
+
+def api_client(kubeconfig: str | None) -> Any:
+    """Client from ``kubeconfig``, else in-cluster config, else ~/.kube/config; ConfigError if none."""
+    from kubernetes import client, config
+
+    try:
+        if kubeconfig:
+            return config.new_client_from_config(config_file=kubeconfig)
+        try:
+            config.load_incluster_config()
+            return client.ApiClient()
+        except config.ConfigException:
+            return config.new_client_from_config()
+    except (config.ConfigException, OSError, TypeError) as exc:
+        raise ConfigError(f"no usable Kubernetes credentials ({str(exc).splitlines()[0] if str(exc) else exc})") from None
+
+
+def load_policy(settings: Settings) -> Any:
+    """The configured model as a Policy, or None (logged) so the scheduler runs on its fallback."""
+    try:
+        from drs_prom.agent import load_policy as _load
+
+        return _load(settings.scheduler.model_path or None)
+    except ModelError as exc:
+        log.warning("no valid model (%s); scheduling with the %s fallback", exc, settings.scheduler.fallback)
+        return None
+
+
+def prometheus_source(settings: Settings, node_names: Any = None) -> Any:
+    from drs_prom.prometheus import PrometheusSource
+
+    return PrometheusSource(settings.prometheus, expected_nodes=node_names)
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+
+
+def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any = "load", **kw: Any) -> Any:
+    from drs_prom.journal import Journal
+    from drs_prom.scheduler.loop import Scheduler
+    from drs_prom.scheduler.pod_features import ObservedUsage, prometheus_scalar_query
+
+    client = api_client(kubeconfig)
+    if policy == "load":
+        policy = load_policy(settings)
+    journal = Journal(settings.scheduler.journal_path) if settings.scheduler.journal_path else None
+    holder: dict[str, Any] = {}
+    source = prometheus_source(settings, lambda: list(holder["s"].cache.nodes))
+    observed = ObservedUsage(prometheus_scalar_query(settings.prometheus.url, settings.prometheus.timeout_seconds))
+    recorder = None
+    if settings.scheduler.online_learning:
+        from drs_prom.scheduler.online import RewardRecorder
+
+        recorder = RewardRecorder(settings, source, Path(settings.scheduler.journal_path).with_suffix(".transitions.sqlite"))
+    sched = Scheduler(settings, client, source=source, policy=policy, journal=journal, observed=observed, recorder=recorder, **kw)
+    holder["s"] = sched
+    return sched
+
+
+def run_scheduler(settings: Settings, kubeconfig: str | None = None) -> None:
+    sched = build_scheduler(settings, kubeconfig)
+    sched.start()
+    log.info(
+        "drs-scheduler %s watching pods for schedulerName=%s; metrics on %s",
+        sched.identity, settings.scheduler.scheduler_name, settings.scheduler.metrics_listen,
+    )
+    try:
+        _wait_for_signal()
+    finally:
+        sched.stop()
+
+
+def build_extender(settings: Settings, listen: str, kubeconfig: str | None = None, use_cache: bool = True, policy: Any = "load") -> Any:
+    from drs_prom.scheduler.cache import ClusterCache
+    from drs_prom.scheduler.decide import Decider
+    from drs_prom.scheduler.extender import Extender, ExtenderServer
+    from drs_prom.scheduler.metrics import SchedulerMetrics
+
+    cache = None
+    if use_cache:
+        from kubernetes import client as kclient
+
+        cache = ClusterCache(scheduler_name="\0none")  # pods of any scheduler count for requests; none queued
+        cache.start(kclient.CoreV1Api(api_client(kubeconfig)))
+    if policy == "load":
+        policy = load_policy(settings)
+    source = prometheus_source(settings, (lambda: list(cache.nodes)) if cache else None)
+    decider = Decider(settings, SchedulerMetrics(), source=source, policy=policy)
+    server = ExtenderServer(Extender(decider, cache), listen)
+    return server, decider, cache
+
+
+def run_extender(settings: Settings, listen: str, kubeconfig: str | None = None, use_cache: bool = True) -> None:
+    server, decider, cache = build_extender(settings, listen, kubeconfig, use_cache)
+    decider.start()
+    server.start()
+    log.info("drs-prom extender listening on %s", listen)
+    try:
+        _wait_for_signal()
+    finally:
+        server.stop()
+        decider.stop()
+        if cache is not None:
+            cache.stop()

@@ -1,0 +1,253 @@
+"""The benchmark: every policy on the identical seeded workloads, summarised as ratios to kube-default.
+
+For each seed the workload is generated once from (scenario, seed), and every policy
+replays it from the same start, so differences are the policies' alone. A policy that
+cannot run (no model shipped yet, drs-original on a cluster size it was not trained
+for) is skipped with its one-line reason instead of aborting the benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from drs_prom.baselines import HEURISTICS, make_policy
+from drs_prom.errors import DrsError
+from drs_prom.policy import Policy
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv
+from drs_prom.sim.scenario import Scenario
+
+REFERENCE = "kube-default"
+
+METRICS: tuple[tuple[str, str, str], ...] = (
+    # key, column title, which direction is better
+    ("imbalance", "imbalance", "lower"),
+    ("utilisation", "util", "higher"),
+    ("completion_mean", "ct mean s", "lower"),
+    ("completion_p95", "ct p95 s", "lower"),
+    ("makespan", "makespan s", "lower"),
+    ("decisions_per_s", "decisions/s", "higher"),
+)
+
+PolicyBuilder = Callable[[str, int], Policy]
+
+
+@dataclass
+class PolicyRow:
+    policy: str
+    runs: list[EpisodeResult] = field(default_factory=list)
+    skipped: str | None = None
+
+    def mean(self, key: str) -> float:
+        vals = [r.summary()[key] for r in self.runs]
+        return float(np.mean(vals)) if vals else math.nan
+
+
+@dataclass
+class BenchReport:
+    scenario: str
+    seeds: list[int]
+    n_nodes: int
+    pods: int
+    rows: list[PolicyRow]
+    wall_seconds: float = 0.0
+
+    def row(self, policy: str) -> PolicyRow | None:
+        return next((r for r in self.rows if r.policy == policy), None)
+
+    def ratio(self, policy: str, key: str) -> float:
+        """policy's mean over the reference's mean (NaN when either is missing)."""
+        ref, row = self.row(REFERENCE), self.row(policy)
+        if ref is None or row is None or not ref.runs or not row.runs:
+            return math.nan
+        base = ref.mean(key)
+        return row.mean(key) / base if base else math.nan
+
+    def to_json(self) -> dict:
+        out: dict = {"scenario": self.scenario, "seeds": self.seeds, "n_nodes": self.n_nodes, "pods": self.pods,
+                     "reference": REFERENCE, "wall_seconds": self.wall_seconds, "policies": {}}
+        for row in self.rows:
+            if row.skipped:
+                out["policies"][row.policy] = {"skipped": row.skipped}
+                continue
+            out["policies"][row.policy] = {
+                "mean": {k: row.mean(k) for k, _, _ in METRICS},
+                "ratio_to_reference": {k: self.ratio(row.policy, k) for k, _, _ in METRICS},
+                "placements_per_s": float(np.mean([r.placements_per_second for r in row.runs])),
+                "slowdown_mean": float(np.mean([r.slowdown_mean for r in row.runs])),
+                "max_queue": int(max(r.max_queue for r in row.runs)),
+                "runs": [
+                    {k: v for k, v in asdict(r).items() if not k.startswith("series_")} | {"summary": r.summary()}
+                    for r in row.runs
+                ],
+                "series_seed": row.runs[0].seed,
+                "series": {"t": row.runs[0].series_t, "imbalance": row.runs[0].series_imbalance,
+                           "utilisation": row.runs[0].series_utilisation},
+            }
+        return out
+
+
+def default_builder(name: str, seed: int) -> Policy:
+    return make_policy(name, seed)
+
+
+def run_bench(
+    scenario: Scenario,
+    seeds: Sequence[int],
+    policies: Sequence[str] = HEURISTICS,
+    builder: PolicyBuilder = default_builder,
+    progress: bool = True,
+) -> BenchReport:
+    """Run each policy on each seed's workload; policies failing with a DrsError are skipped."""
+    from tqdm import tqdm
+
+    t0 = time.perf_counter()
+    rows = [PolicyRow(p) for p in policies]
+    total = len(rows) * len(seeds) * scenario.n_pods
+    with tqdm(total=total, desc=f"bench {scenario.name}", unit="pod", disable=not progress, leave=False) as bar:
+        for seed in seeds:
+            for row in rows:
+                if row.skipped:
+                    bar.update(scenario.n_pods)
+                    continue
+                env = SchedulingEnv(scenario, seed=seed)
+                try:
+                    policy = builder(row.policy, seed)
+                    result = env.run(policy, seed=seed, on_step=lambda _info: bar.update(1))
+                except DrsError as exc:
+                    row.skipped = str(exc)
+                    row.runs.clear()
+                    bar.update(scenario.n_pods - env.decisions if hasattr(env, "decisions") else scenario.n_pods)
+                    continue
+                row.runs.append(result)
+    return BenchReport(scenario.name, list(seeds), scenario.n_nodes, scenario.n_pods, rows,
+                       wall_seconds=time.perf_counter() - t0)
+
+
+def _fmt(value: float, key: str) -> str:
+    if math.isnan(value):
+        return "-"
+    if key == "decisions_per_s":
+        return f"{value:,.0f}"
+    if key == "utilisation":
+        return f"{value:.3f}"
+    if key == "imbalance":
+        return f"{value:.3f}"
+    return f"{value:.1f}"
+
+
+def format_table(report: BenchReport) -> str:
+    """Plain text table: mean over seeds, with (ratio to kube-default) beside each value."""
+    head = ["policy"] + [title for _, title, _ in METRICS]
+    lines = [head]
+    for row in report.rows:
+        if row.skipped:
+            lines.append([row.policy, f"skipped: {row.skipped}"])
+            continue
+        cells = [row.policy]
+        for key, _, _ in METRICS:
+            r = report.ratio(row.policy, key)
+            cells.append(f"{_fmt(row.mean(key), key)} ({r:.2f}x)" if not math.isnan(r) else _fmt(row.mean(key), key))
+        lines.append(cells)
+    widths = [max(len(l[i]) for l in lines if len(l) > i and len(l) == len(head)) for i in range(len(head))]
+    out = []
+    for i, cells in enumerate(lines):
+        if len(cells) != len(head):
+            out.append(f"{cells[0]:<{widths[0]}}  {cells[1]}")
+        else:
+            out.append("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))))
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    better = ", ".join(f"{t} {d}" for _, t, d in METRICS)
+    title = (f"scenario {report.scenario}: {report.n_nodes} nodes, {report.pods} pods x {len(report.seeds)} seeds "
+             f"(mean over seeds; (x) = ratio to {REFERENCE}; better: {better})")
+    return "\n".join([title, *out])
+
+
+def write_report(report: BenchReport, out_dir: str | Path) -> tuple[Path, Path]:
+    """JSON and PNG side by side; written to temp names then renamed so a crash leaves no half file."""
+    from drs_prom.sim.plot import plot_report
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"bench-{report.scenario}"
+    json_path, png_path = out / f"{stem}.json", out / f"{stem}.png"
+    tmp = json_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(report.to_json(), indent=1, default=_json_default))
+    tmp.replace(json_path)
+    plot_report(report, png_path)
+    return json_path, png_path
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+LEARNED: tuple[str, ...] = ("drs", "drs-original")
+
+
+def model_builder(model_path: str | None) -> PolicyBuilder:
+    """Like default_builder, but ``drs`` loads ``model_path`` when one is given."""
+
+    def build(name: str, seed: int) -> Policy:
+        if name == "drs" and model_path:
+            from drs_prom.agent import load_policy
+
+            return load_policy(model_path)
+        return make_policy(name, seed)
+
+    return build
+
+
+def parse_policies(text: str | None) -> list[str]:
+    """Comma-separated names (default: every heuristic and both learned policies); ConfigError on unknown."""
+    from drs_prom.baselines import policies_by_name
+    from drs_prom.errors import ConfigError
+
+    if not text:
+        return [*HEURISTICS, *LEARNED]
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    known = policies_by_name()
+    for n in names:
+        if n not in known:
+            raise ConfigError(f"unknown policy {n!r}; known: {', '.join(sorted(known))}")
+    if REFERENCE not in names:
+        names.insert(0, REFERENCE)  # ratios need the reference
+    return names
+
+
+def shipped_model() -> tuple[str | None, str]:
+    """(path of the shipped drs model or None, a one-line note for the user)."""
+    try:
+        from drs_prom.agent import default_model_path
+    except ImportError as exc:
+        return None, f"the agent package is not available ({exc}); running the heuristics only"
+    path = Path(default_model_path())
+    if not path.exists():
+        return None, f"no trained model at {path} yet; running the heuristics only"
+    return str(path), f"model: {path}"
+
+
+def demo(seeds: int = 5, out_dir: str | Path = "out/demo", progress: bool = True,
+         echo: Callable[[str], None] = print) -> BenchReport:
+    """drs-paper, every heuristic plus the shipped drs model (and drs-original if shipped), table + plot."""
+    from drs_prom.sim.scenario import load_scenario
+
+    model, note = shipped_model()
+    echo(note)
+    policies = [*HEURISTICS, "drs", "drs-original"] if model else list(HEURISTICS)
+    report = run_bench(load_scenario("drs-paper"), list(range(seeds)), policies, model_builder(model), progress=progress)
+    json_path, png_path = write_report(report, out_dir)
+    echo(format_table(report))
+    echo(f"plot: {png_path}\nresults: {json_path}")
+    return report

@@ -1,0 +1,265 @@
+"""The simulated cluster: nodes with capacities, running pods, and exact load integrals.
+
+Event-driven, not ticked: between two events (an arrival, a bind, a completion) every
+rate is constant, so the simulator jumps straight to the next event and integrates
+load exactly. A 100-pod episode is a few hundred numpy steps instead of thousands of
+1 s ticks, and counters (CPU seconds, bytes) are exact integrals, which is what the
+exporter (serve.py) needs to publish monotonic totals.
+
+Contention model: on each node, D = idle + sum of running pods' demand per resource.
+Where D exceeds capacity C, the node's stretch on that resource is D/C; a pod runs at
+1 / (max stretch over the resources it uses), so overcommit costs completion time in
+proportion. A slowed pod consumes its rates in proportion too (so measured CPU and
+byte rates never exceed capacity); memory is held in full (it is not a rate), and
+memory overcommit slows pods as swapping would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from drs_prom.features import N_FEATURES
+from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.workload import Workload
+from drs_prom.types import NodeInfo, Taint
+
+_EPS = 1e-9
+
+Recorder = Callable[[float, float, np.ndarray], None]
+"""Called with (t0, t1, used) for every constant-rate segment; used is (n, 6) absolute."""
+
+
+@dataclass(frozen=True)
+class Nodes:
+    """Static node properties as arrays (n rows, scenario order)."""
+
+    names: tuple[str, ...]
+    capacity: np.ndarray  # (n, 6) absolute: cores, bytes, B/s x4
+    idle: np.ndarray  # (n, 6) absolute load with no pods
+    alloc_cpu_m: np.ndarray  # (n,) int64
+    alloc_mem: np.ndarray  # (n,) int64
+    alloc_pods: np.ndarray  # (n,) int64
+    labels: tuple[dict[str, str], ...]
+    taints: tuple[tuple[Taint, ...], ...]
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario) -> "Nodes":
+        names, cap, idle, acpu, amem, apods, labels, taints = [], [], [], [], [], [], [], []
+        for t in scenario.nodes:
+            for i in range(t.count):
+                names.append(f"{t.name}-{i + 1}")
+                c = [t.cpu_cores, t.mem_bytes, t.net_rx_bytes, t.net_tx_bytes, t.disk_read_bytes, t.disk_write_bytes]
+                cap.append(c)
+                idle.append([t.idle.cpu * c[0], t.idle.mem * c[1], 0.0, 0.0, 0.0, 0.0])
+                acpu.append(t.alloc_cpu_m)
+                amem.append(t.alloc_mem)
+                apods.append(t.allocatable_pods)
+                labels.append({"kubernetes.io/hostname": names[-1], "node-type": t.name, **t.labels})
+                taints.append(tuple(Taint(x.key, x.value, x.effect) for x in t.taints))
+        return cls(
+            names=tuple(names),
+            capacity=np.array(cap, dtype=np.float64),
+            idle=np.array(idle, dtype=np.float64),
+            alloc_cpu_m=np.array(acpu, dtype=np.int64),
+            alloc_mem=np.array(amem, dtype=np.int64),
+            alloc_pods=np.array(apods, dtype=np.int64),
+            labels=tuple(labels),
+            taints=tuple(taints),
+        )
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@dataclass
+class Cluster:
+    """Mutable simulation state over one workload. ``copy()`` is cheap (used for settle look-ahead)."""
+
+    nodes: Nodes
+    workload: Workload
+    metric_window: float = 0.0
+    t: float = 0.0
+    node_of: np.ndarray = field(init=False)  # (P,) -1 until bound
+    remaining: np.ndarray = field(init=False)  # (P,) seconds of full-speed work left
+    start: np.ndarray = field(init=False)
+    finish: np.ndarray = field(init=False)
+    running: np.ndarray = field(init=False)  # indices of running pods
+    req_cpu_m: np.ndarray = field(init=False)
+    req_mem: np.ndarray = field(init=False)
+    pod_count: np.ndarray = field(init=False)
+    cum: np.ndarray = field(init=False)  # (n, 6) integral of used load since t=0 (core-s, byte-s, bytes)
+    _hist_t: list[float] = field(init=False)
+    _hist_cum: list[np.ndarray] = field(init=False)
+    _rates: tuple[np.ndarray, np.ndarray] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        p, n = len(self.workload), len(self.nodes)
+        self.node_of = np.full(p, -1, dtype=np.int64)
+        self.remaining = self.workload.work.astype(np.float64).copy()
+        self.start = np.full(p, np.nan)
+        self.finish = np.full(p, np.nan)
+        self.running = np.zeros(0, dtype=np.int64)
+        self.req_cpu_m = np.zeros(n, dtype=np.int64)
+        self.req_mem = np.zeros(n, dtype=np.int64)
+        self.pod_count = np.zeros(n, dtype=np.int64)
+        self.cum = np.zeros((n, N_FEATURES))
+        self._hist_t = [self.t]
+        self._hist_cum = [self.cum.copy()]
+
+    def copy(self) -> "Cluster":
+        c = object.__new__(Cluster)
+        c.nodes, c.workload, c.metric_window, c.t = self.nodes, self.workload, self.metric_window, self.t
+        for name in ("node_of", "remaining", "start", "finish", "running", "req_cpu_m", "req_mem", "pod_count", "cum"):
+            setattr(c, name, getattr(self, name).copy())
+        c._hist_t = list(self._hist_t)
+        c._hist_cum = list(self._hist_cum)
+        c._rates = self._rates
+        return c
+
+    # --- views -----------------------------------------------------------------
+    def node_infos(self) -> list[NodeInfo]:
+        """Fresh NodeInfo records (requested sums included) for filters and request-based scorers."""
+        nd = self.nodes
+        return [
+            NodeInfo(
+                name=nd.names[i],
+                allocatable_cpu_m=int(nd.alloc_cpu_m[i]),
+                allocatable_mem_bytes=int(nd.alloc_mem[i]),
+                allocatable_pods=int(nd.alloc_pods[i]),
+                requested_cpu_m=int(self.req_cpu_m[i]),
+                requested_mem_bytes=int(self.req_mem[i]),
+                pod_count=int(self.pod_count[i]),
+                labels=nd.labels[i],
+                taints=nd.taints[i],
+            )
+            for i in range(len(nd))
+        ]
+
+    def _compute_rates(self) -> tuple[np.ndarray, np.ndarray]:
+        """(speed of each running pod, used load per node (n, 6)); cached until the running set changes."""
+        if self._rates is not None:
+            return self._rates
+        n = len(self.nodes)
+        idx = self.running
+        where = self.node_of[idx]
+        dem = self.workload.demand[idx]
+        total = self.nodes.idle.copy()
+        for f in range(N_FEATURES):
+            total[:, f] += np.bincount(where, weights=dem[:, f], minlength=n)
+        stretch = np.maximum(1.0, total / self.nodes.capacity)
+        per_pod = np.where(dem > 0, stretch[where], 1.0)
+        slow = per_pod.max(axis=1) if len(idx) else np.zeros(0)
+        speed = 1.0 / slow if len(idx) else np.zeros(0)
+        used = self.nodes.idle.copy()
+        scaled = dem * speed[:, None]
+        scaled[:, 1] = dem[:, 1]  # memory is held, not throttled
+        for f in range(N_FEATURES):
+            used[:, f] += np.bincount(where, weights=scaled[:, f], minlength=n)
+        used = np.minimum(used, self.nodes.capacity)
+        self._rates = (speed, used)
+        return self._rates
+
+    def used(self) -> np.ndarray:
+        """Instantaneous used load per node, absolute units (n, 6)."""
+        return self._compute_rates()[1]
+
+    def slowdowns(self) -> np.ndarray:
+        """Current stretch (>= 1) of every running pod, aligned with ``running``."""
+        speed = self._compute_rates()[0]
+        return 1.0 / speed if len(speed) else speed
+
+    def raw_features(self, used: np.ndarray) -> np.ndarray:
+        """Absolute load -> the FEATURES raw units (cpu/mem fractions, byte rates)."""
+        out = used.copy()
+        out[:, 0] /= self.nodes.capacity[:, 0]
+        out[:, 1] /= self.nodes.capacity[:, 1]
+        return out
+
+    def observed(self) -> np.ndarray:
+        """Load as a metrics pipeline sees it now: the mean over the last ``metric_window`` seconds (raw units)."""
+        w = self.metric_window
+        if w <= 0 or self.t <= 0:
+            return self.raw_features(self.used())
+        t0 = max(0.0, self.t - w)
+        return self.raw_features((self.cum - self._cum_at(t0)) / (self.t - t0))
+
+    def _cum_at(self, t0: float) -> np.ndarray:
+        ts = self._hist_t
+        j = int(np.searchsorted(ts, t0, side="right")) - 1  # last history point <= t0
+        j = max(j, 0)
+        if j + 1 >= len(ts):
+            return self._hist_cum[j] + self.used() * (t0 - ts[j])
+        a, b = ts[j], ts[j + 1]
+        frac = 0.0 if b <= a else (t0 - a) / (b - a)
+        return self._hist_cum[j] + (self._hist_cum[j + 1] - self._hist_cum[j]) * frac
+
+    # --- mutation ----------------------------------------------------------------
+    def bind(self, pod: int, node: int) -> None:
+        if self.node_of[pod] >= 0:
+            raise ValueError(f"pod {self.workload.names[pod]} is already bound")
+        self.node_of[pod] = node
+        self.start[pod] = self.t
+        self.running = np.append(self.running, pod)
+        self.req_cpu_m[node] += self.workload.cpu_m[pod]
+        self.req_mem[node] += self.workload.mem_bytes[pod]
+        self.pod_count[node] += 1
+        self._rates = None
+
+    def next_completion(self) -> float:
+        """Time of the next pod completion at current rates (inf when nothing runs)."""
+        if not len(self.running):
+            return float("inf")
+        speed = self._compute_rates()[0]
+        return self.t + float(np.min(self.remaining[self.running] / speed))
+
+    def advance(self, t_end: float, recorder: Recorder | None = None) -> np.ndarray:
+        """Run until ``t_end`` or the first completion, whichever is earlier; returns completed pod indices."""
+        if t_end < self.t - _EPS:
+            raise ValueError("time cannot go backwards")
+        speed, used = self._compute_rates()
+        t_next = min(t_end, self.next_completion())
+        dt = max(0.0, t_next - self.t)
+        done = np.zeros(0, dtype=np.int64)
+        if dt > 0:
+            if recorder is not None:
+                recorder(self.t, t_next, used)
+            self.cum += used * dt
+            if len(self.running):
+                self.remaining[self.running] -= speed * dt
+            self.t = t_next
+            self._record_history()
+        else:
+            self.t = max(self.t, t_next)
+        if len(self.running):
+            rem = self.remaining[self.running]
+            finished = rem <= _EPS * np.maximum(1.0, self.workload.work[self.running])
+            if finished.any():
+                done = self.running[finished]
+                self._release(done, self.running[~finished])
+        return done
+
+    def _release(self, pods: np.ndarray, still_running: np.ndarray) -> None:
+        self.remaining[pods] = 0.0
+        self.finish[pods] = self.t
+        where = self.node_of[pods]
+        n = len(self.nodes)
+        self.req_cpu_m -= np.bincount(where, weights=self.workload.cpu_m[pods], minlength=n).astype(np.int64)
+        self.req_mem -= np.bincount(where, weights=self.workload.mem_bytes[pods], minlength=n).astype(np.int64)
+        self.pod_count -= np.bincount(where, minlength=n)
+        self.running = still_running
+        self._rates = None
+
+    def _record_history(self) -> None:
+        self._hist_t.append(self.t)
+        self._hist_cum.append(self.cum.copy())
+        if self.metric_window <= 0:
+            del self._hist_t[:-1], self._hist_cum[:-1]
+            return
+        # keep one point at or before t - window so windowed averages stay exact
+        horizon = self.t - self.metric_window
+        k = int(np.searchsorted(self._hist_t, horizon, side="right")) - 1
+        if k > 0:
+            del self._hist_t[:k], self._hist_cum[:k]

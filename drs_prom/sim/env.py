@@ -1,0 +1,319 @@
+"""The scheduling environment: one decision per pod, on the simulated cluster.
+
+    env = SchedulingEnv(load_scenario("drs-paper"), seed=0)
+    ctx = env.reset()                       # DecisionContext of the first pod needing a node
+    while ctx is not None:
+        ctx, info, done = env.step(action)  # bind ctx.pod to node index `action`
+
+Decisions see exactly what production sees: ``SimSource.snapshot()`` -> ``state.node_matrix``
+for ``ctx.load``, ``state.pod_matrix`` for ``ctx.pod_load``, ``filters.feasible_mask`` for
+``ctx.feasible``.
+
+Settling (the reward's "5 s later", DRS): ``info.load_after`` is the load the metrics
+would show ``settle_seconds`` after the bind in a look-ahead copy of the cluster where
+nothing else is bound meanwhile. The real timeline is not paused: pods that arrive
+during the settle period are decided at their own arrival times. So each reward is
+attributable to its own action, and training sees the same arrival process as the
+benchmark (DRS instead blocked the scheduler for 5 s per pod).
+
+Pods that fit no node wait in a FIFO queue and are retried whenever a pod finishes;
+they are never dropped (scenario validation guarantees every pod fits an empty node).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from drs_prom.config import Normalisation
+from drs_prom.filters import feasible_mask
+from drs_prom.policy import DecisionContext, Policy, choose
+from drs_prom.sim.cluster import Cluster, Nodes
+from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.source import SimSource
+from drs_prom.sim.workload import Workload, generate
+from drs_prom.state import imbalance, node_matrix, pod_matrix, scales
+
+
+@dataclass(frozen=True)
+class FinishedPod:
+    name: str
+    profile: str
+    node: str
+    arrival: float
+    start: float
+    finish: float
+    work: float
+
+    @property
+    def completion(self) -> float:
+        """Seconds from arrival (not bind) to finish: queueing counts."""
+        return self.finish - self.arrival
+
+    @property
+    def slowdown(self) -> float:
+        """Completion time over the work at full speed (1.0 = no wait, no contention)."""
+        return self.completion / self.work
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """What happened because of one bind (load matrices normalised like ``ctx.load``)."""
+
+    pod: str
+    node: str
+    node_index: int
+    t: float  # simulated seconds at the bind
+    load_before: np.ndarray  # (n, 6) = ctx.load of this decision
+    load_after: np.ndarray  # (n, 6) as metrics show it settle_seconds later (look-ahead)
+    util_after: float  # mean over nodes and the six resources of used/capacity, at settle time
+    mean_slowdown_after: float  # mean stretch (>= 1) of running pods at settle time
+    requested_after: np.ndarray  # (n, 2) requested/allocatable cpu and memory after the bind
+    finished: tuple[FinishedPod, ...]  # pods that finished between this bind and the next decision
+    queue_length: int  # pods waiting because nothing fits, at the next decision
+    settle_seconds: float
+
+
+@dataclass
+class EpisodeResult:
+    """Outcome of one policy on one seeded workload; times are simulated seconds except *_wall."""
+
+    policy: str
+    scenario: str
+    seed: int
+    n_nodes: int
+    decisions: int
+    imbalance: float  # DRS: sum over features of std across nodes, time-averaged (true load, normalised)
+    utilisation: float  # time-averaged mean over nodes and resources of used/capacity
+    completion_mean: float
+    completion_p95: float
+    slowdown_mean: float
+    makespan: float
+    max_queue: int
+    wall_seconds: float
+    policy_seconds: float
+    series_t: list[float] = field(default_factory=list)
+    series_imbalance: list[float] = field(default_factory=list)
+    series_utilisation: list[float] = field(default_factory=list)
+
+    @property
+    def decisions_per_second(self) -> float:
+        """Policy throughput (scoring + choice only)."""
+        return self.decisions / self.policy_seconds if self.policy_seconds > 0 else float("inf")
+
+    @property
+    def placements_per_second(self) -> float:
+        """Whole-simulation throughput: decisions over wall time including the simulator."""
+        return self.decisions / self.wall_seconds if self.wall_seconds > 0 else float("inf")
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "imbalance": self.imbalance,
+            "utilisation": self.utilisation,
+            "completion_mean": self.completion_mean,
+            "completion_p95": self.completion_p95,
+            "makespan": self.makespan,
+            "decisions_per_s": self.decisions_per_second,
+        }
+
+
+class _Recorder:
+    """Time-weighted imbalance and utilisation over constant-rate segments, plus a sampled series."""
+
+    def __init__(self, nodes: Nodes, norm: Normalisation, interval: float) -> None:
+        self.cap = nodes.capacity
+        self.scale = scales(norm)
+        self.clip = norm.clip
+        self.interval = interval
+        self.next_sample = 0.0
+        self.imb_dt = self.util_dt = self.total = 0.0
+        self.t: list[float] = []
+        self.imb: list[float] = []
+        self.util: list[float] = []
+
+    def __call__(self, t0: float, t1: float, used: np.ndarray) -> None:
+        raw = used.copy()
+        raw[:, :2] /= self.cap[:, :2]
+        m = raw / self.scale
+        if self.clip:
+            m = np.clip(m, 0.0, 1.0)
+        imb = imbalance(m)
+        util = float(np.mean(used / self.cap))
+        dt = t1 - t0
+        self.imb_dt += imb * dt
+        self.util_dt += util * dt
+        self.total += dt
+        while self.next_sample < t1:
+            self.t.append(self.next_sample)
+            self.imb.append(imb)
+            self.util.append(util)
+            self.next_sample += self.interval
+
+
+class SchedulingEnv:
+    """Seeded episodes of one scenario. ``reset(seed=None)`` uses ``seed``, ``seed+1``, ... on successive resets."""
+
+    def __init__(self, scenario: Scenario, seed: int = 0, norm: Normalisation | None = None) -> None:
+        self.scenario = scenario
+        self.seed = int(seed)
+        self.norm = norm or scenario.norm
+        self.nodes = Nodes.from_scenario(scenario)
+        self.node_names = list(self.nodes.names)
+        self.settle = scenario.settle_seconds
+        self._resets = 0
+        self.episode_seed = self.seed
+        self.ctx: DecisionContext | None = None
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.nodes)
+
+    # --- episode ---------------------------------------------------------------------
+    def reset(self, seed: int | None = None) -> DecisionContext:
+        if seed is None:
+            seed = self.seed + self._resets
+        self._resets += 1
+        self.episode_seed = int(seed)
+        self.workload: Workload = generate(self.scenario, self.episode_seed)
+        self.cluster = Cluster(self.nodes, self.workload, metric_window=self.scenario.metric_window_seconds)
+        self.source = SimSource(self.cluster)
+        self.recorder = _Recorder(self.nodes, self.norm, self.scenario.sample_interval_seconds)
+        self._next_arrival = 0
+        self._pending: deque[int] = deque()
+        self._queue: deque[int] = deque()
+        self._finished: list[FinishedPod] = []
+        self._current = -1
+        self.decisions = 0
+        self.max_queue = 0
+        ctx = self._advance_to_decision()
+        if ctx is None:  # pragma: no cover - scenarios always have >= 1 pod
+            raise RuntimeError("scenario produced no decisions")
+        return ctx
+
+    def step(self, action: int) -> tuple[DecisionContext | None, StepInfo, bool]:
+        ctx = self.ctx
+        if ctx is None:
+            raise RuntimeError("step() called with no pending decision; call reset()")
+        action = int(action)
+        if not 0 <= action < self.n_nodes or not ctx.feasible[action]:
+            raise ValueError(f"node index {action} is not feasible for pod {ctx.pod.name}")
+        pod = self._current
+        c = self.cluster
+        c.bind(pod, action)
+        self.decisions += 1
+        requested = np.stack([c.req_cpu_m / self.nodes.alloc_cpu_m, c.req_mem / self.nodes.alloc_mem], axis=1)
+        t_bind = c.t
+        look = c.copy()
+        while look.t < t_bind + self.settle - 1e-9:
+            look.advance(t_bind + self.settle)
+        after = node_matrix(SimSource(look).snapshot().features, self.norm)  # frame is in node order
+        slow = look.slowdowns()
+        util = float(np.mean(look.used() / self.nodes.capacity))
+        seen = len(self._finished)
+        nxt = self._advance_to_decision()
+        info = StepInfo(
+            pod=ctx.pod.name,
+            node=self.node_names[action],
+            node_index=action,
+            t=t_bind,
+            load_before=ctx.load,
+            load_after=after,
+            util_after=util,
+            mean_slowdown_after=float(slow.mean()) if len(slow) else 1.0,
+            requested_after=requested.astype(np.float32),
+            finished=tuple(self._finished[seen:]),
+            queue_length=len(self._queue),
+            settle_seconds=self.settle,
+        )
+        return nxt, info, nxt is None
+
+    def _context(self, pod: int) -> DecisionContext | None:
+        req = self.workload.pod_request(pod)
+        nodes = self.cluster.node_infos()
+        mask = feasible_mask(req, nodes)
+        if not mask.any():
+            return None
+        snap = self.source.snapshot()
+        load = node_matrix(snap.features, self.norm)  # SimSource frames are in node order
+        assert req.demand is not None
+        pod_load = pod_matrix(req.demand, self.nodes.capacity[:, 0], self.nodes.capacity[:, 1], self.norm)
+        return DecisionContext(pod=req, nodes=nodes, feasible=mask, load=load, pod_load=pod_load, now=self.cluster.t)
+
+    def _advance_to_decision(self) -> DecisionContext | None:
+        c, wl = self.cluster, self.workload
+        while True:
+            while self._pending:
+                pod = self._pending.popleft()
+                ctx = self._context(pod)
+                if ctx is not None:
+                    self._current, self.ctx = pod, ctx
+                    return ctx
+                self._queue.append(pod)
+                self.max_queue = max(self.max_queue, len(self._queue))
+            t_arr = float(wl.arrival[self._next_arrival]) if self._next_arrival < len(wl) else float("inf")
+            if t_arr == float("inf") and not len(c.running):
+                if self._queue:  # pragma: no cover - prevented by scenario validation
+                    raise RuntimeError(f"{len(self._queue)} pods can never be placed")
+                self._current, self.ctx = -1, None
+                return None
+            done = c.advance(t_arr, self.recorder)
+            if len(done):
+                for p in done:
+                    self._finished.append(
+                        FinishedPod(wl.names[p], wl.profiles[p], self.node_names[c.node_of[p]],
+                                    float(wl.arrival[p]), float(c.start[p]), float(c.finish[p]), float(wl.work[p]))
+                    )
+                self._pending.extend(self._queue)  # retry waiting pods first, oldest first
+                self._queue.clear()
+            while self._next_arrival < len(wl) and wl.arrival[self._next_arrival] <= c.t + 1e-12:
+                self._pending.append(self._next_arrival)
+                self._next_arrival += 1
+
+    # --- whole episodes --------------------------------------------------------------
+    def run(
+        self,
+        policy: Policy,
+        seed: int | None = None,
+        on_step: Callable[[StepInfo], None] | None = None,
+    ) -> EpisodeResult:
+        """Run one whole episode with ``policy`` (via policy.choose) and summarise it."""
+        wall0 = time.perf_counter()
+        ctx: DecisionContext | None = self.reset(seed)
+        policy_s = 0.0
+        while ctx is not None:
+            p0 = time.perf_counter()
+            idx, _ = choose(policy, ctx)
+            policy_s += time.perf_counter() - p0
+            ctx, info, _ = self.step(idx)
+            if on_step is not None:
+                on_step(info)
+        wall = time.perf_counter() - wall0
+        return self.result(policy.name, wall, policy_s)
+
+    def result(self, policy_name: str, wall_seconds: float = 0.0, policy_seconds: float = 0.0) -> EpisodeResult:
+        """Summary of the finished episode."""
+        c, wl, rec = self.cluster, self.workload, self.recorder
+        completion = c.finish - wl.arrival
+        return EpisodeResult(
+            policy=policy_name,
+            scenario=self.scenario.name,
+            seed=self.episode_seed,
+            n_nodes=self.n_nodes,
+            decisions=self.decisions,
+            imbalance=rec.imb_dt / rec.total if rec.total else 0.0,
+            utilisation=rec.util_dt / rec.total if rec.total else 0.0,
+            completion_mean=float(np.nanmean(completion)),
+            completion_p95=float(np.nanpercentile(completion, 95)),
+            slowdown_mean=float(np.nanmean(completion / wl.work)),
+            makespan=float(np.nanmax(c.finish) - wl.arrival[0]),
+            max_queue=self.max_queue,
+            wall_seconds=wall_seconds,
+            policy_seconds=policy_seconds,
+            series_t=list(rec.t),
+            series_imbalance=list(rec.imb),
+            series_utilisation=list(rec.util),
+        )

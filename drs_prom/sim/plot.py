@@ -1,0 +1,39 @@
+"""The benchmark's picture: utilisation and imbalance over time, one line per policy (first seed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from drs_prom.sim.bench import BenchReport
+
+
+def plot_report(report: "BenchReport", path: str | Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_u, ax_i) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    for row in report.rows:
+        if row.skipped or not row.runs:
+            continue
+        run = row.runs[0]
+        ax_u.plot(run.series_t, run.series_utilisation, label=f"{row.policy} (mean {row.mean('utilisation'):.3f})", lw=1.2)
+        ax_i.plot(run.series_t, run.series_imbalance, label=f"{row.policy} (mean {row.mean('imbalance'):.3f})", lw=1.2)
+    seed = report.seeds[0] if report.seeds else 0
+    ax_u.set_ylabel("mean utilisation\n(used / capacity)")
+    ax_i.set_ylabel("load imbalance\n(sum of per-feature std)")
+    ax_i.set_xlabel("simulated seconds")
+    ax_u.set_title(f"{report.scenario}: {report.n_nodes} nodes, {report.pods} pods; lines: seed {seed}, legend: mean of {len(report.seeds)} seeds")
+    for ax in (ax_u, ax_i):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    out = Path(path)
+    tmp = out.with_name(out.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(out)
+    return out

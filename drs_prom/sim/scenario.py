@@ -1,0 +1,250 @@
+"""Scenarios are data: YAML files validated into a frozen ``Scenario``.
+
+A scenario names node types (capacities, allocatable, idle load), pod profiles
+(requests, a six-value demand in absolute units, work in seconds at full speed) and
+arrival phases. ``load_scenario("drs-paper")`` reads the packaged file
+``drs_prom/sim/scenarios/drs-paper.yaml``; a path reads any file. Every validation
+error is one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from drs_prom.config import Normalisation
+from drs_prom.errors import ConfigError
+
+_SUFFIX = {
+    "": 1.0, "m": 1e-3, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
+}
+_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]{0,2})\s*$")
+
+
+def parse_quantity(value: Any) -> float:
+    """Kubernetes-style quantity: ``16Gi``, ``500m``, ``80Ki``, ``1.5e6`` or a plain number."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number or quantity, got a boolean")
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _QUANTITY.match(str(value))
+    if not match or match.group(2) not in _SUFFIX:
+        raise ValueError(f"not a quantity: {value!r} (use e.g. 16Gi, 500m, 80Ki)")
+    return float(match.group(1)) * _SUFFIX[match.group(2)]
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Quantities(_M):
+    @field_validator("*", mode="before")
+    @classmethod
+    def _q(cls, value: Any, info: Any) -> Any:
+        field = cls.model_fields[info.field_name]
+        if field.annotation in (float, "float") and not isinstance(value, (dict, list)):
+            return parse_quantity(value)
+        return value
+
+
+class Idle(_Quantities):
+    """Load a node carries with no pods (system daemons), as fractions of its capacity."""
+
+    cpu: float = Field(0.02, ge=0, lt=1)
+    mem: float = Field(0.05, ge=0, lt=1)
+
+
+class TaintSpec(_M):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class NodeType(_Quantities):
+    """``count`` identical nodes. Capacities are what slows pods down; allocatable is what requests fit into."""
+
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    count: int = Field(ge=1, le=100000)
+    cpu_cores: float = Field(gt=0)
+    mem_bytes: float = Field(gt=0)
+    net_rx_bytes: float = Field(gt=0, description="Receive capacity, bytes/s.")
+    net_tx_bytes: float = Field(gt=0, description="Transmit capacity, bytes/s.")
+    disk_read_bytes: float = Field(gt=0, description="Disk read capacity, bytes/s.")
+    disk_write_bytes: float = Field(gt=0, description="Disk write capacity, bytes/s.")
+    allocatable_cpu_m: float | None = Field(None, gt=0, description="Default: all cores.")
+    allocatable_mem_bytes: float | None = Field(None, gt=0, description="Default: all memory.")
+    allocatable_pods: int = Field(110, ge=1)
+    idle: Idle = Idle()
+    labels: dict[str, str] = {}
+    taints: tuple[TaintSpec, ...] = ()
+
+    @field_validator("allocatable_cpu_m", "allocatable_mem_bytes", mode="before")
+    @classmethod
+    def _opt_q(cls, value: Any) -> Any:
+        return None if value is None else parse_quantity(value)
+
+    @property
+    def alloc_cpu_m(self) -> int:
+        return int(self.allocatable_cpu_m if self.allocatable_cpu_m is not None else self.cpu_cores * 1000)
+
+    @property
+    def alloc_mem(self) -> int:
+        return int(self.allocatable_mem_bytes if self.allocatable_mem_bytes is not None else self.mem_bytes)
+
+
+class Demand(_Quantities):
+    """What a running pod consumes at full speed, absolute units (FEATURES order)."""
+
+    cpu_cores: float = Field(ge=0)
+    mem_bytes: float = Field(ge=0)
+    net_rx_bytes: float = Field(0.0, ge=0)
+    net_tx_bytes: float = Field(0.0, ge=0)
+    disk_read_bytes: float = Field(0.0, ge=0)
+    disk_write_bytes: float = Field(0.0, ge=0)
+
+    def vector(self) -> tuple[float, float, float, float, float, float]:
+        return (self.cpu_cores, self.mem_bytes, self.net_rx_bytes, self.net_tx_bytes,
+                self.disk_read_bytes, self.disk_write_bytes)
+
+
+class Requests(_Quantities):
+    cpu_m: float = Field(ge=0)
+    mem_bytes: float = Field(ge=0)
+
+
+class Profile(_Quantities):
+    """One kind of pod. Work is seconds at full speed, drawn uniformly in mean*(1 +- jitter)."""
+
+    weight: float = Field(1.0, gt=0, description="Share of arrivals (normalised over profiles).")
+    demand: Demand
+    requests: Requests
+    work_seconds: float = Field(gt=0)
+    work_jitter: float = Field(0.2, ge=0, lt=1)
+    node_selector: dict[str, str] = {}
+
+
+class Phase(_Quantities):
+    """A run of ``pods`` arrivals at ``rate_per_second``, starting ``gap_seconds`` after the previous phase's last arrival."""
+
+    pods: int = Field(ge=1, le=1_000_000)
+    rate_per_second: float = Field(gt=0)
+    process: Literal["poisson", "uniform"] = "poisson"
+    gap_seconds: float = Field(0.0, ge=0)
+    mix: dict[str, float] | None = Field(None, description="Profile weights for this phase (default: profile weights).")
+
+
+class Scenario(_M):
+    name: str
+    description: str = ""
+    normalisation: Normalisation | Literal["drs-paper", "default"] = "default"
+    metric_window_seconds: float = Field(
+        0.0, ge=0, description="Load is seen as the average over this many past seconds (Prometheus rate windows); 0 = instant."
+    )
+    settle_seconds: float = Field(5.0, ge=0, description="Delay after a bind at which the env measures load_after (DRS: 5 s).")
+    sample_interval_seconds: float = Field(5.0, gt=0, description="Time-series resolution of the benchmark plot.")
+    nodes: tuple[NodeType, ...] = Field(min_length=1)
+    profiles: dict[str, Profile] = Field(min_length=1)
+    arrivals: tuple[Phase, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Scenario":
+        names = [t.name for t in self.nodes]
+        if len(set(names)) != len(names):
+            raise ValueError("node type names must be unique")
+        for pname, prof in self.profiles.items():
+            if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", pname):
+                raise ValueError(f"profile name {pname!r} must be a DNS label")
+            if not any(_fits_empty(prof, t) for t in self.nodes):
+                raise ValueError(f"profile {pname!r} fits no node type even when empty, so its pods would wait forever")
+        for i, phase in enumerate(self.arrivals):
+            for pname in (phase.mix or {}):
+                if pname not in self.profiles:
+                    raise ValueError(f"arrivals[{i}].mix names unknown profile {pname!r}")
+        return self
+
+    @cached_property
+    def norm(self) -> Normalisation:
+        if isinstance(self.normalisation, Normalisation):
+            return self.normalisation
+        return Normalisation.drs_paper() if self.normalisation == "drs-paper" else Normalisation()
+
+    @property
+    def n_nodes(self) -> int:
+        return sum(t.count for t in self.nodes)
+
+    @property
+    def n_pods(self) -> int:
+        return sum(p.pods for p in self.arrivals)
+
+    def truncated(self, pods: int) -> "Scenario":
+        """The first ``pods`` arrivals only (phases cut in order), for quick runs and CI."""
+        if pods < 1:
+            raise ConfigError("pods must be at least 1")
+        phases, left = [], pods
+        for phase in self.arrivals:
+            if left <= 0:
+                break
+            phases.append(phase.model_dump() | {"pods": min(phase.pods, left)})
+            left -= phase.pods
+        return self.with_changes(arrivals=phases)
+
+    def with_changes(self, **changes: Any) -> "Scenario":
+        """A copy with top-level fields replaced and re-validated (e.g. fewer pods for a test)."""
+        data = self.model_dump()
+        data.update(changes)
+        return Scenario.model_validate(data)
+
+
+def _fits_empty(prof: Profile, node: NodeType) -> bool:
+    if any(node.labels.get(k) != v for k, v in prof.node_selector.items()):
+        return False
+    if any(t.effect in ("NoSchedule", "NoExecute") for t in node.taints):
+        return False
+    return prof.requests.cpu_m <= node.alloc_cpu_m and prof.requests.mem_bytes <= node.alloc_mem
+
+
+def scenario_names() -> list[str]:
+    """Names of the packaged scenarios."""
+    root = resources.files("drs_prom.sim") / "scenarios"
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_scenario(name_or_path: str | Path) -> Scenario:
+    """A packaged scenario by name or a YAML file by path; ConfigError (one line) when invalid."""
+    text: str
+    where = str(name_or_path)
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read scenario {where}: {exc.strerror}") from None
+    else:
+        res = resources.files("drs_prom.sim") / "scenarios" / f"{name_or_path}.yaml"
+        if not res.is_file():
+            raise ConfigError(f"unknown scenario {where!r}; packaged: {', '.join(scenario_names())}")
+        text = res.read_text()
+    return parse_scenario(text, where)
+
+
+def parse_scenario(text: str, where: str = "<scenario>") -> Scenario:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"scenario {where} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"scenario {where} must be a mapping at the top level")
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-after"))
+        msg = err["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"invalid scenario {where}: {loc + ': ' if loc else ''}{msg}") from None

@@ -1,0 +1,92 @@
+"""The seeded arrival sequence of one episode: which pods come when, with what demand.
+
+Generated once per (scenario, seed) and shared read-only by every policy run, so every
+scheduler in a benchmark faces the identical workload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from drs_prom.sim.scenario import Scenario
+from drs_prom.types import PodRequest
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Column arrays over the P pods of an episode, in arrival order."""
+
+    names: tuple[str, ...]
+    profiles: tuple[str, ...]
+    arrival: np.ndarray  # (P,) seconds from episode start, non-decreasing
+    work: np.ndarray  # (P,) seconds of work at full speed
+    demand: np.ndarray  # (P, 6) absolute units, FEATURES order
+    cpu_m: np.ndarray  # (P,) int64 request
+    mem_bytes: np.ndarray  # (P,) int64 request
+    node_selector: tuple[dict[str, str], ...]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def pod_request(self, i: int) -> PodRequest:
+        d = self.demand[i]
+        return PodRequest(
+            name=self.names[i],
+            uid=f"sim-{i}",
+            cpu_m=int(self.cpu_m[i]),
+            mem_bytes=int(self.mem_bytes[i]),
+            node_selector=dict(self.node_selector[i]),
+            demand=(float(d[0]), float(d[1]), float(d[2]), float(d[3]), float(d[4]), float(d[5])),
+            profile=self.profiles[i],
+            owner=f"Job/{self.profiles[i]}",
+        )
+
+
+def generate(scenario: Scenario, seed: int) -> Workload:
+    """Draw arrivals phase by phase: Poisson (exponential gaps) or uniform (fixed gaps) at the phase rate."""
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5C3]))
+    pnames = list(scenario.profiles)
+    base_w = np.array([scenario.profiles[p].weight for p in pnames], dtype=np.float64)
+    times: list[np.ndarray] = []
+    kinds: list[np.ndarray] = []
+    t = 0.0
+    for phase in scenario.arrivals:
+        t += phase.gap_seconds
+        gap = 1.0 / phase.rate_per_second
+        if phase.process == "poisson":
+            gaps = rng.exponential(gap, size=phase.pods)
+            gaps[0] = 0.0 if not times else gaps[0]
+        else:
+            gaps = np.full(phase.pods, gap)
+            gaps[0] = 0.0 if not times else gap
+        arr = t + np.cumsum(gaps)
+        t = float(arr[-1])
+        w = base_w if phase.mix is None else np.array([phase.mix.get(p, 0.0) for p in pnames])
+        kinds.append(rng.choice(len(pnames), size=phase.pods, p=w / w.sum()))
+        times.append(arr)
+    arrival = np.concatenate(times)
+    kind = np.concatenate(kinds)
+    n = len(arrival)
+    profs = [scenario.profiles[p] for p in pnames]
+    work_mean = np.array([p.work_seconds for p in profs])[kind]
+    jitter = np.array([p.work_jitter for p in profs])[kind]
+    work = work_mean * (1.0 + jitter * rng.uniform(-1.0, 1.0, size=n))
+    demand = np.array([p.demand.vector() for p in profs], dtype=np.float64)[kind]
+    counters: dict[str, int] = {}
+    names = []
+    for k in kind:
+        p = pnames[k]
+        counters[p] = counters.get(p, 0) + 1
+        names.append(f"{p}-{counters[p]:05d}")
+    return Workload(
+        names=tuple(names),
+        profiles=tuple(pnames[k] for k in kind),
+        arrival=arrival,
+        work=work,
+        demand=demand,
+        cpu_m=np.array([int(p.requests.cpu_m) for p in profs], dtype=np.int64)[kind],
+        mem_bytes=np.array([int(p.requests.mem_bytes) for p in profs], dtype=np.int64)[kind],
+        node_selector=tuple(dict(profs[k].node_selector) for k in kind),
+    )

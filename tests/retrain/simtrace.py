@@ -1,0 +1,138 @@
+"""A simulator run recorded as what a cluster leaves behind: node series and a decision journal.
+
+The simulator (drs_prom.sim) integrates load exactly over constant-rate segments; the
+recorder hook gives us every segment, so the node_exporter counters we backfill are the
+exact integrals of the simulated load, and ``expected_raw`` says what Prometheus must
+return for any aligned grid time (rate over [t - window, t]; memory as a gauge).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from drs_prom.journal import Decision
+from drs_prom.policy import choose
+from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.scenario import Scenario
+
+from tests.retrain.history import NodeSpec
+
+
+@dataclass
+class SimRun:
+    names: list[str]
+    cores: np.ndarray  # (n,)
+    mem: np.ndarray  # (n,) bytes
+    idle: np.ndarray  # (n, 6) absolute load of an empty node
+    seg_t0: np.ndarray
+    seg_t1: np.ndarray
+    seg_used: np.ndarray  # (S, n, 6) absolute (cores, bytes, B/s)
+    decisions: list[dict[str, Any]] = field(default_factory=list)  # t (sim s), pod, feasible, action, scores, load
+    epoch: float = 0.0
+
+    @property
+    def duration(self) -> float:
+        return float(self.seg_t1[-1])
+
+    def nodes(self) -> list[NodeSpec]:
+        return [NodeSpec(n, int(c), float(m)) for n, c, m in zip(self.names, self.cores, self.mem)]
+
+    def _seg(self, t: np.ndarray) -> np.ndarray:
+        return np.clip(np.searchsorted(self.seg_t0, t, side="right") - 1, 0, len(self.seg_t0) - 1)
+
+    def cum(self, t: np.ndarray) -> np.ndarray:
+        """(T, n, 6) integral of used load from 0 to sim time ``t`` (empty nodes idle after the end)."""
+        t = np.asarray(t, dtype=np.float64)
+        dt = self.seg_t1 - self.seg_t0
+        starts = np.concatenate([np.zeros((1,) + self.seg_used.shape[1:]), np.cumsum(self.seg_used * dt[:, None, None], axis=0)])
+        s = self._seg(t)
+        within = np.clip(t - self.seg_t0[s], 0.0, None)
+        inside = t <= self.seg_t1[-1]
+        out = starts[s] + self.seg_used[s] * np.minimum(within, dt[s])[:, None, None]
+        tail = np.where(inside, 0.0, t - self.seg_t1[-1])
+        return out + self.idle[None] * tail[:, None, None]
+
+    def used_at(self, t: np.ndarray) -> np.ndarray:
+        """(T, n, 6) load of the segment with t0 < t <= t1 (what a gauge sampled at t reads)."""
+        t = np.asarray(t, dtype=np.float64)
+        s = np.clip(np.searchsorted(self.seg_t1, t, side="left"), 0, len(self.seg_t1) - 1)
+        out = self.seg_used[s].copy()
+        out[t > self.seg_t1[-1]] = self.idle
+        return out
+
+    def counters(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(per-cpu busy seconds and byte totals (T, n, 6), memory used fraction (T, n)) at sim times."""
+        c = self.cum(times)
+        c[:, :, 0] /= self.cores[None, :]
+        mem = self.used_at(times)[:, :, 1] / self.mem[None, :]
+        return c, mem
+
+    def expected_raw(self, t: float, window: float) -> np.ndarray:
+        """(n, 6) raw features Prometheus reports at sim time ``t`` (grid-aligned): rates over the window, memory now."""
+        c = self.cum(np.array([t - window, t]))
+        rate = (c[1] - c[0]) / window
+        rate[:, 0] /= self.cores
+        rate[:, 1] = self.used_at(np.array([t]))[0][:, 1] / self.mem
+        return rate
+
+
+def run_sim(scenario: Scenario, policy: Any, seed: int = 0, epsilon: float = 0.0) -> SimRun:
+    """One episode with ``policy`` (epsilon-random for variety); every segment and decision recorded."""
+    env = SchedulingEnv(scenario, seed=seed)
+    rng = np.random.default_rng(seed)
+    segs: list[tuple[float, float, np.ndarray]] = []
+    ctx = env.reset(seed)
+    inner = env.recorder
+
+    def rec(t0: float, t1: float, used: np.ndarray) -> None:
+        segs.append((t0, t1, used.copy()))
+        inner(t0, t1, used)
+
+    env.recorder = rec
+    decisions = []
+    while ctx is not None:
+        idx, scores = choose(policy, ctx)
+        if epsilon and rng.random() < epsilon:
+            idx = int(rng.choice(np.flatnonzero(ctx.feasible)))
+        decisions.append({"t": ctx.now, "pod": ctx.pod, "feasible": ctx.feasible.copy(), "action": idx, "scores": scores, "load": ctx.load.copy()})
+        ctx, _, _ = env.step(idx)
+    nodes = env.nodes
+    t0 = np.array([s[0] for s in segs])
+    if len(t0) == 0 or t0[0] > 0:  # the first arrival came after 0: the cluster idled until then
+        segs.insert(0, (0.0, float(t0[0]) if len(t0) else 1.0, nodes.idle.copy()))
+    return SimRun(
+        names=list(nodes.names),
+        cores=nodes.capacity[:, 0].copy(),
+        mem=nodes.capacity[:, 1].copy(),
+        idle=nodes.idle.copy(),
+        seg_t0=np.array([s[0] for s in segs]),
+        seg_t1=np.array([s[1] for s in segs]),
+        seg_used=np.stack([s[2] for s in segs]),
+        decisions=decisions,
+    )
+
+
+def journal_rows(run: SimRun, policy_name: str) -> list[Decision]:
+    """The decisions as the live scheduler would have journalled them (wall-clock ts)."""
+    out = []
+    for d in run.decisions:
+        pod = d["pod"]
+        out.append(
+            Decision(
+                pod_uid=pod.uid,
+                pod_name=pod.name,
+                namespace=pod.namespace,
+                pod_features=list(pod.demand),
+                candidates=list(run.names),
+                feasible=[bool(x) for x in d["feasible"]],
+                chosen=run.names[d["action"]],
+                scores=[None if not np.isfinite(s) else float(s) for s in d["scores"]],
+                policy=policy_name,
+                ts=run.epoch + float(d["t"]),
+                owner=pod.owner,
+            )
+        )
+    return out
