@@ -8,6 +8,8 @@ names the URL and the query, so the scheduler can log one line and fall back.
 
 from __future__ import annotations
 
+import ast
+import json
 import math
 import re
 import time
@@ -18,6 +20,7 @@ import pandas as pd
 import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
+from urllib3.exceptions import ReadTimeoutError
 from urllib3.util.retry import Retry
 
 from drs_prom import promql
@@ -39,10 +42,17 @@ def _duration_seconds(value: str) -> float:
 def _server_error(exc: PrometheusApiClientException) -> str:
     """The status code and Prometheus' own error text out of the client's message."""
     text = str(exc)
-    code = re.search(r"HTTP Status Code (\d+)", text)
-    err = re.search(r'"error"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
-    detail = err.group(1).replace('\\"', '"') if err else text[:200]
-    return f"HTTP {code.group(1) if code else '?'}: {detail}"
+    found = re.match(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)$", text, re.S)
+    if not found:
+        return text[:200].replace("\n", " ")
+    detail = ""
+    try:
+        body = json.loads(ast.literal_eval(found.group(2)))
+        detail = str(body.get("error", ""))
+    except (ValueError, SyntaxError, AttributeError):
+        pass
+    detail = detail or ast.literal_eval(found.group(2))[:200].decode(errors="replace")
+    return f"HTTP {found.group(1)}: " + " ".join(detail.split())
 
 
 class PrometheusSource:
@@ -87,15 +97,18 @@ class PrometheusSource:
         except requests.exceptions.Timeout:
             raise MetricsError(f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}") from None
         except requests.exceptions.ConnectionError as exc:
+            # With retries off, urllib3 wraps a read timeout in MaxRetryError -> ConnectionError.
+            if isinstance(getattr(exc.args[0] if exc.args else None, "reason", None), ReadTimeoutError):
+                raise MetricsError(f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}") from None
             found = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc))
             reason = found.group(1).strip() if found else "connection failed"
             raise MetricsError(f"{where} is unreachable ({reason[:120]}) for query: {query}") from None
         except PrometheusApiClientException as exc:
             raise MetricsError(f"{where} answered {_server_error(exc)} for query: {query}") from None
-        except requests.exceptions.RequestException as exc:
-            raise MetricsError(f"{where} request failed ({type(exc).__name__}) for query: {query}") from None
         except (ValueError, KeyError, TypeError) as exc:  # a body that is not Prometheus' JSON
             raise MetricsError(f"{where} returned a malformed response ({type(exc).__name__}) for query: {query}") from None
+        except requests.exceptions.RequestException as exc:
+            raise MetricsError(f"{where} request failed ({type(exc).__name__}) for query: {query}") from None
 
     def query(self, query: str, at: float | None = None) -> pd.Series:
         """One instant query -> Series by nodename. NaN/Inf values raise MetricsError."""

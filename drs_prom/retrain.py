@@ -34,7 +34,7 @@ from drs_prom.features import FEATURES, N_FEATURES
 from drs_prom.journal import JOURNAL_SCHEMA, Decision, Journal
 from drs_prom.model_store import ModelStore
 from drs_prom.policy import DecisionContext
-from drs_prom.state import node_matrix, pod_matrix
+from drs_prom.state import pod_matrix, scales
 from drs_prom.types import NodeInfo, PodRequest
 
 log = logging.getLogger(__name__)
@@ -179,10 +179,17 @@ class _Lookup:
         return self.h.values[node][j]
 
 
+def _normalise(raw: np.ndarray, settings: Settings) -> np.ndarray:
+    """state.node_matrix on an already ordered (n, 6) array (no DataFrame per decision: 10x faster)."""
+    values = np.asarray(raw, dtype=np.float64) / scales(settings.normalisation)
+    if settings.normalisation.clip:
+        values = np.clip(values, 0.0, 1.0)
+    return values.astype(np.float32)
+
+
 def _context(d: Decision, raw: np.ndarray, history: NodeHistory, settings: Settings) -> DecisionContext:
     norm = settings.normalisation
-    frame = pd.DataFrame(raw, index=list(d.candidates), columns=list(FEATURES))
-    load = node_matrix(frame, norm)
+    load = _normalise(raw, settings)
     cores = [history.cores.get(n, float("nan")) for n in d.candidates]
     mem = [history.mem_bytes.get(n, float("nan")) for n in d.candidates]
     pod_load = pod_matrix(d.pod_features, cores, mem, norm)
@@ -198,7 +205,7 @@ def transition_reward(before: np.ndarray, after: np.ndarray, settings: Settings)
     """drs_prom.reward on measured loads; slowdown is not observable from node metrics (1.0)."""
     from drs_prom.reward import reward
 
-    utilisation = float(np.nanmean(after[:, :2])) if after.size else 0.0
+    utilisation = float(np.mean(after[:, :2])) if after.size else 0.0  # rows were validated: no NaN
     return reward(before, after, utilisation, 1.0, settings.reward)
 
 
@@ -250,7 +257,7 @@ def rebuild_transitions(
             skipped["no_capacity"] += 1
             continue
         ctx = _context(d, np.asarray(before), history, settings)
-        load_after = node_matrix(pd.DataFrame(np.asarray(after), index=list(d.candidates), columns=list(FEATURES)), settings.normalisation)
+        load_after = _normalise(np.asarray(after), settings)
         contexts[-1] = ctx
         out.append(
             Transition(

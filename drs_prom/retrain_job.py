@@ -166,3 +166,14 @@ def _utcnow() -> Any:
     from datetime import datetime, timezone
 
     return datetime.fromtimestamp(time.time(), tz=timezone.utc)
+
+
+def start_in_process(settings: Settings, registry: Any = None) -> RetrainJob | None:
+    """For the scheduler: start the job when ``retrain.enabled``; call ``.shutdown()`` on exit.
+
+    The job runs in its own thread and opens its own Prometheus client and journal
+    connection per run, so a slow or failing run never blocks a scheduling cycle.
+    """
+    if not settings.retrain.enabled:
+        return None
+    return RetrainJob(settings, build_run(settings, registry), registry=registry).start()

@@ -183,7 +183,7 @@ def features_frame(per_feature: dict[str, pd.Series]) -> pd.DataFrame:
 def history_frame(per_feature: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per-feature time frames -> one frame indexed by time, columns MultiIndex (node, feature).
 
-    ``frame.loc[t].unstack()`` is the (node x feature) table at time ``t``;
+    ``features_at(frame, t)`` is the (node x feature) table at time ``t``;
     ``frame.xs(node, axis=1, level="node")`` one node's six series.
     """
     parts = {f: per_feature[f] for f in FEATURES if f in per_feature and not per_feature[f].empty}
@@ -194,12 +194,21 @@ def history_frame(per_feature: dict[str, pd.DataFrame]) -> pd.DataFrame:
             dtype="float64",
         )
         return empty
-    frame = pd.concat(parts, axis=1, names=["feature", "node"])
+    frame = pd.concat(parts, axis=1, names=["feature", "node"], sort=True)
     frame = frame.swaplevel(0, 1, axis=1)
     nodes = sorted(frame.columns.get_level_values("node").unique())
     frame = frame.reindex(columns=pd.MultiIndex.from_product([nodes, list(FEATURES)], names=["node", "feature"]))
     frame.index.name = "time"
     return frame.sort_index()
+
+
+def features_at(history: pd.DataFrame, when: object) -> pd.DataFrame:
+    """One row of a ``history_frame`` as a features frame (index node, columns FEATURES)."""
+    row = history.loc[when] if not isinstance(when, int) else history.iloc[when]
+    frame = row.unstack("feature").reindex(columns=list(FEATURES))
+    frame.index.name = "node"
+    frame.columns.name = None
+    return frame
 
 
 def build_snapshot(

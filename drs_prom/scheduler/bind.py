@@ -1,6 +1,6 @@
 """Binding a pod to a node, and the events that say so.
 
-The Binding subresource is what kube-scheduler uses; the python client fails to
+The pods/binding subresource is what kube-scheduler uses (RBAC: create pods/binding); the python client fails to
 deserialise its (successful) reply, so we ask for the raw response. 409 (already
 bound) and 404 (deleted) are ordinary outcomes of racing other actors, not errors.
 Events are core/v1 Events with ``source.component`` = the scheduler name, so
@@ -30,7 +30,7 @@ def bind(core_v1: Any, namespace: str, name: str, uid: str, node: str) -> tuple[
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
     try:
-        core_v1.create_namespaced_binding(namespace, body, _preload_content=False, _request_timeout=15)
+        core_v1.create_namespaced_pod_binding(name, namespace, body, _preload_content=False, _request_timeout=15)
         return BOUND, ""
     except ApiException as exc:
         if exc.status == 409:

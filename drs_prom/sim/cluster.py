@@ -124,19 +124,24 @@ class Cluster:
         """Fresh NodeInfo records (requested sums included) for filters and request-based scorers."""
         nd = self.nodes
         return [
-            NodeInfo(
-                name=nd.names[i],
-                allocatable_cpu_m=int(nd.alloc_cpu_m[i]),
-                allocatable_mem_bytes=int(nd.alloc_mem[i]),
-                allocatable_pods=int(nd.alloc_pods[i]),
-                requested_cpu_m=int(self.req_cpu_m[i]),
-                requested_mem_bytes=int(self.req_mem[i]),
-                pod_count=int(self.pod_count[i]),
-                labels=nd.labels[i],
-                taints=nd.taints[i],
+            NodeInfo(name=name, allocatable_cpu_m=acpu, allocatable_mem_bytes=amem, allocatable_pods=apods,
+                     requested_cpu_m=rcpu, requested_mem_bytes=rmem, pod_count=count, labels=labels, taints=taints)
+            for name, acpu, amem, apods, rcpu, rmem, count, labels, taints in zip(
+                nd.names, nd.alloc_cpu_m.tolist(), nd.alloc_mem.tolist(), nd.alloc_pods.tolist(),
+                self.req_cpu_m.tolist(), self.req_mem.tolist(), self.pod_count.tolist(), nd.labels, nd.taints,
             )
-            for i in range(len(nd))
         ]
+
+    def fits_mask(self, cpu_m: int, mem_bytes: int) -> np.ndarray:
+        """NodeResourcesFit alone, vectorised: what filters.feasible_mask returns on nodes with no taints
+        or selectors (the env checks that equivalence and falls back to filters otherwise)."""
+        nd = self.nodes
+        ok = self.pod_count + 1 <= nd.alloc_pods
+        if cpu_m > 0:
+            ok &= cpu_m <= nd.alloc_cpu_m - self.req_cpu_m
+        if mem_bytes > 0:
+            ok &= mem_bytes <= nd.alloc_mem - self.req_mem
+        return ok
 
     def _compute_rates(self) -> tuple[np.ndarray, np.ndarray]:
         """(speed of each running pod, used load per node (n, 6)); cached until the running set changes."""

@@ -23,8 +23,10 @@ they are never dropped (scenario validation guarantees every pod fits an empty n
 from __future__ import annotations
 
 import time
+from functools import partial
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -62,20 +64,41 @@ class FinishedPod:
 
 @dataclass(frozen=True)
 class StepInfo:
-    """What happened because of one bind (load matrices normalised like ``ctx.load``)."""
+    """What happened because of one bind (load matrices normalised like ``ctx.load``).
+
+    ``load_after``, ``util_after`` and ``mean_slowdown_after`` come from the settle
+    look-ahead, computed on first access (a benchmark that never reads them skips it).
+    """
 
     pod: str
     node: str
     node_index: int
     t: float  # simulated seconds at the bind
     load_before: np.ndarray  # (n, 6) = ctx.load of this decision
-    load_after: np.ndarray  # (n, 6) as metrics show it settle_seconds later (look-ahead)
-    util_after: float  # mean over nodes and the six resources of used/capacity, at settle time
-    mean_slowdown_after: float  # mean stretch (>= 1) of running pods at settle time
     requested_after: np.ndarray  # (n, 2) requested/allocatable cpu and memory after the bind
     finished: tuple[FinishedPod, ...]  # pods that finished between this bind and the next decision
     queue_length: int  # pods waiting because nothing fits, at the next decision
     settle_seconds: float
+    _settle: Callable[[], tuple[np.ndarray, float, float]] = field(repr=False, compare=False)
+
+    @cached_property
+    def _settled(self) -> tuple[np.ndarray, float, float]:
+        return self._settle()
+
+    @property
+    def load_after(self) -> np.ndarray:
+        """(n, 6) as the metrics show it settle_seconds after the bind (look-ahead, no other binds)."""
+        return self._settled[0]
+
+    @property
+    def util_after(self) -> float:
+        """Mean over nodes and the six resources of used/capacity, at settle time."""
+        return self._settled[1]
+
+    @property
+    def mean_slowdown_after(self) -> float:
+        """Mean stretch (>= 1) of the pods running at settle time."""
+        return self._settled[2]
 
 
 @dataclass
@@ -167,6 +190,7 @@ class SchedulingEnv:
         self._resets = 0
         self.episode_seed = self.seed
         self.ctx: DecisionContext | None = None
+        self._plain = not any(self.nodes.taints) and not any(p.node_selector for p in scenario.profiles.values())
 
     @property
     def n_nodes(self) -> int:
@@ -206,35 +230,40 @@ class SchedulingEnv:
         c.bind(pod, action)
         self.decisions += 1
         requested = np.stack([c.req_cpu_m / self.nodes.alloc_cpu_m, c.req_mem / self.nodes.alloc_mem], axis=1)
-        t_bind = c.t
         look = c.copy()
-        while look.t < t_bind + self.settle - 1e-9:
-            look.advance(t_bind + self.settle)
-        after = node_matrix(SimSource(look).snapshot().features, self.norm)  # frame is in node order
-        slow = look.slowdowns()
-        util = float(np.mean(look.used() / self.nodes.capacity))
+        settle = partial(self._settle, look, c.t + self.settle)
         seen = len(self._finished)
         nxt = self._advance_to_decision()
         info = StepInfo(
             pod=ctx.pod.name,
             node=self.node_names[action],
             node_index=action,
-            t=t_bind,
+            t=look.t,
             load_before=ctx.load,
-            load_after=after,
-            util_after=util,
-            mean_slowdown_after=float(slow.mean()) if len(slow) else 1.0,
             requested_after=requested.astype(np.float32),
             finished=tuple(self._finished[seen:]),
             queue_length=len(self._queue),
             settle_seconds=self.settle,
+            _settle=settle,
         )
         return nxt, info, nxt is None
+
+    def _settle(self, look: Cluster, until: float) -> tuple[np.ndarray, float, float]:
+        """Advance the look-ahead copy to ``until`` with no further binds and read it like the metrics would."""
+        while look.t < until - 1e-9:
+            look.advance(until)
+        after = node_matrix(SimSource(look).snapshot().features, self.norm)  # frame is in node order
+        slow = look.slowdowns()
+        util = float(np.mean(look.used() / self.nodes.capacity))
+        return after, util, float(slow.mean()) if len(slow) else 1.0
 
     def _context(self, pod: int) -> DecisionContext | None:
         req = self.workload.pod_request(pod)
         nodes = self.cluster.node_infos()
-        mask = feasible_mask(req, nodes)
+        if self._plain:  # no taints, selectors or affinity anywhere: only NodeResourcesFit can fail
+            mask = self.cluster.fits_mask(req.cpu_m, req.mem_bytes)
+        else:
+            mask = feasible_mask(req, nodes)
         if not mask.any():
             return None
         snap = self.source.snapshot()

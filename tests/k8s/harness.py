@@ -154,6 +154,19 @@ def _run(cmd: Sequence[str], timeout: float = 60.0, **kw: Any) -> subprocess.Com
     return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, check=False, **kw)
 
 
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    """Linux: have the kernel SIGTERM the child when the test process dies, even by
+    SIGKILL (a backstop for atexit, which does not run then)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except Exception:
+        pass
+
+
 class ManagedProcess:
     """A child process whose output goes to a log file; stop() is bounded."""
 
@@ -169,6 +182,7 @@ class ManagedProcess:
             stdin=subprocess.DEVNULL,
             env=dict(env) if env is not None else None,
             start_new_session=True,  # our signals go to it alone, not to pytest
+            preexec_fn=_die_with_parent if os.name == "posix" and os.uname().sysname == "Linux" else None,
         )
         self.port: int | None = None
 
@@ -500,6 +514,13 @@ class ControlPlane:
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
+            # front-proxy settings, published in kube-system/extension-apiserver-authentication
+            # for delegated authn (kube-scheduler); nothing here uses the front proxy.
+            f"--requestheader-client-ca-file={pki / 'ca.crt'}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             f"--token-auth-file={pki / 'tokens.csv'}",
             f"--service-account-issuer={self.service_account_issuer}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
@@ -701,7 +722,11 @@ class ControlPlane:
                 "phase": "Running",
             }
         }
-        resp = v1.patch_node_status(name, status, _preload_content=False)
+        v1.patch_node_status(name, status, _preload_content=False)
+        # The TaintNodesByCondition admission plugin adds node.kubernetes.io/not-ready
+        # to every new Node; the node lifecycle controller (absent here) would drop it
+        # once Ready. Put back exactly the requested taints.
+        resp = v1.patch_node(name, {"spec": {"taints": spec.get("taints")}}, _preload_content=False)
         return json.loads(resp.data)
 
     # -- kube-scheduler ----------------------------------------------------

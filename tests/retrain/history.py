@@ -89,13 +89,13 @@ def write_openmetrics(
             fh.write(f"# HELP {metric} Memory information field.\n# TYPE {metric} gauge\n")
             for i in range(n):
                 emit(fh, metric, i, "", np.round(fn(i)))
-        counters = {
+        families = {
             "node_network_receive_bytes_total": (2, "device", ("eth0", "lo")),
             "node_network_transmit_bytes_total": (3, "device", ("eth0", "lo")),
             "node_disk_read_bytes_total": (4, "device", ("sda", "loop0")),
             "node_disk_written_bytes_total": (5, "device", ("sda", "loop0")),
         }
-        for metric, (col, label, (real, excluded)) in counters.items():
+        for metric, (col, label, (real, excluded)) in families.items():
             fh.write(f"# HELP {metric} Bytes.\n# TYPE {metric} counter\n")
             for i in range(n):
                 emit(fh, metric, i, f'{label}="{real}"', base + counters[:, i, col])

@@ -1,0 +1,101 @@
+"""The scheduler against the real kube-apiserver (tests/k8s harness), as its least-privilege
+ServiceAccount from deploy/k8s. Fake nodes have no kubelet: bound pods stay Pending, which
+is all binding needs."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import pytest
+
+from tests.scheduler.conftest import events_for, list_pods, pod_body, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def bound(core, ns):
+    return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in list_pods(core, ns)}
+
+
+def test_200_pods_over_5_nodes_all_bound_none_infeasible(core, ns, fake_nodes, make_scheduler, high_priority):
+    fake_nodes("good-ssd", cpu="16", memory="64Gi", pods="150", labels={"disk": "ssd"})
+    fake_nodes("good-hdd", cpu="16", memory="64Gi", pods="150", labels={"disk": "hdd"})
+    fake_nodes("tainted", cpu="64", memory="256Gi", labels={"disk": "ssd"},
+               taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+    fake_nodes("cordoned", cpu="64", memory="256Gi", labels={"disk": "ssd"}, unschedulable=True)
+    fake_nodes("small", cpu="50m", memory="64Gi", labels={"disk": "ssd"})
+    sched = make_scheduler()
+    for i in range(200):
+        extra = {"nodeSelector": {"disk": "ssd"}} if i % 2 == 0 else {}
+        if i % 3 == 0:
+            extra["priorityClassName"] = high_priority
+        core.create_namespaced_pod(ns, pod_body(f"p{i:03d}", **extra), _preload_content=False)
+    placed = wait_for(lambda: (b := bound(core, ns)) and all(b.values()) and len(b) == 200 and b, 120, "200 pods bound")
+    assert set(placed.values()) <= {"good-ssd", "good-hdd"}
+    for i in range(0, 200, 2):  # wrong selector: the ssd pods never went to the hdd node
+        assert placed[f"p{i:03d}"] == "good-ssd"
+    counts = collections.Counter(placed.values())
+    assert counts["good-hdd"] > 0  # the unconstrained pods were spread, not all piled on one node
+    assert sched.bound_count == 200
+    # the ssd node's 150-pod limit held even though its CPU would have fitted more
+    assert counts["good-ssd"] <= 150
+    ev = events_for(core, ns, "p000")
+    msg = next(e["message"] for e in ev if e["reason"] == "Scheduled")
+    assert "to good-ssd" in msg and "top scores:" in msg
+    rows = list(sched.journal.since(0))
+    assert len(rows) == 200 and {r.outcome for r in rows} == {"bound"}
+    assert {r.fallback_reason for r in rows} == {"prometheus_unreachable"}  # no metrics source in this test
+
+
+def test_fits_nowhere_gets_failed_scheduling_then_binds_when_room_appears(core, ns, fake_nodes, make_scheduler):
+    fake_nodes("busy", cpu="2", memory="8Gi")
+    make_scheduler()
+    core.create_namespaced_pod(ns, pod_body("hog", cpu="1500m"), _preload_content=False)
+    wait_for(lambda: bound(core, ns).get("hog"), 30, "hog bound")
+    core.create_namespaced_pod(ns, pod_body("big", cpu="1"), _preload_content=False)
+    ev = wait_for(lambda: [e for e in events_for(core, ns, "big") if e["reason"] == "FailedScheduling"], 30,
+                  "FailedScheduling for big")
+    assert ev[0]["type"] == "Warning"
+    assert ev[0]["message"].startswith("0/1 nodes are available: 1 Insufficient cpu")
+    time.sleep(1.5)  # it keeps being retried (with backoff), not dropped
+    assert bound(core, ns).get("big") is None
+    core.delete_namespaced_pod("hog", ns, grace_period_seconds=0)  # the node frees up
+    assert wait_for(lambda: bound(core, ns).get("big"), 30, "big bound after room appeared") == "busy"
+
+
+def test_deleted_while_queued_does_not_crash_the_loop(core, ns, fake_nodes, make_scheduler):
+    fake_nodes("tiny", cpu="1", memory="8Gi")
+    sched = make_scheduler()
+    core.create_namespaced_pod(ns, pod_body("never", cpu="4"), _preload_content=False)  # fits nowhere: stays queued
+    wait_for(lambda: [e for e in events_for(core, ns, "never") if e["reason"] == "FailedScheduling"], 30, "queued")
+    core.delete_namespaced_pod("never", ns, grace_period_seconds=0)
+    wait_for(lambda: "never" not in bound(core, ns), 10, "pod deleted")
+    # a malformed-but-accepted pod (affinity operator the apiserver accepts, values odd) must not stop the loop either
+    core.create_namespaced_pod(ns, pod_body("after", cpu="100m"), _preload_content=False)
+    assert wait_for(lambda: bound(core, ns).get("after"), 30, "pod after the deletion bound") == "tiny"
+    assert sched.healthy() and len(sched.queue) == 0
+    assert sched.metrics.registry.get_sample_value("drs_schedule_errors_total") == 0
+
+
+def test_two_replicas_never_double_bind(core, ns, fake_nodes, make_scheduler):
+    for i in range(3):
+        fake_nodes(f"le-{i}", cpu="32", memory="64Gi")
+    a = make_scheduler(identity="replica-a")
+    b = make_scheduler(identity="replica-b")
+    wait_for(lambda: a.is_leader() or b.is_leader(), 20, "a leader")
+    assert not (a.is_leader() and b.is_leader())
+    for i in range(40):
+        core.create_namespaced_pod(ns, pod_body(f"x{i}"), _preload_content=False)
+    wait_for(lambda: sum(1 for v in bound(core, ns).values() if v) >= 20, 60, "half bound")
+    leader, standby = (a, b) if a.is_leader() else (b, a)
+    leader.stop()  # releases the Lease; the standby takes over and binds the rest
+    for i in range(40, 60):
+        core.create_namespaced_pod(ns, pod_body(f"x{i}"), _preload_content=False)
+    wait_for(lambda: (v := bound(core, ns)) and len(v) == 60 and all(v.values()), 60, "all 60 bound")
+    assert standby.is_leader()
+    assert leader.bound_count + standby.bound_count == 60  # each pod bound exactly once
+    conflicts = sum(s.metrics.registry.get_sample_value("drs_binds_total", {"outcome": "conflict"}) or 0 for s in (a, b))
+    assert conflicts == 0
+    both = [r.pod_uid for s in (a, b) for r in s.journal.since(0) if r.outcome == "bound"]
+    assert len(both) == len(set(both)) == 60

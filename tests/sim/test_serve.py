@@ -1,0 +1,78 @@
+"""A real Prometheus scrapes the simulated cluster; the production PrometheusSource reads it back."""
+
+import numpy as np
+import pytest
+
+from drs_prom.features import FEATURES
+from drs_prom.prometheus import PrometheusSource
+from drs_prom.sim.scenario import load_scenario
+from drs_prom.sim.serve import LiveCluster, SimExporter
+from tests.prom.fixtures import start_prometheus, wait_until
+
+
+def test_live_cluster_counts_monotonic_totals_consistent_with_rates():
+    now = [0.0]
+    live = LiveCluster(load_scenario("drs-paper"), speed=4.0, clock=lambda: now[0])
+    live.bind_profile("net-1", "worker-1", "net")  # 50 s of work at full speed
+    a = live.counters(0)
+    now[0] = 2.0  # 2 wall seconds = 8 simulated seconds
+    b = live.counters(0)
+    rate_rx = (b.net_receive_bytes["eth0"] - a.net_receive_bytes["eth0"]) / 2.0
+    assert rate_rx == pytest.approx(live.scenario.profiles["net"].demand.net_rx_bytes)  # per wall second
+    idle = [(b.cpu_seconds[c]["idle"] - a.cpu_seconds[c]["idle"]) / 2.0 for c in b.cpu_seconds]
+    assert 1 - np.mean(idle) == pytest.approx(live.features()[0, 0])
+    now[0] = 100.0  # the pod finished at simulated 50 s; totals stop growing but never fall
+    c = live.counters(0)
+    assert c.net_receive_bytes["eth0"] == pytest.approx(live.scenario.profiles["net"].demand.net_rx_bytes * 50 / 4.0)
+    assert live.running() == {}
+
+
+def test_replay_reproduces_the_simulated_episode():
+    from drs_prom.baselines import make_policy
+
+    sc = load_scenario("drs-paper").truncated(10)
+    now = [0.0]
+    live = LiveCluster.replay(sc, make_policy("round-robin"), seed=0, speed=1.0, clock=lambda: now[0])
+    now[0] = 1e6
+    assert live.sim_time == pytest.approx(1e6)
+    wl_finish = live.cluster.finish[: 10]
+    assert np.nanmax(wl_finish) == pytest.approx(live.expected.makespan + 0.0, rel=1e-9)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("mode, speed", [("ports", 1.0), ("paths", 10.0)])
+def test_real_prometheus_scrapes_simulated_nodes(tmp_path, mode, speed):
+    sc = load_scenario("drs-paper")
+    live = LiveCluster(sc, speed=speed)
+    for name, node, prof in (("net-1", "worker-1", "net"), ("disk-1", "worker-2", "disk"), ("video-1", "worker-3", "video")):
+        p = sc.profiles[prof]
+        live.bind(name, node, p.demand.vector(), work_seconds=10_000, cpu_m=500, mem_bytes=2**29)
+    with SimExporter(live, mode=mode) as exporter:
+        prom = start_prometheus(tmp_path, extra_config={"scrape_configs": [exporter.scrape_config("node")]})
+        try:
+            source = PrometheusSource.from_url(prom.url, window="4s")
+            wait_until(lambda: sum(v == 1.0 for v in prom.targets_up().values()) == 4, 30, "4 simulated targets up")
+
+            def complete():
+                snap = source.snapshot()
+                fresh = snap.fresh()
+                return snap if len(fresh) == 4 and fresh["net_rx"].loc["worker-1"] > 0 else None
+
+            snap = wait_until(complete, 30, "rates for all 4 simulated nodes")
+            # let the 4 s window fill with samples at constant rates
+            wait_until(lambda: len(prom.query('node_network_receive_bytes_total{instance="worker-1"}[6s]')[0]["values"]) >= 6,
+                       30, "6 s of samples")
+            snap = source.snapshot()
+            expected = live.features()
+            got = snap.features.loc[list(live.nodes.names), list(FEATURES)].to_numpy()
+            # scrape timestamps jitter by milliseconds against the counters, so allow a little slack:
+            # fractions within 0.01, byte rates within 3%
+            np.testing.assert_allclose(got[:, :2], expected[:, :2], atol=0.01)
+            np.testing.assert_allclose(got[:, 2:], expected[:, 2:], rtol=0.03, atol=1.0)
+            assert sorted(snap.features.index) == ["worker-1", "worker-2", "worker-3", "worker-4"]
+            assert prom.query("sum(resets(node_network_receive_bytes_total[1m]))")[0]["value"][1] == "0"
+            cap = source.node_capacity()
+            assert cap.loc["worker-1", "cpu_cores"] == 4 and cap.loc["worker-1", "mem_bytes"] == 16 * 2**30
+            source.close()
+        finally:
+            prom.stop()
