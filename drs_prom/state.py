@@ -104,7 +104,9 @@ def imbalance(matrix: np.ndarray) -> float:
     """DRS's load imbalance: the std across nodes of each feature, summed over features."""
     if len(matrix) == 0:
         return 0.0
-    return float(np.nanstd(np.asarray(matrix, dtype=np.float64), axis=0).sum())
+    values = np.asarray(matrix, dtype=np.float64)
+    std = np.std(values, axis=0) if not np.isnan(values).any() else np.nanstd(values, axis=0)  # nanstd is ~3x slower
+    return float(std.sum())
 
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from drs_prom.features import N_FEATURES
-from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.scenario import Scenario, node_labels
 from drs_prom.sim.workload import Workload
 from drs_prom.types import NodeInfo, Taint
 
@@ -57,7 +57,7 @@ class Nodes:
                 acpu.append(t.alloc_cpu_m)
                 amem.append(t.alloc_mem)
                 apods.append(t.allocatable_pods)
-                labels.append({"kubernetes.io/hostname": names[-1], "node-type": t.name, **t.labels})
+                labels.append(node_labels(t, i))
                 taints.append(tuple(Taint(x.key, x.value, x.effect) for x in t.taints))
         return cls(
             names=tuple(names),

@@ -164,7 +164,7 @@ class _Recorder:
         m = raw / self.scale
         if self.clip:
             m = np.clip(m, 0.0, 1.0)
-        imb = imbalance(m)
+        imb = float(m.std(axis=0).sum())  # state.imbalance without the NaN handling (true load has none)
         util = float(np.mean(used / self.cap))
         dt = t1 - t0
         self.imb_dt += imb * dt

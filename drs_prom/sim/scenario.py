@@ -202,8 +202,19 @@ class Scenario(_M):
         return Scenario.model_validate(data)
 
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+NODE_TYPE_LABEL = "node-type"
+
+
+def node_labels(node: NodeType, index: int) -> dict[str, str]:
+    """Labels of the ``index``-th (0-based) node of a type: hostname ``<type>-<index+1>``, node-type, then the type's own."""
+    return {HOSTNAME_LABEL: f"{node.name}-{index + 1}", NODE_TYPE_LABEL: node.name, **node.labels}
+
+
 def _fits_empty(prof: Profile, node: NodeType) -> bool:
-    if any(node.labels.get(k) != v for k, v in prof.node_selector.items()):
+    if not any(
+        all(node_labels(node, i).get(k) == v for k, v in prof.node_selector.items()) for i in range(node.count)
+    ):
         return False
     if any(t.effect in ("NoSchedule", "NoExecute") for t in node.taints):
         return False

@@ -20,11 +20,12 @@ class SimSource:
     def __init__(self, cluster: Cluster, epoch: float = 0.0) -> None:
         self.cluster = cluster
         self.epoch = epoch  # added to simulated seconds for ``taken_at`` (0 = episode start)
+        self._index = pd.Index(list(cluster.nodes.names), name="node")
+        self._columns = pd.Index(list(FEATURES))
 
     def snapshot(self) -> NodeSnapshot:
         c = self.cluster
-        names = list(c.nodes.names)
-        frame = pd.DataFrame(c.observed(), index=pd.Index(names, name="node"), columns=list(FEATURES))
+        frame = pd.DataFrame(c.observed(), index=self._index, columns=self._columns)
         return NodeSnapshot(
             features=frame,
             taken_at=self.epoch + c.t,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
 import os
-import socket
 import subprocess
 import sys
 import threading
