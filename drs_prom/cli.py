@@ -298,3 +298,56 @@ def model_rollback(version: str | None, config_path: str | None, store_path: str
     before = store.current()
     now = store.rollback(version)
     click.echo(f"current: {now} (was {before})")
+
+
+@cli.command("sim-serve")
+@click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
+@click.option("--policy", default="kube-default", show_default=True, help="Policy that places the episode's pods.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(min=0.01), help="Simulated seconds per wall second.")
+@click.option("--mode", type=click.Choice(["ports", "paths"]), default="ports", show_default=True,
+              help="One port per node, or one port with /nodes/<name>/metrics.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="First port (0 = any free).")
+def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str, host: str, port: int) -> None:
+    """Serve a simulated cluster's node metrics (node_exporter format) for a real Prometheus to scrape."""
+    from drs_prom.baselines import make_policy
+    from drs_prom.sim.scenario import load_scenario
+    from drs_prom.sim.serve import serve_scenario
+
+    serve_scenario(load_scenario(scenario), make_policy(policy, seed), seed=seed, speed=speed, mode=mode,  # type: ignore[arg-type]
+                   host=host, port=port, echo=click.echo)
+
+
+# -- training the DQN agents (issue 4) ----------------------------------------------------
+
+
+@cli.command("train")
+@click.option("--scenario", default="drs-paper", show_default=True, help="Simulator scenario to train on (name or YAML path).")
+@click.option("--episodes", default=60, show_default=True, type=click.IntRange(1, 100_000), help="Episodes (one workload of the scenario each).")
+@click.option("--out", "out_path", default="models/drs-v1.keras", show_default=True, help="Model path (.keras; .json and .png written beside it).")
+@click.option("--policy", type=click.Choice(["drs", "drs-original"]), default="drs", show_default=True)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seeds weights, exploration and the training workloads.")
+@click.option("--imitate", default="", help="Warm-start from this heuristic (e.g. balanced-load) before RL; drs only.")
+@click.option("--drs-scales", is_flag=True, help="drs-original: train on DRS's own 0..100 scales (Normalisation.drs_paper()).")
+@click.option("--bench-seeds", default=5, show_default=True, type=click.IntRange(0, 100), help="Benchmark seeds recorded in the JSON (0: none).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML (reward weights).")
+@click.option("--no-progress", is_flag=True)
+def train_cmd(scenario: str, episodes: int, out_path: str, policy: str, seed: int, imitate: str, drs_scales: bool,
+              bench_seeds: int, config_path: str | None, no_progress: bool) -> None:
+    """Train drs (or DRS's original DQN) on the simulator; writes .keras + .json + learning-curve .png."""
+    import shlex
+
+    from drs_prom.agent.train import TrainConfig, run
+    from drs_prom.config import load_settings
+    from drs_prom.errors import ConfigError
+
+    if not out_path.endswith(".keras"):
+        raise ConfigError(f"--out must end in .keras: {out_path}")
+    if imitate and policy != "drs":
+        raise ConfigError("--imitate applies to --policy drs only")
+    settings = load_settings(config_path)
+    extra = {"imitate": imitate, "imitate_episodes": 10, "imitate_steps": 1500, "eps_start": 0.3} if imitate else {}
+    cfg = TrainConfig(policy=policy, episodes=episodes, seed=seed, scenario=scenario, reward=settings.reward, **extra)  # type: ignore[arg-type]
+    command = "drs-prom train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    run(cfg, out_path, drs_scales=drs_scales, bench_seeds=bench_seeds, progress=not no_progress, command=command, echo=click.echo)

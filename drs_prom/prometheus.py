@@ -68,15 +68,19 @@ class PrometheusSource:
         *,
         expected_nodes: Callable[[], Iterable[str]] | None = None,
         clock: Callable[[], float] = time.time,
-        freshness_step: str = "1s",
+        freshness_step: str | None = None,
     ) -> None:
         self.settings = settings or PrometheusSettings()
         self.url = self.settings.url
         self.expected_nodes = expected_nodes
         self.clock = clock
         self.queries = promql.queries_for(self.settings)
-        lookback = f"{max(300, int(4 * self.settings.max_sample_age_seconds))}s"
-        self.freshness_query = promql.last_seen(self.settings.node_selector, lookback, freshness_step)
+        # Ages are known to one subquery step: a tenth of the max age keeps the freshness
+        # query cheap on large clusters and the staleness decision within 10%.
+        max_age = self.settings.max_sample_age_seconds
+        step = freshness_step or f"{max(1, int(max_age / 10))}s"
+        lookback = f"{max(300, int(4 * max_age))}s"
+        self.freshness_query = promql.last_seen(self.settings.node_selector, lookback, step)
         # No client-side retries: a slow or dead Prometheus must fail within one timeout.
         self._client = PrometheusConnect(url=self.url, retry=Retry(total=0, raise_on_status=False), timeout=self.settings.timeout_seconds)
 

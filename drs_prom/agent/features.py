@@ -21,7 +21,7 @@ CANDIDATE_COLUMNS: tuple[str, ...] = (
     *(f"pod_{i}" for i in range(N_FEATURES)),
     *(f"after_{i}" for i in range(N_FEATURES)),
     *(f"dev_{i}" for i in range(N_FEATURES)),  # load minus cluster mean
-    *(f"dstd_{i}" for i in range(N_FEATURES)),  # change of this feature's std if placed here
+    *(f"dstd_{i}" for i in range(N_FEATURES)),  # n x change of this feature's std if placed here
     *(f"std_{i}" for i in range(N_FEATURES)),  # cluster std now (context)
     "cpu_req_after",
     "mem_req_after",
@@ -44,8 +44,9 @@ def _clean_load(load: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def candidate_matrix(ctx: DecisionContext) -> np.ndarray:
     """(n_nodes, N_CANDIDATE) float32: what each node would look like with the pod on it.
 
-    ``dstd`` is the exact change of each feature's std across nodes when the pod's load
-    is added to that node alone, which is what DRS's reward measures; the network still
+    ``dstd`` is n times the exact change of each feature's std across nodes when the
+    pod's load is added to that node alone, which is what DRS's reward measures (the
+    factor n keeps it on one scale for any cluster size); the network still
     learns how much each feature and the request pressure matter.
     """
     load, stale = _clean_load(ctx.load)
@@ -59,7 +60,8 @@ def candidate_matrix(ctx: DecisionContext) -> np.ndarray:
     sq = (load**2).sum(axis=0)
     tot = load.sum(axis=0)
     var_after = (sq + (after**2 - load**2)) / n - ((tot + d) / n) ** 2
-    dstd = np.sqrt(np.maximum(var_after, 0.0)) - std
+    # Times n: the change shrinks like 1/n, so scaling makes 4- and 500-node rows comparable.
+    dstd = (np.sqrt(np.maximum(var_after, 0.0)) - std) * n
     cpu_req = np.empty(n)
     mem_req = np.empty(n)
     pods = np.empty(n)

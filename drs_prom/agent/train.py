@@ -56,6 +56,10 @@ class TrainConfig:
     gamma: float = 0.5
     lr: float = 1e-3
     target_sync: int = 250
+    eval_every: int = 10
+    """Episodes between greedy evaluations on held-out seeds; the best-scoring weights are
+    kept (RL curves are noisy: the last episode is rarely the best). 0 keeps the last."""
+    eval_seeds: int = 3
     reward: RewardSettings = field(default_factory=RewardSettings)
 
 
@@ -133,6 +137,8 @@ def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> Train
         notes["imitation"] = _imitate(make_env, cfg, agent, replay, max_nodes)
     eps = LinearSchedule(cfg.eps_start, cfg.eps_end, max(1, int(cfg.episodes * cfg.exploration_fraction)))
     returns, imbs, epsl = [], [], []
+    selector = _Selector(make_env, cfg)
+    best: tuple[float, int, Any] | None = None
     bar = _bar(cfg.episodes, "train drs", progress)
     for ep in range(cfg.episodes):
         e = eps(ep)
@@ -163,8 +169,48 @@ def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> Train
         epsl.append(e)
         bar.update(1)
         bar.set_postfix(ret=f"{ret:.2f}", imb=f"{imbs[-1]:.3f}", eps=f"{e:.2f}")
+        if cfg.eval_every and ((ep + 1) % cfg.eval_every == 0 or ep + 1 == cfg.episodes):
+            score = selector.score(agent.online)
+            if score is not None and (best is None or score < best[0]):
+                best = (score, ep + 1, agent.online.get_weights())
     bar.close()
+    if best is not None:
+        agent.online.set_weights(best[2])
+        notes["selected"] = {"episode": best[1], "score": round(best[0], 4), "evaluations": selector.history}
     return TrainResult(agent.online, returns, imbs, epsl, time.monotonic() - t0, steps, max_nodes, notes)
+
+
+class _Selector:
+    """Scores greedy policies on held-out seeds: imbalance and mean completion time, each
+    relative to kube-default on the same workloads (lower is better; 2.0 = equal)."""
+
+    def __init__(self, make_env: EnvFactory, cfg: TrainConfig) -> None:
+        self.make_env = make_env
+        self.seeds = [900_000 + cfg.seed * 101 + k for k in range(cfg.eval_seeds)]
+        self.history: list[float] = []
+        self.ref: tuple[float, float] | None = None
+        env = make_env(self.seeds[0]) if self.seeds else None
+        if env is None or not hasattr(env, "run"):
+            self.seeds = []
+            return
+        from drs_prom.baselines import make_policy
+
+        self.ref = self._measure(make_policy("kube-default", cfg.seed))
+
+    def _measure(self, policy: Any) -> tuple[float, float]:
+        rs = [self.make_env(s).run(policy, seed=s) for s in self.seeds]  # type: ignore[attr-defined]
+        return float(np.mean([r.imbalance for r in rs])), float(np.mean([r.completion_mean for r in rs]))
+
+    def score(self, model: Any) -> float | None:
+        if not self.seeds or self.ref is None:
+            return None
+        from drs_prom.agent.networks import export_dense
+        from drs_prom.agent.policy import NodeAgentPolicy
+
+        imb, comp = self._measure(NodeAgentPolicy(export_dense(model)))
+        score = imb / self.ref[0] + comp / self.ref[1]
+        self.history.append(round(score, 4))
+        return score
 
 
 def _imitate(make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, max_nodes: int) -> dict[str, Any]:
@@ -302,15 +348,74 @@ def save_result(result: TrainResult, cfg: TrainConfig, out: str | Path, norm: No
     return path
 
 
-def scenario_env_factory(scenario: str, norm: Normalisation | None = None) -> tuple[EnvFactory, Normalisation]:
-    """Env factory over a named (or path) simulator scenario, and the normalisation it uses."""
+def scenario_env_factory(scenario: Any, norm: Normalisation | None = None) -> tuple[EnvFactory, Normalisation]:
+    """Env factory over a simulator scenario (name, path or Scenario), and the normalisation it uses."""
     from drs_prom.sim.env import SchedulingEnv
-    from drs_prom.sim.scenario import load_scenario
+    from drs_prom.sim.scenario import Scenario, load_scenario
 
-    sc = load_scenario(scenario)
+    sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     use = norm or sc.norm
 
     def make(seed: int) -> Env:
         return SchedulingEnv(sc, seed=seed, norm=use)
 
     return make, use
+
+
+def benchmark_summary(policy: Any, scenario: str, seeds: int, others: tuple[str, ...] = ("kube-default", "balanced-load", "least-loaded", "random")) -> dict[str, Any]:
+    """The trained policy against heuristics on bench seeds 0..seeds-1, for the model's metadata."""
+    from drs_prom.baselines import make_policy
+    from drs_prom.sim.bench import run_bench
+    from drs_prom.sim.scenario import load_scenario
+
+    def build(name: str, seed: int) -> Any:
+        return policy if name == policy.name else make_policy(name, seed)
+
+    report = run_bench(load_scenario(scenario), list(range(seeds)), [*others, policy.name], build, progress=False)
+    out: dict[str, Any] = {"scenario": scenario, "seeds": seeds, "policies": {}}
+    for row in report.rows:
+        if row.skipped:
+            continue
+        out["policies"][row.policy] = {
+            k: {"mean": round(row.mean(k), 4), "ratio_to_kube_default": round(report.ratio(row.policy, k), 4)}
+            for k in ("imbalance", "utilisation", "completion_mean", "completion_p95")
+        }
+    return out
+
+
+def run(
+    cfg: TrainConfig,
+    out: str | Path,
+    drs_scales: bool = False,
+    bench_seeds: int = 5,
+    generalise: tuple[str, ...] = ("cluster-50",),
+    progress: bool = True,
+    command: str = "",
+    echo: Callable[[str], None] = print,
+) -> Path:
+    """``drs-prom train``: train, save model + JSON + curve, record a benchmark in the JSON."""
+    from drs_prom.agent.networks import export_dense
+    from drs_prom.agent.persistence import update_metadata
+    from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
+
+    make_env, norm = scenario_env_factory(cfg.scenario, Normalisation.drs_paper() if drs_scales else None)
+    result = train(make_env, cfg, progress=progress)
+    path = save_result(result, cfg, out, norm, command=command)
+    echo(f"trained {cfg.policy} on {cfg.scenario}: {result.steps} steps in {result.seconds:.0f} s -> {path}")
+    echo(f"learning curve: {Path(out).with_suffix('.png')}")
+    if bench_seeds and not drs_scales:
+        layers = export_dense(result.model)
+        policy = NodeAgentPolicy(layers) if cfg.policy == "drs" else DRSOriginalPolicy(layers, result.n_nodes)
+        bench = {cfg.scenario: benchmark_summary(policy, cfg.scenario, bench_seeds)}
+        if cfg.policy == "drs":
+            for sc in generalise:
+                bench[sc] = benchmark_summary(policy, sc, min(bench_seeds, 3), ("kube-default", "balanced-load"))
+        update_metadata(path, benchmark=bench)
+        for sc, b in bench.items():
+            mine = b["policies"].get(cfg.policy, {})
+            if mine:
+                echo(
+                    f"{sc}: imbalance {mine['imbalance']['mean']:.3f} (x{1 / mine['imbalance']['ratio_to_kube_default']:.2f} lower than kube-default), "
+                    f"mean completion {mine['completion_mean']['mean']:.1f} s (x{mine['completion_mean']['ratio_to_kube_default']:.3f})"
+                )
+    return path

@@ -56,7 +56,7 @@ class Scheduler:
         identity: str | None = None,
         observed: ObservedUsage | None = None,
         model_loader: Callable[[], Policy | None] | None = None,
-        bind_workers: int = 4,
+        bind_workers: int = 8,
         serve_http: bool = True,
         recorder: Any = None,
     ) -> None:
@@ -84,6 +84,8 @@ class Scheduler:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="drs-bind")
+        # events go through their own pool so a slow event write never delays the next bind
+        self._events = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="drs-event")
         self._serve_http = serve_http
         self.http: HealthServer | None = None
         self.elector = None
@@ -120,6 +122,7 @@ class Scheduler:
             t.join(10)
         self.decider.stop()
         self._pool.shutdown(wait=True, cancel_futures=False)
+        self._events.shutdown(wait=True, cancel_futures=False)
         if self.elector is not None:
             self.elector.stop(release=True)
         self.cache.stop()
@@ -175,7 +178,7 @@ class Scheduler:
             msg = filters.failure_message(result)
             self.metrics.unschedulable.inc()
             log.info("%s unschedulable: %s", item.key, msg)
-            self._pool.submit(binder.emit_event, self.core, pod, "FailedScheduling", msg, self.cfg.scheduler_name, "Warning")
+            self._events.submit(binder.emit_event, self.core, pod, "FailedScheduling", msg, self.cfg.scheduler_name, "Warning")
             self.queue.done(item, scheduled=False)
             return "unschedulable"
 
@@ -213,8 +216,8 @@ class Scheduler:
                 self.metrics.latency.observe(time.monotonic() - item.first_seen)
                 self.decider.note_bound(node, demand)
                 self.queue.done(item, scheduled=True)
-                binder.emit_event(self.core, pod, "Scheduled", self._scheduled_message(req, node, names, scores, policy, reason),
-                                  self.cfg.scheduler_name)
+                self._events.submit(binder.emit_event, self.core, pod, "Scheduled",
+                                    self._scheduled_message(req, node, names, scores, policy, reason), self.cfg.scheduler_name)
                 if self.recorder is not None:
                     self.recorder.record(req, demand, node, names)
             elif outcome in (binder.CONFLICT, binder.GONE):

@@ -275,3 +275,24 @@ class SimExporter:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def serve_scenario(scenario: Scenario, policy: Any, seed: int = 0, speed: float = 1.0,
+                   mode: Literal["ports", "paths"] = "ports", host: str = "127.0.0.1", port: int = 0,
+                   stop: threading.Event | None = None, echo: Callable[[str], None] = print) -> None:
+    """Replay one decided episode on the wall clock and serve it until SIGINT/SIGTERM (or ``stop``)."""
+    import signal
+
+    import yaml
+
+    live = LiveCluster.replay(scenario, policy, seed=seed, speed=speed)
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    with SimExporter(live, mode=mode, host=host, port=port) as exporter:
+        echo(f"serving {len(live.nodes)} simulated nodes of {scenario.name} (policy {policy.name}, seed {seed}, "
+             f"speed {speed:g}x); episode ends at simulated {live.expected.makespan:.0f} s. Prometheus job:")
+        echo(yaml.safe_dump({"scrape_configs": [exporter.scrape_config("node")]}, sort_keys=False).rstrip())
+        while not stop.wait(1.0):
+            pass

@@ -113,3 +113,19 @@ def test_dashboard_expressions_parse_and_run(prometheus_both, drs_exporter):
             40,
             f"dashboard expression to return data: {expr}",
         )
+
+
+def test_scrape_config_matches_the_exporter_daemonset():
+    """prometheus.yml discovers exactly what deploy/k8s/40-node-exporter.yaml runs."""
+    ds = yaml.safe_load((REPO / "deploy" / "k8s" / "40-node-exporter.yaml").read_text())
+    job = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())["scrape_configs"][0]
+    sd = job["kubernetes_sd_configs"][0]
+    assert job["job_name"] == promql.EXPORTER_JOB  # the alert rules select this job
+    assert sd["namespaces"]["names"] == [ds["metadata"]["namespace"]]
+    key, _, value = sd["selectors"][0]["label"].partition("=")
+    assert ds["spec"]["template"]["metadata"]["labels"][key] == value
+    port_rule = next(r for r in job["relabel_configs"] if r["source_labels"] == ["__meta_kubernetes_pod_container_port_name"])
+    ports = ds["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert any(p["name"] == port_rule["regex"] and p["containerPort"] == 9105 for p in ports)
+    env = ds["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}} in env  # nodename = k8s node

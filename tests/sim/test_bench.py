@@ -59,3 +59,13 @@ def test_unavailable_policy_is_skipped_with_its_reason():
     assert report.row("drs").skipped == "no trained model"
     assert re.search(r"^drs +skipped: no trained model$", format_table(report), re.M)
     assert report.to_json()["policies"]["drs"] == {"skipped": "no trained model"}
+
+
+def test_demo_runs_the_paper_scenario_and_says_where_the_plot_is(tmp_path):
+    result = CliRunner().invoke(cli, ["demo", "--seeds", "1", "--out", str(tmp_path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[0]
+    assert first.startswith("model: ") or "running the heuristics only" in first
+    assert "scenario drs-paper: 4 nodes, 100 pods x 1 seeds" in result.output
+    assert f"plot: {tmp_path / 'bench-drs-paper.png'}" in result.output
+    assert (tmp_path / "bench-drs-paper.png").exists()
