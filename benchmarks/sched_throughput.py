@@ -138,16 +138,16 @@ def drain_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, s
     return {"label": label, "pods": n_pods, "bound": len(times), "drain_pods_per_s": rate}
 
 
-def start_drs(cp: ControlPlane, workdir: Path, model: str | None) -> tuple[subprocess.Popen, str]:
+def start_drs(cp: ControlPlane, workdir: Path, model: str | None, name: str = "drs-scheduler") -> tuple[subprocess.Popen, str]:
     port = free_port()
     cfg = {
         "prometheus": {"url": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 0.5},  # nothing listens: fallback
-        "scheduler": {"metrics_listen": f"127.0.0.1:{port}", "leader_election": False,
+        "scheduler": {"metrics_listen": f"127.0.0.1:{port}", "leader_election": False, "scheduler_name": name,
                       "journal_path": str(workdir / "journal.sqlite"), "model_path": model or str(workdir / "none.keras")},
     }
     path = workdir / "drs.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    log = open(workdir / "drs.log", "wb")
+    log = open(workdir / "drs.log", "ab")
     proc = subprocess.Popen([sys.executable, "-c", "from drs_prom.cli import main; main()", "run", "--config", str(path),
                              "--kubeconfig", str(cp.admin_kubeconfig)], stdout=log, stderr=subprocess.STDOUT,
                             cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -190,14 +190,14 @@ def main() -> None:
                 results.append({"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods)})
                 if args.drain:
                     def drs_start():
-                        d, _ = start_drs(cp, Path(tmp), args.model)
+                        d, _ = start_drs(cp, Path(tmp), args.model, name="drain-drs")
                         return lambda: (d.terminate(), d.wait(20))
 
                     def kube_start():
                         k = cp.start_kube_scheduler("profiles:\n  - schedulerName: drain-kube\n")
                         return k.stop
 
-                    drains.append({"nodes": n, **drain_once(cp, f"drs-{n}", "drs-scheduler", args.pods, drs_start)})
+                    drains.append({"nodes": n, **drain_once(cp, f"drs-{n}", "drain-drs", args.pods, drs_start)})
                     drains.append({"nodes": n, **drain_once(cp, f"kube-{n}", "drain-kube", args.pods, kube_start)})
                 for name in names:
                     core.delete_node(name)
@@ -217,7 +217,7 @@ def main() -> None:
         print(f"{r['label']:<16}{r['nodes']:>6}{r['pods']:>6}{r['bound']:>6}{r['create_rate']:>10.1f}{r['pods_per_s']:>9.1f}"
               f"{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}")
     if drains:
-        print(f"\nqueue drain (all pods pending before the scheduler starts; first to last bind):")
+        print("\nqueue drain (all pods pending before the scheduler starts; first to last bind):")
         for r in drains:
             print(f"{r['label']:<16}{r['nodes']:>6}{r['pods']:>6}{r['bound']:>6}{r['drain_pods_per_s']:>10.1f} pods/s")
     by = {(r["label"].split("-")[0], r["nodes"]): r for r in results}

@@ -328,12 +328,12 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
 @click.option("--out", "out_path", default="models/drs-v1.keras", show_default=True, help="Model path (.keras; .json and .png written beside it).")
 @click.option("--policy", type=click.Choice(["drs", "drs-original"]), default="drs", show_default=True)
 @click.option("--seed", default=0, show_default=True, type=int, help="Seeds weights, exploration and the training workloads.")
-@click.option("--imitate", default="", help="Warm-start from this heuristic (e.g. balanced-load) before RL; drs only.")
+@click.option("--imitate", default=None, help="drs: warm-start from this heuristic before RL (default balanced-load; 'none' for pure RL).")
 @click.option("--drs-scales", is_flag=True, help="drs-original: train on DRS's own 0..100 scales (Normalisation.drs_paper()).")
 @click.option("--bench-seeds", default=5, show_default=True, type=click.IntRange(0, 100), help="Benchmark seeds recorded in the JSON (0: none).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML (reward weights).")
 @click.option("--no-progress", is_flag=True)
-def train_cmd(scenario: str, episodes: int, out_path: str, policy: str, seed: int, imitate: str, drs_scales: bool,
+def train_cmd(scenario: str, episodes: int, out_path: str, policy: str, seed: int, imitate: str | None, drs_scales: bool,
               bench_seeds: int, config_path: str | None, no_progress: bool) -> None:
     """Train drs (or DRS's original DQN) on the simulator; writes .keras + .json + learning-curve .png."""
     import shlex
@@ -344,8 +344,11 @@ def train_cmd(scenario: str, episodes: int, out_path: str, policy: str, seed: in
 
     if not out_path.endswith(".keras"):
         raise ConfigError(f"--out must end in .keras: {out_path}")
-    if imitate and policy != "drs":
+    if imitate and imitate != "none" and policy != "drs":
         raise ConfigError("--imitate applies to --policy drs only")
+    if imitate is None:
+        imitate = "balanced-load" if policy == "drs" else ""
+    imitate = "" if imitate == "none" else imitate
     settings = load_settings(config_path)
     extra = {"imitate": imitate, "imitate_episodes": 10, "imitate_steps": 1500, "eps_start": 0.3} if imitate else {}
     cfg = TrainConfig(policy=policy, episodes=episodes, seed=seed, scenario=scenario, reward=settings.reward, **extra)  # type: ignore[arg-type]

@@ -17,9 +17,12 @@ __all__ = ["default_model_path", "default_original_path", "load_model", "load_po
 def load_policy(path: str | Path | None = None) -> Any:
     """The model at ``path`` (default: the shipped ``drs`` model) as a Policy; ModelError if unusable.
 
-    The policy carries ``version`` (file stem and creation time) for the journal.
+    The policy carries ``version`` (file stem and creation time) for the journal and
+    ``normalisation``: the scales its inputs were trained on, which the caller must use
+    to build ``ctx.load`` (a model trained on other scales reads every node wrongly).
     """
     loaded = load_model(path)
     policy = loaded.policy()
     policy.version = f"{loaded.path.stem}@{loaded.meta.get('created', '?')}"
+    policy.normalisation = loaded.normalisation
     return policy

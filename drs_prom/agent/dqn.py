@@ -69,8 +69,7 @@ class NodeDQN:
         def q_values(x: Any) -> Any:
             return online(x, training=False)[:, 0]
 
-        @tf.function(reduce_retracing=True)
-        def learn(chosen: Any, reward: Any, next_cands: Any, next_mask: Any, done: Any) -> Any:
+        def td_target(reward: Any, next_cands: Any, next_mask: Any, done: Any) -> Any:
             b = tf.shape(next_cands)[0]
             m = tf.shape(next_cands)[1]
             flat = tf.reshape(next_cands, (-1, n_inputs))
@@ -82,7 +81,11 @@ class NodeDQN:
             q_next_target = tf.reshape(target(flat, training=False)[:, 0], (b, m))
             q_next = tf.gather(q_next_target, best, axis=1, batch_dims=1)
             # TD target; no bootstrap past the end of an episode (done = 1).
-            y = tf.stop_gradient(reward + gamma * (1.0 - done) * q_next)
+            return tf.stop_gradient(reward + gamma * (1.0 - done) * q_next)
+
+        @tf.function(reduce_retracing=True)
+        def learn(chosen: Any, reward: Any, next_cands: Any, next_mask: Any, done: Any) -> Any:
+            y = td_target(reward, next_cands, next_mask, done)
             with tf.GradientTape() as tape:
                 q = online(chosen, training=True)[:, 0]
                 loss = huber(y, q)
@@ -107,6 +110,11 @@ class NodeDQN:
             return loss
 
         self._q_values, self._learn, self._imitate = q_values, learn, imitate
+        self._td_target = tf.function(td_target, reduce_retracing=True)
+
+    def td_target(self, batch: NodeBatch) -> np.ndarray:
+        """The TD targets the next learn step would regress on (for inspection and tests)."""
+        return self._td_target(batch.reward, batch.next_cands, batch.next_mask, batch.done).numpy()
 
     def q_values(self, cands: np.ndarray) -> np.ndarray:
         return self._q_values(cands).numpy()

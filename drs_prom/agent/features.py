@@ -62,13 +62,13 @@ def candidate_matrix(ctx: DecisionContext) -> np.ndarray:
     var_after = (sq + (after**2 - load**2)) / n - ((tot + d) / n) ** 2
     # Times n: the change shrinks like 1/n, so scaling makes 4- and 500-node rows comparable.
     dstd = (np.sqrt(np.maximum(var_after, 0.0)) - std) * n
-    cpu_req = np.empty(n)
-    mem_req = np.empty(n)
-    pods = np.empty(n)
-    for i, node in enumerate(ctx.nodes):
-        cpu_req[i] = (node.requested_cpu_m + ctx.pod.cpu_m) / max(node.allocatable_cpu_m, 1)
-        mem_req[i] = (node.requested_mem_bytes + ctx.pod.mem_bytes) / max(node.allocatable_mem_bytes, 1)
-        pods[i] = (node.pod_count + 1) / max(node.allocatable_pods, 1)
+    r = np.array(
+        [(x.requested_cpu_m, x.allocatable_cpu_m, x.requested_mem_bytes, x.allocatable_mem_bytes, x.pod_count, x.allocatable_pods) for x in ctx.nodes],
+        dtype=np.float64,
+    ).reshape(n, 6)
+    cpu_req = (r[:, 0] + ctx.pod.cpu_m) / np.maximum(r[:, 1], 1.0)
+    mem_req = (r[:, 2] + ctx.pod.mem_bytes) / np.maximum(r[:, 3], 1.0)
+    pods = (r[:, 4] + 1.0) / np.maximum(r[:, 5], 1.0)
     out = np.concatenate(
         [
             load,

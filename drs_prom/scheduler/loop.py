@@ -270,4 +270,6 @@ class Scheduler:
 
 
 def default_identity() -> str:
-    return os.environ.get("POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    """Leader-election identity: the pod name (downward API) plus a random suffix, so a
+    restarted container never mistakes its predecessor's Lease for its own."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"

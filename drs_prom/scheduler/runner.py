@@ -61,7 +61,7 @@ def _wait_for_signal() -> None:
 
 def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any = "load", **kw: Any) -> Any:
     from drs_prom.journal import Journal
-    from drs_prom.scheduler.loop import Scheduler
+    from drs_prom.scheduler.loop import Scheduler, default_identity
     from drs_prom.scheduler.pod_features import ObservedUsage, prometheus_scalar_query
 
     client = api_client(kubeconfig)
@@ -76,6 +76,7 @@ def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: A
         from drs_prom.scheduler.online import RewardRecorder
 
         recorder = RewardRecorder(settings, source, Path(settings.scheduler.journal_path).with_suffix(".transitions.sqlite"))
+    kw.setdefault("identity", default_identity())
     sched = Scheduler(settings, client, source=source, policy=policy, journal=journal, observed=observed, recorder=recorder, **kw)
     holder["s"] = sched
     return sched

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from drs_prom.baselines import HEURISTICS, make_policy
+from drs_prom.config import Normalisation
 from drs_prom.errors import DrsError
 from drs_prom.policy import Policy
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv
@@ -116,18 +117,29 @@ def run_bench(
                 if row.skipped:
                     bar.update(scenario.n_pods)
                     continue
-                env = SchedulingEnv(scenario, seed=seed)
+                env: SchedulingEnv | None = None
                 try:
                     policy = builder(row.policy, seed)
+                    if hasattr(policy, "metric_window_seconds"):
+                        # the production default (30 s, settings' rate window) but never shorter than the
+                        # scenario's metric lag; a longer memory is also the stronger heuristic (see baselines)
+                        policy.metric_window_seconds = max(policy.metric_window_seconds, scenario.metric_window_seconds)
+                    # a learned policy sees load on the scales it was trained with; metrics stay on the scenario's
+                    env = SchedulingEnv(scenario, seed=seed, norm=_policy_norm(policy))
                     result = env.run(policy, seed=seed, on_step=lambda _info: bar.update(1))
                 except DrsError as exc:
                     row.skipped = str(exc)
                     row.runs.clear()
-                    bar.update(scenario.n_pods - env.decisions if hasattr(env, "decisions") else scenario.n_pods)
+                    bar.update(scenario.n_pods - getattr(env, "decisions", 0))
                     continue
                 row.runs.append(result)
     return BenchReport(scenario.name, list(seeds), scenario.n_nodes, scenario.n_pods, rows,
                        wall_seconds=time.perf_counter() - t0)
+
+
+def _policy_norm(policy: Policy) -> Normalisation | None:
+    norm = getattr(policy, "normalisation", None)
+    return norm if isinstance(norm, Normalisation) else None
 
 
 def _fmt(value: float, key: str) -> str:

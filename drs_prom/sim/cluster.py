@@ -224,8 +224,12 @@ class Cluster:
         """Run until ``t_end`` or the first completion, whichever is earlier; returns completed pod indices."""
         if t_end < self.t - _EPS:
             raise ValueError("time cannot go backwards")
+        if not len(self.running) and not np.isfinite(t_end):
+            raise ValueError("nothing runs: advancing to infinity would never end")
         speed, used = self._compute_rates()
-        t_next = min(t_end, self.next_completion())
+        t_done = self.next_completion()
+        completes = t_done <= t_end
+        t_next = t_done if completes else t_end
         dt = max(0.0, t_next - self.t)
         done = np.zeros(0, dtype=np.int64)
         if dt > 0:
@@ -241,6 +245,8 @@ class Cluster:
         if len(self.running):
             rem = self.remaining[self.running]
             finished = rem <= _EPS * np.maximum(1.0, self.workload.work[self.running])
+            if completes:  # the pod that set t_done finishes even if rounding left a crumb of work
+                finished[int(np.argmin(rem / speed))] = True
             if finished.any():
                 done = self.running[finished]
                 self._release(done, self.running[~finished])

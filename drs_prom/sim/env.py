@@ -38,7 +38,7 @@ from drs_prom.sim.cluster import Cluster, Nodes
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.source import SimSource
 from drs_prom.sim.workload import Workload, generate
-from drs_prom.state import imbalance, node_matrix, pod_matrix, scales
+from drs_prom.state import node_matrix, pod_matrix, scales
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class EpisodeResult:
     seed: int
     n_nodes: int
     decisions: int
-    imbalance: float  # DRS: sum over features of std across nodes, time-averaged (true load, normalised)
+    imbalance: float  # DRS: sum over features of std across nodes, time-averaged (true load, scenario's scales)
     utilisation: float  # time-averaged mean over nodes and resources of used/capacity
     completion_mean: float
     completion_p95: float
@@ -178,7 +178,11 @@ class _Recorder:
 
 
 class SchedulingEnv:
-    """Seeded episodes of one scenario. ``reset(seed=None)`` uses ``seed``, ``seed+1``, ... on successive resets."""
+    """Seeded episodes of one scenario. ``reset(seed=None)`` uses ``seed``, ``seed+1``, ... on successive resets.
+
+    ``norm`` (default: the scenario's) scales what the policy sees (ctx.load, ctx.pod_load,
+    StepInfo loads); EpisodeResult metrics always use the scenario's scales.
+    """
 
     def __init__(self, scenario: Scenario, seed: int = 0, norm: Normalisation | None = None) -> None:
         self.scenario = scenario
@@ -205,7 +209,8 @@ class SchedulingEnv:
         self.workload: Workload = generate(self.scenario, self.episode_seed)
         self.cluster = Cluster(self.nodes, self.workload, metric_window=self.scenario.metric_window_seconds)
         self.source = SimSource(self.cluster)
-        self.recorder = _Recorder(self.nodes, self.norm, self.scenario.sample_interval_seconds)
+        # metrics always on the scenario's scales, so policies seeing other scales still compare
+        self.recorder = _Recorder(self.nodes, self.scenario.norm, self.scenario.sample_interval_seconds)
         self._next_arrival = 0
         self._pending: deque[int] = deque()
         self._queue: deque[int] = deque()

@@ -9,6 +9,21 @@ if TYPE_CHECKING:
     from drs_prom.sim.bench import BenchReport
 
 
+SMOOTH_SAMPLES = 6
+"""Plotted lines are moving means over this many samples (raw series are in the JSON)."""
+
+
+def _moving_mean(values: list[float], k: int) -> list[float]:
+    """Trailing mean over up to ``k`` samples (same length as the input)."""
+    out, acc = [], 0.0
+    for i, v in enumerate(values):
+        acc += v
+        if i >= k:
+            acc -= values[i - k]
+        out.append(acc / min(i + 1, k))
+    return out
+
+
 def plot_report(report: "BenchReport", path: str | Path) -> Path:
     import matplotlib
 
@@ -16,15 +31,18 @@ def plot_report(report: "BenchReport", path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, (ax_u, ax_i) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    smooth = SMOOTH_SAMPLES
     for row in report.rows:
         if row.skipped or not row.runs:
             continue
         run = row.runs[0]
-        ax_u.plot(run.series_t, run.series_utilisation, label=f"{row.policy} (mean {row.mean('utilisation'):.3f})", lw=1.2)
-        ax_i.plot(run.series_t, run.series_imbalance, label=f"{row.policy} (mean {row.mean('imbalance'):.3f})", lw=1.2)
+        ax_u.plot(run.series_t, _moving_mean(run.series_utilisation, smooth),
+                  label=f"{row.policy} (mean {row.mean('utilisation'):.3f})", lw=1.2)
+        ax_i.plot(run.series_t, _moving_mean(run.series_imbalance, smooth),
+                  label=f"{row.policy} (mean {row.mean('imbalance'):.3f})", lw=1.2)
     seed = report.seeds[0] if report.seeds else 0
-    ax_u.set_ylabel("mean utilisation\n(used / capacity)")
-    ax_i.set_ylabel("load imbalance\n(sum of per-feature std)")
+    ax_u.set_ylabel(f"mean utilisation\n(used / capacity, {smooth}-sample mean)")
+    ax_i.set_ylabel(f"load imbalance\n(sum of per-feature std, {smooth}-sample mean)")
     ax_i.set_xlabel("simulated seconds")
     ax_u.set_title(f"{report.scenario}: {report.n_nodes} nodes, {report.pods} pods; lines: seed {seed}, legend: mean of {len(report.seeds)} seeds")
     for ax in (ax_u, ax_i):

@@ -127,6 +127,11 @@ class Profile(_Quantities):
     requests: Requests
     work_seconds: float = Field(gt=0)
     work_jitter: float = Field(0.2, ge=0, lt=1)
+    demand_jitter: float = Field(
+        0.0, ge=0, lt=1,
+        description="Each pod's actual demand is the profile's times (1 +- jitter) per feature; policies only see the "
+        "profile's (like DRS's fixed per-application features), so estimates can be wrong.",
+    )
     node_selector: dict[str, str] = {}
 
 
@@ -164,9 +169,13 @@ class Scenario(_M):
             if not any(_fits_empty(prof, t) for t in self.nodes):
                 raise ValueError(f"profile {pname!r} fits no node type even when empty, so its pods would wait forever")
         for i, phase in enumerate(self.arrivals):
-            for pname in (phase.mix or {}):
+            for pname, weight in (phase.mix or {}).items():
                 if pname not in self.profiles:
                     raise ValueError(f"arrivals[{i}].mix names unknown profile {pname!r}")
+                if weight < 0:
+                    raise ValueError(f"arrivals[{i}].mix weight of {pname!r} must not be negative")
+            if phase.mix is not None and sum(phase.mix.values()) <= 0:
+                raise ValueError(f"arrivals[{i}].mix must give some profile a positive weight")
         return self
 
     @cached_property

@@ -22,16 +22,17 @@ class Workload:
     profiles: tuple[str, ...]
     arrival: np.ndarray  # (P,) seconds from episode start, non-decreasing
     work: np.ndarray  # (P,) seconds of work at full speed
-    demand: np.ndarray  # (P, 6) absolute units, FEATURES order
+    demand: np.ndarray  # (P, 6) actual load at full speed, absolute units, FEATURES order
     cpu_m: np.ndarray  # (P,) int64 request
     mem_bytes: np.ndarray  # (P,) int64 request
     node_selector: tuple[dict[str, str], ...]
+    estimate: np.ndarray | None = None  # (P, 6) what policies are told (PodRequest.demand); None = demand
 
     def __len__(self) -> int:
         return len(self.names)
 
     def pod_request(self, i: int) -> PodRequest:
-        d = self.demand[i]
+        d = (self.demand if self.estimate is None else self.estimate)[i]
         return PodRequest(
             name=self.names[i],
             uid=f"sim-{i}",
@@ -73,7 +74,9 @@ def generate(scenario: Scenario, seed: int) -> Workload:
     work_mean = np.array([p.work_seconds for p in profs])[kind]
     jitter = np.array([p.work_jitter for p in profs])[kind]
     work = work_mean * (1.0 + jitter * rng.uniform(-1.0, 1.0, size=n))
-    demand = np.array([p.demand.vector() for p in profs], dtype=np.float64)[kind]
+    estimate = np.array([p.demand.vector() for p in profs], dtype=np.float64)[kind]
+    djit = np.array([p.demand_jitter for p in profs])[kind]
+    demand = estimate * (1.0 + djit[:, None] * rng.uniform(-1.0, 1.0, size=estimate.shape))
     counters: dict[str, int] = {}
     names = []
     for k in kind:
@@ -89,4 +92,5 @@ def generate(scenario: Scenario, seed: int) -> Workload:
         cpu_m=np.array([int(p.requests.cpu_m) for p in profs], dtype=np.int64)[kind],
         mem_bytes=np.array([int(p.requests.mem_bytes) for p in profs], dtype=np.int64)[kind],
         node_selector=tuple(dict(profs[k].node_selector) for k in kind),
+        estimate=estimate,
     )

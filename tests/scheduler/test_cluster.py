@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import time
+import urllib.request
 
 import pytest
 
@@ -76,6 +77,14 @@ def test_deleted_while_queued_does_not_crash_the_loop(core, ns, fake_nodes, make
     assert wait_for(lambda: bound(core, ns).get("after"), 30, "pod after the deletion bound") == "tiny"
     assert sched.healthy() and len(sched.queue) == 0
     assert sched.metrics.registry.get_sample_value("drs_schedule_errors_total") == 0
+    base = f"http://127.0.0.1:{sched.http.port}"
+    with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert 'drs_binds_total{outcome="bound"} 1.0' in text and "drs_scheduling_latency_seconds_bucket" in text
+    assert 'drs_fallback_decisions_total{reason="prometheus_unreachable"} 1.0' in text
+    for path in ("/healthz", "/readyz"):
+        with urllib.request.urlopen(base + path, timeout=5) as r:
+            assert r.status == 200
 
 
 def test_two_replicas_never_double_bind(core, ns, fake_nodes, make_scheduler):
@@ -99,3 +108,12 @@ def test_two_replicas_never_double_bind(core, ns, fake_nodes, make_scheduler):
     assert conflicts == 0
     both = [r.pod_uid for s in (a, b) for r in s.journal.since(0) if r.outcome == "bound"]
     assert len(both) == len(set(both)) == 60
+
+
+def test_pods_pending_before_start_are_all_bound(core, ns, fake_nodes, make_scheduler):
+    fake_nodes("early", cpu="32", memory="64Gi")
+    for i in range(50):
+        core.create_namespaced_pod(ns, pod_body(f"e{i}"), _preload_content=False)
+    sched = make_scheduler()
+    wait_for(lambda: (b := bound(core, ns)) and len(b) == 50 and all(b.values()), 60, "50 pre-existing pods bound")
+    assert sched.bound_count == 50

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import urllib.request
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -105,3 +105,24 @@ def test_registry():
     assert make_policy("random", 1).name == "random"
     with pytest.raises(ConfigError, match="unknown policy 'nope'"):
         make_policy("nope")
+
+
+def test_least_loaded_counts_its_own_placements_the_metrics_do_not_show_yet():
+    nodes = [NodeInfo(f"n{i}", 4000, 8 * GI) for i in range(2)]
+    pod_load = np.tile([0.3, 0, 0, 0, 0, 0], (2, 1))
+
+    def ctx_at(now, load):
+        return DecisionContext(pod=PodRequest(name="p"), nodes=nodes, feasible=np.ones(2, bool),
+                               load=np.asarray(load, np.float32), pod_load=pod_load.astype(np.float32), now=now)
+
+    idle = [[0.0] * 6, [0.05, 0, 0, 0, 0, 0]]
+    lagging, blind = LeastLoaded(metric_window_seconds=30), LeastLoaded(metric_window_seconds=0)
+    assert choose(lagging, ctx_at(0.0, idle))[0] == 0 and choose(blind, ctx_at(0.0, idle))[0] == 0
+    # 3 s later the 30 s window shows only a tenth of the first pod on n0: without correction
+    # it still looks emptier than n1 and the next pod herds there too
+    shown = [[0.03, 0, 0, 0, 0, 0], [0.05, 0, 0, 0, 0, 0]]
+    assert choose(blind, ctx_at(3.0, shown))[0] == 0
+    assert choose(lagging, ctx_at(3.0, shown))[0] == 1
+    assert lagging.recent.pending(ctx_at(3.0, shown))[0, 0] == pytest.approx(0.3 * 0.9)
+    # a new episode (time restarts) forgets the old placements
+    assert lagging.recent.pending(ctx_at(0.0, idle)).sum() == 0.0

@@ -69,3 +69,27 @@ def test_demo_runs_the_paper_scenario_and_says_where_the_plot_is(tmp_path):
     assert "scenario drs-paper: 4 nodes, 100 pods x 1 seeds" in result.output
     assert f"plot: {tmp_path / 'bench-drs-paper.png'}" in result.output
     assert (tmp_path / "bench-drs-paper.png").exists()
+
+
+def test_a_policy_sees_its_own_scales_but_metrics_stay_on_the_scenarios():
+    from drs_prom.baselines import RoundRobin, make_policy
+    from drs_prom.config import Normalisation
+
+    seen = []
+
+    class DrsScaled(RoundRobin):
+        name = "drs-scaled"
+        normalisation = Normalisation.drs_paper()
+
+        def score(self, ctx):
+            seen.append(ctx.pod_load[0, 0])
+            return super().score(ctx)
+
+    def builder(name, seed):
+        return DrsScaled() if name == "drs-scaled" else make_policy(name, seed)
+
+    sc = load_scenario("drs-paper").truncated(20)
+    report = run_bench(sc, [0], ["round-robin", "drs-scaled"], builder, progress=False)
+    assert max(seen) == 1.0  # a video pod's 1 core reads as 100 on DRS's x4 CPU scale (0.25 on the scenario's)
+    a, b = report.row("round-robin").runs[0], report.row("drs-scaled").runs[0]
+    assert a.imbalance == b.imbalance and a.completion_mean == b.completion_mean

@@ -65,6 +65,7 @@ def test_context_is_built_like_production(paper):
 def test_step_info_shows_the_pod_on_its_node_after_settling():
     env = SchedulingEnv(tiny(nodes=2, cores=4, cpu=1.0, pods=2, rate=0.01, work=100), seed=0)
     ctx = env.reset()
+    assert ctx.feasible.all()
     _, info, done = env.step(1)
     assert not done
     assert info.load_before[1, 0] == pytest.approx(0.0)
@@ -157,3 +158,18 @@ def test_node_selectors_go_through_the_filters():
     env.run(make_policy("random", 0), on_step=lambda info: landed.setdefault(info.pod.split("-")[0], set()).add(info.node))
     assert landed["pinned"] == {"n-2"}
     assert landed["job"] == {"n-1", "n-2", "n-3"}
+
+
+def test_demand_jitter_makes_actual_load_differ_from_what_policies_are_told():
+    from drs_prom.sim.workload import generate
+
+    sc = load_scenario("drs-paper")
+    exact = generate(sc, 0)
+    np.testing.assert_array_equal(exact.demand, exact.estimate)
+    profiles = {k: v.model_dump() | {"demand_jitter": 0.5} for k, v in sc.profiles.items()}
+    noisy = generate(sc.with_changes(profiles=profiles), 0)
+    np.testing.assert_array_equal(noisy.estimate, exact.estimate)  # same arrivals, same told demand
+    np.testing.assert_array_equal(noisy.work, exact.work)
+    assert noisy.pod_request(0).demand == exact.pod_request(0).demand
+    ratio = noisy.demand[exact.demand > 0] / exact.demand[exact.demand > 0]
+    assert ratio.min() >= 0.5 and ratio.max() <= 1.5 and ratio.std() > 0.1

@@ -76,3 +76,31 @@ def test_real_prometheus_scrapes_simulated_nodes(tmp_path, mode, speed):
             source.close()
         finally:
             prom.stop()
+
+
+def test_serve_scenario_prints_a_scrape_config_and_stops_on_request():
+    import threading
+    import urllib.request
+
+    import yaml
+
+    from drs_prom.baselines import make_policy
+    from drs_prom.sim.serve import serve_scenario
+
+    lines: list[str] = []
+    stop = threading.Event()
+    sc = load_scenario("drs-paper").truncated(5)
+    thread = threading.Thread(target=serve_scenario, args=(sc, make_policy("round-robin")),
+                              kwargs={"speed": 50.0, "mode": "paths", "stop": stop, "echo": lines.append})
+    thread.start()
+    try:
+        wait_until(lambda: len(lines) >= 2, 30, "the scrape config")
+        job = yaml.safe_load(lines[1])["scrape_configs"][0]
+        first = job["static_configs"][0]
+        url = f"http://{first['targets'][0]}{first['labels']['__metrics_path__']}"
+        body = urllib.request.urlopen(url, timeout=5).read().decode()
+        assert 'nodename="worker-1"' in body and "node_network_receive_bytes_total" in body
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert not thread.is_alive()

@@ -1,0 +1,99 @@
+"""Decider: which policy decides and why (fallback reasons), and the recent-bind estimate.
+Node state here is a literal NodeSnapshot (the Prometheus path has its own integration test)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from drs_prom.config import load_settings
+from drs_prom.features import FEATURES
+from drs_prom.scheduler.decide import Decider
+from drs_prom.scheduler.metrics import SchedulerMetrics
+from drs_prom.state import NodeSnapshot
+from drs_prom.types import NodeInfo, PodRequest
+
+NODES = [NodeInfo(name=n, allocatable_cpu_m=4000, allocatable_mem_bytes=8 << 30) for n in ("a", "b")]
+POD = PodRequest(name="p", cpu_m=500, mem_bytes=1 << 28)
+DEMAND = (1.0, float(1 << 30), 0.0, 0.0, 0.0, 0.0)
+
+
+class Snap:
+    def __init__(self, rows, stale=frozenset(), fail=False):
+        self.rows, self.stale, self.fail = rows, stale, fail
+
+    def snapshot(self):
+        if self.fail:
+            raise ConnectionError("refused")
+        frame = pd.DataFrame(self.rows, index=["a", "b"][: len(self.rows)], columns=list(FEATURES))
+        return NodeSnapshot(features=frame, taken_at=time.time(), stale=frozenset(self.stale))
+
+
+class Prefers:
+    """A policy that wants node b; raises when told to (a model failing mid-run)."""
+
+    name = "prefers-b"
+    version = "v-test"
+
+    def __init__(self, fail=False):
+        self.fail = fail
+
+    def score(self, ctx):
+        if self.fail:
+            raise RuntimeError("bad weights")
+        return np.array([0.0, 1.0])
+
+
+def decider(source, policy, **over):
+    d = Decider(load_settings(None, over), SchedulerMetrics(), source=source, policy=policy)
+    d.refresh()
+    return d
+
+
+def fallbacks(d, reason):
+    return d.metrics.registry.get_sample_value("drs_fallback_decisions_total", {"reason": reason}) or 0
+
+
+FEASIBLE = np.array([True, True])
+
+
+def test_model_decides_when_metrics_are_fresh():
+    d = decider(Snap([[0.1] * 6, [0.1] * 6]), Prefers())
+    c = d.decide(POD, DEMAND, NODES, FEASIBLE)
+    assert (c.index, c.reason, c.policy.name) == (1, None, "prefers-b") and d.model_version == "v-test"
+
+
+@pytest.mark.parametrize("source,policy,reason,fallback_name", [
+    (Snap([], fail=True), Prefers(), "prometheus_unreachable", "kube-default"),
+    (None, Prefers(), "prometheus_unreachable", "kube-default"),
+    (Snap([[0.1] * 6, [0.1] * 6], stale={"b"}), Prefers(), "metrics_stale", "kube-default"),
+    (Snap([[0.1] * 6]), Prefers(), "metrics_stale", "kube-default"),  # b has no row at all
+    (Snap([[0.1] * 6, [0.1] * 6]), None, "no_model", "least-loaded"),
+    (Snap([[0.1] * 6, [0.1] * 6]), Prefers(fail=True), "model_error", "least-loaded"),
+])
+def test_fallback_reasons(source, policy, reason, fallback_name):
+    d = decider(source, policy)
+    c = d.decide(POD, DEMAND, NODES, FEASIBLE)
+    assert c.reason == reason and c.policy.name == fallback_name and c.index in (0, 1)
+    assert fallbacks(d, reason) == 1
+
+
+def test_stale_infeasible_node_does_not_force_fallback():
+    d = decider(Snap([[0.1] * 6, [0.1] * 6], stale={"b"}), Prefers())
+    c = d.decide(POD, DEMAND, NODES, np.array([True, False]))
+    assert c.reason is None and c.index == 0
+
+
+def test_recent_binds_add_estimated_load_until_metrics_catch_up():
+    d = decider(Snap([[0.2] * 6, [0.2] * 6]), None, **{"prometheus.window": "30s"})
+    load, _ = d.load(NODES, FEASIBLE)
+    d.note_bound("a", DEMAND)
+    load2, _ = d.load(NODES, FEASIBLE)
+    assert load2[0, 0] == pytest.approx(load[0, 0] + 0.25)  # 1 core of 4
+    assert load2[0, 1] == pytest.approx(load[0, 1] + 0.125)  # 1 GiB of 8
+    assert np.array_equal(load2[1], load[1])
+    # least-loaded now avoids the node that just took a pod, though metrics still show a tie
+    assert d.decide(POD, DEMAND, NODES, FEASIBLE).index == 1
