@@ -5,3 +5,6 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+# One session Prometheus / exporter set and one control plane, shared by every directory.
+pytest_plugins = ["tests.prom.fixtures", "tests.k8s.fixtures"]

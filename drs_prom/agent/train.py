@@ -350,15 +350,25 @@ def save_result(result: TrainResult, cfg: TrainConfig, out: str | Path, norm: No
 
 
 def scenario_env_factory(scenario: Any, norm: Normalisation | None = None) -> tuple[EnvFactory, Normalisation]:
-    """Env factory over a simulator scenario (name, path or Scenario), and the normalisation it uses."""
+    """Env factory over a simulator scenario (name, path or Scenario), and the normalisation it uses.
+
+    ``"a,b"`` mixes scenarios: episode seed s uses the (s mod 2)-th. They must share a
+    normalisation (and, for drs-original, a node count).
+    """
+    from drs_prom.errors import ConfigError
     from drs_prom.sim.env import SchedulingEnv
     from drs_prom.sim.scenario import Scenario, load_scenario
 
-    sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-    use = norm or sc.norm
+    if isinstance(scenario, Scenario):
+        scs = [scenario]
+    else:
+        scs = [load_scenario(name.strip()) for name in str(scenario).split(",") if name.strip()]
+    use = norm or scs[0].norm
+    if norm is None and any(sc.norm != use for sc in scs):
+        raise ConfigError(f"scenarios {scenario} use different normalisations; train on one at a time")
 
     def make(seed: int) -> Env:
-        return SchedulingEnv(sc, seed=seed, norm=use)
+        return SchedulingEnv(scs[seed % len(scs)], seed=seed, norm=use)
 
     return make, use
 

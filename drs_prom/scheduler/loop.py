@@ -240,7 +240,8 @@ class Scheduler:
         order = [i for i in np.argsort(-scores, kind="stable") if np.isfinite(scores[i])][:3]
         top = ", ".join(f"{names[i]}={scores[i]:.3f}" for i in order)
         how = getattr(policy, "name", "?") + (f" (fallback: {reason})" if reason else "")
-        return f"Successfully assigned {req.namespace}/{req.name} to {node} by {how}; top scores: {top}"
+        what = "top scores" if reason else "top Q-values"  # the model's scores are its Q-values
+        return f"Successfully assigned {req.namespace}/{req.name} to {node} by {how}; {what}: {top}"
 
     def _journal(self, req: Any, demand: tuple[float, ...], node: str, names: list[str], feasible: np.ndarray,
                  scores: np.ndarray, policy: Policy, reason: str | None, outcome: str) -> None:

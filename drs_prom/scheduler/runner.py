@@ -45,6 +45,13 @@ def load_policy(settings: Settings) -> Any:
         return None
 
 
+def model_watcher(settings: Settings) -> Any:
+    """Hot reload from the retraining model store: a promoted version replaces the running model."""
+    from drs_prom.model_store import ModelStore, ModelWatcher, load_version_policy
+
+    return ModelWatcher(ModelStore(settings.retrain.model_store, settings.retrain.keep_versions), load_version_policy)
+
+
 def prometheus_source(settings: Settings, node_names: Any = None) -> Any:
     from drs_prom.prometheus import PrometheusSource
 
@@ -65,8 +72,16 @@ def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: A
     from drs_prom.scheduler.pod_features import ObservedUsage, prometheus_scalar_query
 
     client = api_client(kubeconfig)
+    watcher = model_watcher(settings)
     if policy == "load":
-        policy = load_policy(settings)
+        # a version promoted in the model store wins over the configured file
+        policy = watcher.model if watcher.reload_if_changed() else load_policy(settings)
+
+    def model_loader() -> Any:
+        watcher.reload_if_changed()
+        return watcher.model
+
+    kw.setdefault("model_loader", model_loader)
     journal = Journal(settings.scheduler.journal_path) if settings.scheduler.journal_path else None
     holder: dict[str, Any] = {}
     source = prometheus_source(settings, lambda: list(holder["s"].cache.nodes))

@@ -224,7 +224,12 @@ def test_retrain_once_twice_gates_and_promotes(world):
     print("run 1:", {k: first[k] for k in ("result", "reason", "transitions", "skipped", "scores", "seconds")})
     assert first["skipped"]["old_schema"] == 1 and first["skipped"]["not_bound"] == 1
     assert first["transitions"] >= 64 and first["trained_on"] + first["held_out"] == first["transitions"]
-    assert first["result"] == "promoted" and first["reason"] == "no current model"  # nothing shipped or stored yet
+    # The store is empty, so the candidate is gated against the shipped default model.
+    assert set(first["scores"]) == {"holdout_td", "sim_reward"}
+    first_verdict = gate(first["scores"], s.retrain.gate_margin)
+    assert first["result"] == ("promoted" if first_verdict.promote else "rejected")
+    assert first["reason"] == first_verdict.reason
+    assert first_verdict.promote, "with these seeds run 1's candidate beats the shipped model"
     assert store.current() == first["version"]
     assert (store.current_path() / "model.keras").is_file()
 

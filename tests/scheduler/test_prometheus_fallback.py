@@ -1,13 +1,14 @@
-"""Node state from a real Prometheus scraping real exporters (one per fake node, each
-labelled with that node's name); killing Prometheus mid-run switches every decision to
-the request-based fallback, counted by reason, and binding carries on."""
+"""The shipped DQN model deciding on node state from a real Prometheus scraping real
+exporters (one per fake node, each labelled with that node's name), over feasible nodes
+only; killing Prometheus mid-run switches every decision to the request-based fallback,
+counted by reason, and binding carries on."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.prom.fixtures import start_drs_exporter, start_prometheus, wait_until
-from tests.scheduler.conftest import list_pods, pod_body, wait_for
+from tests.scheduler.conftest import events_for, list_pods, pod_body, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -27,19 +28,22 @@ def exporters(tmp_path):
 
 
 def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, make_scheduler, exporters, tmp_path):
-    from drs_prom.baselines import make_policy
+    from drs_prom.agent import load_policy
     from drs_prom.config import PrometheusSettings
     from drs_prom.prometheus import PrometheusSource
 
     for name in NODES:
         fake_nodes(name, cpu="8", memory="16Gi")
+    # infeasible (tainted) and without any metrics: must neither be chosen nor force the fallback
+    fake_nodes("pm-tainted", cpu="64", memory="256Gi", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}])
     prom = start_prometheus(tmp_path / "prom", scrape_targets=[e.target for e in exporters], scrape_interval="1s")
     try:
         source = PrometheusSource(PrometheusSettings(url=prom.url, window="5s", max_sample_age_seconds=10, timeout_seconds=1),
-                                  expected_nodes=lambda: NODES)
-        wait_until(lambda: not (s := source.snapshot()).stale and len(s.features) == 3, 30, "fresh metrics for 3 nodes")
-        # The model slot holds a real metrics-driven policy (the trained model has its own tests).
-        sched = make_scheduler(source=source, policy=make_policy("balanced-load"))
+                                  expected_nodes=lambda: (*NODES, "pm-tainted"))
+        wait_until(lambda: (s := source.snapshot()).stale == {"pm-tainted"} and len(s.fresh()) == 3, 30,
+                   "fresh metrics for the 3 exporter nodes")
+        model = load_policy()  # the shipped model (models/drs-v1.keras)
+        sched = make_scheduler(source=source, policy=model)
         fallback = lambda reason: sched.metrics.registry.get_sample_value(  # noqa: E731
             "drs_fallback_decisions_total", {"reason": reason}) or 0.0
 
@@ -48,7 +52,12 @@ def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, ma
         wait_for(lambda: sum(1 for p in list_pods(core, ns) if p["spec"].get("nodeName")) == 10, 30, "10 bound with metrics")
         assert fallback("prometheus_unreachable") == 0 and fallback("metrics_stale") == 0
         before = list(sched.journal.since(0))
-        assert {(r.policy, r.fallback_reason) for r in before} == {("balanced-load", None)}
+        assert {(r.policy, r.fallback_reason, r.model_version) for r in before} == {(model.name, None, model.version)}
+        assert {r.chosen for r in before} <= set(NODES)
+        assert all(r.feasible == [c != "pm-tainted" for c in r.candidates] for r in before)
+        assert all(r.scores[r.candidates.index("pm-tainted")] is None for r in before)  # never scored as an option
+        sched_event = [e for e in events_for(core, ns, "before0") if e["reason"] == "Scheduled"]
+        assert sched_event and f"by {model.name}; top Q-values: " in sched_event[0]["message"]
 
         prom.stop()  # Prometheus dies mid-run
         wait_for(lambda: (sched.metrics.registry.get_sample_value("drs_prometheus_errors_total") or 0) > 0, 15,
@@ -60,6 +69,7 @@ def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, ma
         assert fallback("prometheus_unreachable") == 10
         after = [r for r in sched.journal.since(0) if r.pod_name.startswith("after")]
         assert {(r.policy, r.fallback_reason) for r in after} == {("kube-default", "prometheus_unreachable")}
+        assert {r.chosen for r in after} <= set(NODES)
         assert sched.ready()  # still healthy and serving
         source.close()
     finally:
