@@ -7,9 +7,11 @@ returning) to the bind being visible in a watch. Numbers are printed, never asse
 
     /tmp/warmvenv/bin/python benchmarks/sched_throughput.py [--pods 300] [--nodes 5,100] [--model PATH]
 
-Without ``--model`` drs-prom decides with its fallback (no Prometheus here): this
-measures the scheduler's machinery (watch, queue, filter, score, bind, events); the
-DQN forward pass adds well under a millisecond per pod (see the agent benchmarks).
+There is no Prometheus in these runs, so drs-prom decides with its request-based
+fallback: the runs measure the machinery (watch, queue, filter, score, bind, events).
+What the model adds per pod is measured separately, in-process, at the end: one
+decision (filter + state + score) with the shipped DQN vs the fallback, at 5 and 100
+nodes, on a literal node snapshot.
 """
 
 from __future__ import annotations
@@ -165,12 +167,51 @@ def start_drs(cp: ControlPlane, workdir: Path, model: str | None, name: str = "d
     raise SystemExit("drs-prom run never became ready")
 
 
+def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict:
+    """Mean ms per decision (filter + load matrix + score) with the model and with kube-default."""
+    import pandas as pd
+
+    from drs_prom import filters
+    from drs_prom.agent import load_policy
+    from drs_prom.config import Settings
+    from drs_prom.features import FEATURES
+    from drs_prom.scheduler.decide import Decider
+    from drs_prom.scheduler.metrics import SchedulerMetrics
+    from drs_prom.state import NodeSnapshot
+    from drs_prom.types import NodeInfo, PodRequest
+
+    rng = np.random.default_rng(0)
+    names = [f"n{i}" for i in range(n_nodes)]
+    frame = pd.DataFrame(rng.uniform(0, 0.8, (n_nodes, 6)), index=names, columns=list(FEATURES))
+    frame.iloc[:, 2:] *= 1e8
+
+    class Fixed:
+        def snapshot(self):
+            return NodeSnapshot(features=frame, taken_at=time.time())
+
+    nodes = [NodeInfo(name=n, allocatable_cpu_m=64000, allocatable_mem_bytes=256 << 30) for n in names]
+    pod = PodRequest(name="p", cpu_m=10, mem_bytes=16 << 20)
+    demand = (0.5, 2.0**30, 1e5, 1e5, 0.0, 1e6)
+    out = {}
+    for label, policy in (("model", load_policy(model_path)), ("fallback", None)):
+        d = Decider(Settings(), SchedulerMetrics(), source=Fixed(), policy=policy)
+        d.refresh()
+        if policy is None:
+            d.source = None  # -> prometheus_unreachable -> kube-default
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            mask = filters.feasible_mask(pod, nodes)
+            d.decide(pod, demand, nodes, mask)
+        out[label] = (time.perf_counter() - t0) / reps * 1000
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pods", type=int, default=300)
     ap.add_argument("--nodes", default="5,100")
     ap.add_argument("--no-drain", dest="drain", action="store_false", help="skip the queue-drain runs")
-    ap.add_argument("--model", default=None, help="model file for drs-prom (default: none, fallback decides)")
+    ap.add_argument("--model", default=None, help="model file (default: the shipped models/drs-v1.keras)")
     args = ap.parse_args()
     results: list[dict] = []
     drains: list[dict] = []
@@ -178,7 +219,7 @@ def main() -> None:
         from kubernetes import client
 
         core = client.CoreV1Api(cp.admin_client)
-        drs, drs_url = start_drs(cp, Path(tmp), args.model)
+        drs, drs_url = start_drs(cp, Path(tmp), args.model or str(REPO / "models" / "drs-v1.keras"))
         kube = cp.start_kube_scheduler("profiles:\n  - schedulerName: bench-kube\n")
         try:
             for n in (int(x) for x in args.nodes.split(",")):
@@ -190,7 +231,7 @@ def main() -> None:
                 results.append({"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods)})
                 if args.drain:
                     def drs_start():
-                        d, _ = start_drs(cp, Path(tmp), args.model, name="drain-drs")
+                        d, _ = start_drs(cp, Path(tmp), args.model or str(REPO / "models" / "drs-v1.keras"), name="drain-drs")
                         return lambda: (d.terminate(), d.wait(20))
 
                     def kube_start():
@@ -225,6 +266,10 @@ def main() -> None:
         d, k = by[("drs", n)], by[("kube", n)]
         print(f"{n} nodes: drs-prom/kube-scheduler throughput ratio {d['pods_per_s'] / k['pods_per_s']:.2f}, "
               f"p50 latency ratio {d['p50_ms'] / k['p50_ms']:.2f}")
+    print("\nper-decision cost in-process (filter + state + score), shipped model vs kube-default fallback:")
+    for n in sorted({r["nodes"] for r in results}):
+        c = decision_cost(n, args.model)
+        print(f"{n:>4} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms, ratio {c['model'] / c['fallback']:.2f}")
 
 
 if __name__ == "__main__":

@@ -13,11 +13,12 @@ import numpy as np
 from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext
 
-CANDIDATE_SCHEMA = 1
+CANDIDATE_SCHEMA = 2
 """Bumped when the columns of candidate_matrix change; models record it."""
 
 CANDIDATE_COLUMNS: tuple[str, ...] = (
-    *(f"load_{i}" for i in range(N_FEATURES)),
+    *(f"load_{i}" for i in range(N_FEATURES)),  # metrics + recent binds they do not show yet
+    *(f"recent_{i}" for i in range(N_FEATURES)),  # the recent-binds part alone
     *(f"pod_{i}" for i in range(N_FEATURES)),
     *(f"after_{i}" for i in range(N_FEATURES)),
     *(f"dev_{i}" for i in range(N_FEATURES)),  # load minus cluster mean
@@ -41,8 +42,12 @@ def _clean_load(load: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(np.isnan(load), 1.0, load), stale
 
 
-def candidate_matrix(ctx: DecisionContext) -> np.ndarray:
+def candidate_matrix(ctx: DecisionContext, recent: np.ndarray | None = None) -> np.ndarray:
     """(n_nodes, N_CANDIDATE) float32: what each node would look like with the pod on it.
+
+    ``recent``: (n, 6) load of our own recent binds that the metrics do not show yet
+    (baselines.RecentBinds); added to the metrics so that a burst of decisions inside
+    one rate window does not herd onto the node that merely looks idle.
 
     ``dstd`` is n times the exact change of each feature's std across nodes when the
     pod's load is added to that node alone, which is what DRS's reward measures (the
@@ -52,7 +57,9 @@ def candidate_matrix(ctx: DecisionContext) -> np.ndarray:
     load, stale = _clean_load(ctx.load)
     pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0)
     n = len(load)
-    after = np.clip(load + pod, 0.0, 1.0)
+    rec = np.zeros_like(load) if recent is None else np.asarray(recent, dtype=np.float64)
+    load = np.minimum(load + rec, 2.0)
+    after = np.minimum(load + pod, 2.0)  # not clipped at 1: piling onto a full node must show
     mean = load.mean(axis=0)
     std = load.std(axis=0)
     # var after placing on i: only row i changes, by d = after_i - load_i.
@@ -72,6 +79,7 @@ def candidate_matrix(ctx: DecisionContext) -> np.ndarray:
     out = np.concatenate(
         [
             load,
+            np.minimum(rec, 2.0),
             pod,
             after,
             load - mean,

@@ -38,17 +38,35 @@ def forward(layers: Layers, x: np.ndarray) -> np.ndarray:
 
 
 class NodeAgentPolicy:
-    """``drs``: the shared per-node Q network scores every node; infeasible ones get -inf."""
+    """``drs``: the shared per-node Q network scores every node; infeasible ones get -inf.
 
-    def __init__(self, layers: Layers, name: str = "drs") -> None:
+    Like the load-aware heuristics it remembers its own recent binds for one metrics
+    rate window (``metric_window_seconds``), because the metrics do not show them yet;
+    it assumes the caller binds the argmax of its scores (``policy.choose``).
+    """
+
+    def __init__(self, layers: Layers, name: str = "drs", metric_window_seconds: float | None = None) -> None:
+        from drs_prom.baselines import RecentBinds, _default_window
+
         self.layers = list(layers)
         self.name = name
         self.version = ""
         self.normalisation: Normalisation | None = None
+        self.recent = RecentBinds(_default_window() if metric_window_seconds is None else metric_window_seconds)
+
+    @property
+    def metric_window_seconds(self) -> float:
+        return self.recent.window_seconds
+
+    @metric_window_seconds.setter
+    def metric_window_seconds(self, value: float) -> None:
+        self.recent.window_seconds = float(value)
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
-        q = forward(self.layers, candidate_matrix(ctx))[:, 0].astype(np.float64)
-        return np.where(np.asarray(ctx.feasible, bool), q, -np.inf)
+        q = forward(self.layers, candidate_matrix(ctx, self.recent.pending(ctx)))[:, 0].astype(np.float64)
+        scores = np.where(np.asarray(ctx.feasible, bool), q, -np.inf)
+        self.recent.remember(ctx, scores)
+        return scores
 
 
 class DRSOriginalPolicy:

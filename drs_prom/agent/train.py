@@ -15,6 +15,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from drs_prom.agent.features import DRS_SCALE, N_CANDIDATE, candidate_matrix, drs_state, drs_state_dim
+from drs_prom.baselines import RecentBinds, _default_window
 from drs_prom.config import Normalisation, RewardSettings
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.reward import drs_reward, reward
@@ -52,6 +53,8 @@ class TrainConfig:
     """Heuristic to warm-start from (baselines registry name); empty for pure RL."""
     imitate_episodes: int = 0
     imitate_steps: int = 0
+    imitate_during_rl: bool = False
+    """DQfD: keep one large-margin step on the teacher's decisions after every TD step."""
     hidden: tuple[int, ...] = (64, 64)
     gamma: float = 0.5
     lr: float = 1e-3
@@ -60,6 +63,8 @@ class TrainConfig:
     """Episodes between greedy evaluations on held-out seeds; the best-scoring weights are
     kept (RL curves are noisy: the last episode is rarely the best). 0 keeps the last."""
     eval_seeds: int = 8
+    recent_window_seconds: float = field(default_factory=_default_window)
+    """Memory of our own binds (the metrics' rate window; the policy's default too)."""
     reward: RewardSettings = field(default_factory=RewardSettings)
 
 
@@ -94,6 +99,13 @@ def _random_feasible(rng: np.random.Generator, mask: np.ndarray) -> int:
 
 def _masked_argmax(q: np.ndarray, mask: np.ndarray) -> int:
     return int(np.argmax(np.where(mask, q, -np.inf)))
+
+
+def _remember(recent: RecentBinds, ctx: DecisionContext, action: int) -> None:
+    """Record a bind in the recent-binds memory, as the policy does at decision time."""
+    scores = np.full(len(ctx.nodes), -np.inf)
+    scores[action] = 0.0
+    recent.remember(ctx, scores)
 
 
 def train(make_env: EnvFactory, cfg: TrainConfig, progress: bool = True) -> TrainResult:
@@ -133,18 +145,24 @@ def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> Train
     replay = NodeReplay(cfg.replay_size, N_CANDIDATE, max_nodes, seed=cfg.seed)
     notes: dict[str, Any] = {}
     steps = 0
+    demos = None
     if cfg.imitate and cfg.imitate_episodes > 0:
-        notes["imitation"] = _imitate(make_env, cfg, agent, replay, max_nodes)
+        notes["imitation"], demos = _imitate(make_env, cfg, agent, replay, max_nodes)
     eps = LinearSchedule(cfg.eps_start, cfg.eps_end, max(1, int(cfg.episodes * cfg.exploration_fraction)))
     returns, imbs, epsl = [], [], []
     selector = _Selector(make_env, cfg)
     best: tuple[float, int, Any] | None = None
+    if cfg.eval_every:
+        score = selector.score(agent.online)  # episode 0: the warm start (or the random init)
+        if score is not None:
+            best = (score, 0, agent.online.get_weights())
     bar = _bar(cfg.episodes, "train drs", progress)
     for ep in range(cfg.episodes):
         e = eps(ep)
         env = make_env(_episode_seed(cfg, ep + 1000))
         ctx: DecisionContext | None = env.reset()
-        cands = candidate_matrix(ctx)
+        recent = RecentBinds(cfg.recent_window_seconds)
+        cands = candidate_matrix(ctx, recent.pending(ctx))
         ret, imb, n = 0.0, 0.0, 0
         done = False
         while not done and ctx is not None:
@@ -153,13 +171,17 @@ def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> Train
                 a = _random_feasible(rng, mask)
             else:
                 a = _masked_argmax(agent.q_values(cands), mask)
+            _remember(recent, ctx, a)
             ctx_next, info, done = env.step(a)
             r = step_reward(info, "drs", cfg.reward)
-            next_cands = None if done or ctx_next is None else candidate_matrix(ctx_next)
+            next_cands = None if done or ctx_next is None else candidate_matrix(ctx_next, recent.pending(ctx_next))
             replay.add(cands[a], r, next_cands, None if next_cands is None else ctx_next.feasible, done)
             steps += 1
             if len(replay) >= cfg.learning_starts and steps % cfg.train_every == 0:
                 agent.learn(replay.sample(cfg.batch))
+                if demos is not None and cfg.imitate_during_rl:
+                    idx = rng.integers(0, len(demos[2]), size=cfg.batch)
+                    agent.imitate(demos[0][idx], demos[1][idx], demos[2][idx])
             ret += r
             imb += imbalance(np.nan_to_num(info.load_after))
             n += 1
@@ -214,7 +236,7 @@ class _Selector:
         return score
 
 
-def _imitate(make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, max_nodes: int) -> dict[str, Any]:
+def _imitate(make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, max_nodes: int) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Warm start: roll out the teacher heuristic, fill the replay with its transitions and
     fit a large-margin loss so the net ranks the teacher's choice first (DQfD-style)."""
     from drs_prom.baselines import make_policy
@@ -224,10 +246,12 @@ def _imitate(make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, ma
     for ep in range(cfg.imitate_episodes):
         env = make_env(_episode_seed(cfg, ep + 500_000))
         ctx = env.reset()
+        recent = RecentBinds(cfg.recent_window_seconds)
         done = False
         while not done and ctx is not None:
-            cands = candidate_matrix(ctx)
+            cands = candidate_matrix(ctx, recent.pending(ctx))
             a, _ = choose(teacher, ctx)
+            _remember(recent, ctx, a)
             padded = np.zeros((max_nodes, N_CANDIDATE), np.float32)
             padded[: len(cands)] = cands
             m = np.zeros(max_nodes, bool)
@@ -237,7 +261,7 @@ def _imitate(make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, ma
             all_a.append(a)
             ctx_next, info, done = env.step(a)
             r = step_reward(info, "drs", cfg.reward)
-            nc = None if done or ctx_next is None else candidate_matrix(ctx_next)
+            nc = None if done or ctx_next is None else candidate_matrix(ctx_next, recent.pending(ctx_next))
             replay.add(cands[a], r, nc, None if nc is None else ctx_next.feasible, done)
             ctx = ctx_next
     c, m, a = np.stack(all_c), np.stack(all_m), np.asarray(all_a)
@@ -249,7 +273,8 @@ def _imitate(make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, ma
     agent.sync_target()
     q = np.stack([agent.q_values(ci[: len(ci)]) for ci in c[:500]])
     agree = float(np.mean(np.argmax(np.where(m[:500], q, -np.inf), axis=1) == a[:500]))
-    return {"teacher": cfg.imitate, "decisions": int(len(a)), "steps": cfg.imitate_steps, "final_loss": float(np.mean(losses[-50:])) if losses else None, "agreement": agree}
+    info = {"teacher": cfg.imitate, "decisions": int(len(a)), "steps": cfg.imitate_steps, "final_loss": float(np.mean(losses[-50:])) if losses else None, "agreement": agree}
+    return info, (c, m, a)
 
 
 def _train_drs(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> TrainResult:
@@ -417,10 +442,12 @@ def run(
     if bench_seeds and not drs_scales:
         layers = export_dense(result.model)
         policy = NodeAgentPolicy(layers) if cfg.policy == "drs" else DRSOriginalPolicy(layers, result.n_nodes)
-        bench = {cfg.scenario: benchmark_summary(policy, cfg.scenario, bench_seeds)}
+        trained_on = [name.strip() for name in cfg.scenario.split(",") if name.strip()]
+        bench = {name: benchmark_summary(policy, name, bench_seeds) for name in trained_on}
         if cfg.policy == "drs":
             for sc in generalise:
-                bench[sc] = benchmark_summary(policy, sc, min(bench_seeds, 3), ("kube-default", "balanced-load"))
+                if sc not in bench:
+                    bench[sc] = benchmark_summary(policy, sc, min(bench_seeds, 3), ("kube-default", "balanced-load"))
         update_metadata(path, benchmark=bench)
         for sc, b in bench.items():
             mine = b["policies"].get(cfg.policy, {})

@@ -83,6 +83,12 @@ class Reflector:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._interrupt()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _interrupt(self) -> None:
+        """Unblock a watch read from another thread (socket shutdown, then close)."""
         resp = self._resp
         if resp is not None:
             try:
@@ -93,8 +99,6 @@ class Reflector:
                 resp.close()
             except Exception:
                 pass
-        if self._thread is not None:
-            self._thread.join(timeout)
 
     def run(self) -> None:
         delay = self.backoff_initial
@@ -140,6 +144,8 @@ class Reflector:
         )
         self._resp = resp
         try:
+            if self._stop.is_set():  # stop() ran while we were connecting
+                return
             for line in _lines(resp):
                 if self._stop.is_set():
                     return
@@ -160,7 +166,8 @@ class Reflector:
                     log.exception("%s: handler failed on %s event", self.name, kind)
         finally:
             self._resp = None
-            try:
+            try:  # close, not just release: an unfinished watch must not stay open on the server
+                resp.close()
                 resp.release_conn()
             except Exception:
                 pass

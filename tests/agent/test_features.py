@@ -63,3 +63,16 @@ def test_drs_state_is_nodes_then_pod_on_0_to_100():
     assert s.shape == (30,)
     np.testing.assert_allclose(s[:24], np.arange(24), atol=1e-4)
     np.testing.assert_allclose(s[24:], [100, 23, 11, 2, 0, 1.5], atol=1e-4)
+
+
+def test_recent_binds_count_as_load_and_are_shown_apart():
+    load = np.zeros((3, 6))
+    recent = np.zeros((3, 6))
+    recent[1, 0] = 0.4
+    m = candidate_matrix(ctx(load, np.full((3, 6), 0.1)), recent)
+    assert m[1, CANDIDATE_COLUMNS.index("load_0")] == pytest.approx(0.4)
+    assert m[1, CANDIDATE_COLUMNS.index("recent_0")] == pytest.approx(0.4)
+    assert m[0, CANDIDATE_COLUMNS.index("recent_0")] == 0.0
+    # placing on the node with pending load raises imbalance more than on an idle one
+    d0 = CANDIDATE_COLUMNS.index("dstd_0")
+    assert m[1, d0] > m[0, d0]

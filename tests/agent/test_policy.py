@@ -50,3 +50,13 @@ def test_drs_original_masks_and_refuses_other_node_counts():
         assert idx != k
     with pytest.raises(ModelError, match="trained for 4 nodes"):
         pol.score(ctx(5, np.ones(5, bool)))
+
+
+def test_node_policy_remembers_its_binds_for_one_rate_window():
+    pol = NodeAgentPolicy(layers(N_CANDIDATE, 1), metric_window_seconds=30.0)
+    c = ctx(4, np.ones(4, bool))
+    idx, _ = choose(pol, c)
+    pending = pol.recent.pending(c)
+    assert pending[idx].sum() > 0 and pending[np.arange(4) != idx].sum() == 0
+    later = DecisionContext(c.pod, c.nodes, c.feasible, c.load, c.pod_load, now=c.now + 31.0)
+    assert pol.recent.pending(later).sum() == 0

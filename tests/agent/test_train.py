@@ -75,3 +75,9 @@ def test_train_command_bad_flag_is_one_line(tmp_path):
     r = _cli("train", "--out", "model.h5", cwd=tmp_path)
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "must end in .keras" in r.stderr
+
+
+def test_mixed_scenarios_alternate_by_episode_seed():
+    make, norm = scenario_env_factory("drs-paper,drs-paper-lag")
+    assert make(0).scenario.name == "drs-paper" and make(1).scenario.name == "drs-paper-lag"
+    assert norm == load_scenario("drs-paper").norm

@@ -11,6 +11,7 @@ import base64
 import functools
 import json
 import threading
+import time
 import urllib.request
 
 import pytest
@@ -99,5 +100,29 @@ def test_relists_after_410_and_keeps_following_changes(etcd_watch_plane, core, n
         wait_for(lambda: seen.get("after") == "ADDED", 20, "the watch to deliver the new pod")
         assert lists[:2] == [existing, existing]  # the relist saw the same pods as the first list
         assert int(r.resource_version) > 1
+    finally:
+        r.stop()
+
+
+def test_reconnects_with_backoff_after_connection_failures(core, ns):
+    """The first calls fail as a dead apiserver would (simulated: the harness cannot take its
+    apiserver down and up on demand); the reflector backs off, doubling, then syncs."""
+    failures = {"left": 3}
+    attempts: list[float] = []
+
+    def list_fn(**kw):
+        attempts.append(time.monotonic())
+        if failures["left"]:
+            failures["left"] -= 1
+            raise ConnectionRefusedError(111, "Connection refused")
+        return core.list_namespaced_pod(ns, **kw)
+
+    r = Reflector("pods", list_fn, lambda items: None, lambda k, o: None, backoff_initial=0.2, backoff_max=5)
+    r.start()
+    try:
+        assert r.synced.wait(20)
+        assert r.reconnects == 3
+        gaps = [b - a for a, b in zip(attempts, attempts[1:4])]
+        assert gaps[0] >= 0.2 * 0.8 and gaps[1] >= 0.4 * 0.8 and gaps[2] >= 0.8 * 0.8  # 0.2, 0.4, 0.8 s +-20% jitter
     finally:
         r.stop()
