@@ -37,6 +37,15 @@ sys.path.insert(0, str(REPO))
 from tests.k8s.harness import ControlPlane, free_port  # noqa: E402
 
 
+# kube-scheduler's default client rate limit (qps 50, burst 100) would cap it near 75 binds/s;
+# drs-prom's client has none, so lift it for a like-for-like comparison of the schedulers.
+KUBE_CFG = """
+clientConnection: {{qps: 1000, burst: 1000}}
+profiles:
+  - schedulerName: {name}
+"""
+
+
 def pod(name: str, scheduler: str) -> dict:
     return {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
@@ -220,7 +229,7 @@ def main() -> None:
 
         core = client.CoreV1Api(cp.admin_client)
         drs, drs_url = start_drs(cp, Path(tmp), args.model or str(REPO / "models" / "drs-v1.keras"))
-        kube = cp.start_kube_scheduler("profiles:\n  - schedulerName: bench-kube\n")
+        kube = cp.start_kube_scheduler(KUBE_CFG.format(name="bench-kube"))
         try:
             for n in (int(x) for x in args.nodes.split(",")):
                 names = [f"bn-{n}-{i}" for i in range(n)]
@@ -235,7 +244,7 @@ def main() -> None:
                         return lambda: (d.terminate(), d.wait(20))
 
                     def kube_start():
-                        k = cp.start_kube_scheduler("profiles:\n  - schedulerName: drain-kube\n")
+                        k = cp.start_kube_scheduler(KUBE_CFG.format(name="drain-kube"))
                         return k.stop
 
                     drains.append({"nodes": n, **drain_once(cp, f"drs-{n}", "drain-drs", args.pods, drs_start)})

@@ -113,11 +113,7 @@ def _after(ctx: DecisionContext, pending: np.ndarray | None = None) -> tuple[np.
 def _default_window() -> float:
     from drs_prom.config import PrometheusSettings
 
-    text = PrometheusSettings().window
-    units = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-    import re
-
-    return sum(float(v) * units[u] for v, u in re.findall(r"(\d+)(ms|s|m|h)", text))
+    return PrometheusSettings().window_seconds
 
 
 class RecentBinds:

@@ -350,7 +350,7 @@ def train_cmd(scenario: str, episodes: int, out_path: str, policy: str, seed: in
         imitate = "balanced-load" if policy == "drs" else ""
     imitate = "" if imitate == "none" else imitate
     settings = load_settings(config_path)
-    extra = {"imitate": imitate, "imitate_episodes": 10, "imitate_steps": 1500, "eps_start": 0.3} if imitate else {}
+    extra = {"imitate": imitate, "eps_start": 0.3} if imitate else {}
     cfg = TrainConfig(policy=policy, episodes=episodes, seed=seed, scenario=scenario, reward=settings.reward, **extra)  # type: ignore[arg-type]
     command = "drs-prom train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     run(cfg, out_path, drs_scales=drs_scales, bench_seeds=bench_seeds, progress=not no_progress, command=command, echo=click.echo)

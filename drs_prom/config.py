@@ -7,6 +7,7 @@ no file) is a valid configuration. Units are in the field names or descriptions.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,14 @@ from drs_prom.errors import ConfigError
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration_seconds(text: str) -> float:
+    """Prometheus duration (``30s``, ``1m30s``) in seconds."""
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text))
 
 
 class PrometheusSettings(_Section):
@@ -45,11 +54,14 @@ class PrometheusSettings(_Section):
     @field_validator("window")
     @classmethod
     def _duration(cls, value: str) -> str:
-        import re
-
         if not re.fullmatch(r"(\d+(ms|s|m|h))+", value):
             raise ValueError("must be a Prometheus duration such as 30s or 1m")
         return value
+
+    @property
+    def window_seconds(self) -> float:
+        """The rate() window in seconds: how long new load takes to show fully in the metrics."""
+        return duration_seconds(self.window)
 
 
 class Normalisation(_Section):

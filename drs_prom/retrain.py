@@ -66,20 +66,13 @@ class HistorySource(Protocol):
     def history(self, start: float, end: float, step: float) -> Any: ...
 
 
-def duration_seconds(text: str) -> float:
-    """Prometheus duration (``30s``, ``1m30s``) in seconds."""
-    units = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-    total = sum(float(n) * units[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text))
-    return total
-
-
 def reward_delay(settings: Settings) -> float:
     """Seconds after a decision at which its reward is read.
 
     The rate() window must lie entirely after the settle delay, otherwise the "after"
     reading still averages load from before the pod arrived.
     """
-    return settings.scheduler.settle_seconds + duration_seconds(settings.prometheus.window)
+    return settings.scheduler.settle_seconds + settings.prometheus.window_seconds
 
 
 # -- journal -----------------------------------------------------------------------------
@@ -452,10 +445,18 @@ def _hidden_of(layers: Sequence[tuple[np.ndarray, np.ndarray, str]]) -> tuple[in
     return tuple(int(k.shape[1]) for k, _, _ in layers[:-1])
 
 
-def _node_batch(trans: Sequence[Transition], max_nodes: int) -> tuple[np.ndarray, ...]:
-    """Arrays for NodeReplay/holdout: chosen rows, rewards, padded next candidates, masks, done."""
-    from drs_prom.agent.features import N_CANDIDATE, candidate_matrix
+def _node_batch(trans: Sequence[Transition], max_nodes: int, window_seconds: float) -> tuple[np.ndarray, ...]:
+    """Arrays for NodeReplay/holdout: chosen rows, rewards, padded next candidates, masks, done.
 
+    The serving policy adds the load of its own binds of the last ``window_seconds`` to
+    each node's inputs (RecentBinds); replaying the journal's binds in time order gives
+    the model those same inputs here, so training never sees what serving does not.
+    """
+    from drs_prom.agent.features import N_CANDIDATE, candidate_matrix
+    from drs_prom.baselines import RecentBinds
+
+    trans = sorted(trans, key=lambda t: t.ctx.now)
+    recent = RecentBinds(window_seconds)
     n = len(trans)
     chosen = np.zeros((n, N_CANDIDATE), np.float32)
     reward = np.zeros(n, np.float32)
@@ -463,10 +464,11 @@ def _node_batch(trans: Sequence[Transition], max_nodes: int) -> tuple[np.ndarray
     mask = np.zeros((n, max_nodes), bool)
     done = np.zeros(n, np.float32)
     for i, t in enumerate(trans):
-        chosen[i] = candidate_matrix(t.ctx)[t.action]
+        chosen[i] = candidate_matrix(t.ctx, recent.pending(t.ctx))[t.action]
+        recent.remember(t.ctx, np.eye(len(t.ctx.nodes))[t.action])
         reward[i] = t.reward
         if t.next_ctx is not None:
-            c = candidate_matrix(t.next_ctx)
+            c = candidate_matrix(t.next_ctx, recent.pending(t.next_ctx))
             nxt[i, : len(c)] = c
             mask[i, : len(c)] = t.next_ctx.feasible
         done[i] = float(not mask[i].any())
@@ -509,25 +511,17 @@ def benchmark_scenario(settings: Settings) -> Any:
     """The gate's simulator run: the configured scenario cut to ``sim_benchmark_pods`` pods."""
     from drs_prom.sim.scenario import load_scenario
 
-    sc = load_scenario(settings.retrain.sim_scenario)
-    pods = settings.retrain.sim_benchmark_pods
-    phases = []
-    left = pods
-    for ph in sc.arrivals:
-        if left <= 0:
-            break
-        take = min(ph.pods, left)
-        phases.append({**ph.model_dump(), "pods": take})
-        left -= take
-    return sc.with_changes(arrivals=phases)
+    return load_scenario(settings.retrain.sim_scenario).truncated(settings.retrain.sim_benchmark_pods)
 
 
 def _sim_replay(agent: Any, settings: Settings, scenario: Any, replay: Any, episodes: int) -> int:
     """Add simulator experience of the model being trained (epsilon-greedy, seeded)."""
     from drs_prom.agent.features import candidate_matrix
     from drs_prom.agent.train import step_reward
+    from drs_prom.baselines import RecentBinds
     from drs_prom.sim.env import SchedulingEnv
 
+    recent = RecentBinds(settings.prometheus.window_seconds)  # as the serving policy sees it
     rng = np.random.default_rng(settings.retrain.seed)
     env = SchedulingEnv(scenario, seed=settings.retrain.seed + 7919, norm=settings.normalisation)
     added = 0
@@ -535,14 +529,15 @@ def _sim_replay(agent: Any, settings: Settings, scenario: Any, replay: Any, epis
         ctx = env.reset()
         done = False
         while not done and ctx is not None:
-            cands = candidate_matrix(ctx)
+            cands = candidate_matrix(ctx, recent.pending(ctx))
             mask = np.asarray(ctx.feasible, bool)
             if rng.random() < 0.1:
                 a = int(rng.choice(np.flatnonzero(mask)))
             else:
                 a = int(np.argmax(np.where(mask, agent.q_values(cands), -np.inf)))
+            recent.remember(ctx, np.eye(len(ctx.nodes))[a])
             nxt, info, done = env.step(a)
-            nc = None if done or nxt is None else candidate_matrix(nxt)
+            nc = None if done or nxt is None else candidate_matrix(nxt, recent.pending(nxt))
             if len(cands) <= replay.max_nodes and (nc is None or len(nc) <= replay.max_nodes):
                 replay.add(cands[a], step_reward(info, "drs", settings.reward), nc, None if nc is None else nxt.feasible, done)
                 added += 1
@@ -595,7 +590,7 @@ def train_candidate(
         max_nodes = max(max_nodes, len(Nodes.from_scenario(scenario)))
     cap = len(train) + (rs.sim_replay_episodes * max(scenario.n_pods, 1) if rs.sim_replay_episodes and scenario is not None else 0)
     replay = NodeReplay(cap, N_CANDIDATE, max_nodes, seed=rs.seed)
-    chosen, reward, nxt, mask, done = _node_batch(train, max_nodes)
+    chosen, reward, nxt, mask, done = _node_batch(train, max_nodes, settings.prometheus.window_seconds)
     n = len(train)
     replay.chosen[:n], replay.reward[:n], replay.next_cands[:n], replay.next_mask[:n], replay.done[:n] = chosen, reward, nxt, mask, done
     replay.size, replay._pos = n, n % cap
@@ -738,7 +733,7 @@ def _run(settings: Settings, source: Any, journal: Journal, store: ModelStore, n
     t = time.perf_counter()
     max_nodes = max(len(x.ctx.nodes) for x in trans)
     max_nodes = max([max_nodes] + [len(x.next_ctx.nodes) for x in trans if x.next_ctx is not None])
-    batch = _node_batch(held, max_nodes)
+    batch = _node_batch(held, max_nodes, settings.prometheus.window_seconds)
     scores: dict[str, dict[str, float]] = {"holdout_td": {"candidate": td_score(trained.layers, batch, trained.gamma)}}
     if current is not None:
         scores["holdout_td"]["current"] = td_score(current, batch, trained.gamma)

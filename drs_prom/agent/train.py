@@ -51,9 +51,10 @@ class TrainConfig:
     """Fraction of episodes over which epsilon decays linearly."""
     imitate: str = ""
     """Heuristic to warm-start from (baselines registry name); empty for pure RL."""
-    imitate_episodes: int = 0
-    imitate_steps: int = 0
-    imitate_during_rl: bool = False
+    imitate_episodes: int = 10
+    """Teacher episodes recorded for the warm start (their transitions also seed the replay)."""
+    imitate_steps: int = 3000
+    imitate_during_rl: bool = True
     """DQfD: keep one large-margin step on the teacher's decisions after every TD step."""
     hidden: tuple[int, ...] = (64, 64)
     gamma: float = 0.5
