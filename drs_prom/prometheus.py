@@ -24,19 +24,13 @@ from urllib3.exceptions import ReadTimeoutError
 from urllib3.util.retry import Retry
 
 from drs_prom import promql
-from drs_prom.config import PrometheusSettings
+from drs_prom.config import PrometheusSettings, duration_seconds
 from drs_prom.errors import MetricsError
 from drs_prom.features import FEATURES
 from drs_prom.state import NodeSnapshot, ResultError, build_snapshot, features_frame, history_frame, matrix_frame, vector_series
 
 MAX_POINTS = 11000
 """Prometheus refuses range queries with more points per series than this."""
-
-
-def _duration_seconds(value: str) -> float:
-    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-    parts = re.findall(r"(\d+)(ms|s|m|h|d|w|y)", value)
-    return float(sum(int(n) * units[u] for n, u in parts))
 
 
 def _server_error(exc: PrometheusApiClientException) -> str:
@@ -161,7 +155,7 @@ class PrometheusSource:
         are NaN. Uses the same feature queries as ``snapshot`` (one range query each).
         """
         start_dt, end_dt = (_as_datetime(t) for t in (start, end))
-        step_s = _duration_seconds(step) if isinstance(step, str) else float(step)
+        step_s = duration_seconds(step) if isinstance(step, str) else float(step)
         if step_s <= 0:
             raise MetricsError(f"history step must be positive, got {step!r}")
         return history_frame({f: self.query_range(self.queries[f], start_dt, end_dt, step_s) for f in FEATURES})

@@ -20,18 +20,17 @@ out, so a Prometheus outage during retraining cannot touch scheduling.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
 
 from drs_prom.config import Settings
 from drs_prom.features import FEATURES, N_FEATURES
-from drs_prom.journal import JOURNAL_SCHEMA, Decision, Journal
+from drs_prom.journal import Decision, Journal
 from drs_prom.model_store import ModelStore
 from drs_prom.policy import DecisionContext
 from drs_prom.state import pod_matrix, scales

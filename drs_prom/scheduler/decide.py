@@ -21,7 +21,6 @@ its node's row; otherwise a burst herds onto the node that looked idlest.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -47,10 +46,6 @@ def fallback_policy(name: str) -> Policy:
     from drs_prom.baselines import make_policy
 
     return make_policy(name, seed=0)
-
-
-def duration_seconds(window: str) -> float:
-    return sum(int(n) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[u] for n, u in re.findall(r"(\d+)(ms|s|m|h)", window))
 
 
 @dataclass
@@ -92,7 +87,7 @@ class Decider:
         self._recent: list[_Recent] = []
         self._lock = threading.Lock()
         self._fallbacks: dict[str, Policy] = {}
-        self._estimate_window = duration_seconds(settings.prometheus.window)
+        self._estimate_window = settings.prometheus.window_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._set_model_info()
