@@ -169,13 +169,14 @@ class RecentBinds:
         self._rows = np.vstack([self._rows, np.asarray(ctx.pod_load[best], dtype=np.float64)[None, :]])
 
 
-class LeastLoaded:
-    """``metric_window_seconds``: the rate window behind ctx.load (default: settings' Prometheus window)."""
+class RemembersRecentBinds:
+    """For policies that add their own not-yet-visible binds to the metrics (RecentBinds).
 
-    name = "least-loaded"
+    ``metric_window_seconds``: the rate window behind ctx.load (default: settings'
+    Prometheus window); the scheduler and the benchmark set it to the real one.
+    """
 
-    def __init__(self, seed: int = 0, metric_window_seconds: float | None = None) -> None:
-        del seed
+    def __init__(self, metric_window_seconds: float | None = None) -> None:
         self.recent = RecentBinds(_default_window() if metric_window_seconds is None else metric_window_seconds)
 
     @property
@@ -185,6 +186,16 @@ class LeastLoaded:
     @metric_window_seconds.setter
     def metric_window_seconds(self, value: float) -> None:
         self.recent.window_seconds = float(value)
+
+
+class LeastLoaded(RemembersRecentBinds):
+    """Trimaran-style load-aware scoring on live metrics plus its own recent binds."""
+
+    name = "least-loaded"
+
+    def __init__(self, seed: int = 0, metric_window_seconds: float | None = None) -> None:
+        del seed
+        super().__init__(metric_window_seconds)
 
     def _score(self, ctx: DecisionContext) -> np.ndarray:
         after, ok = _after(ctx, self.recent.pending(ctx))

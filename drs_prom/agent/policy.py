@@ -11,6 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from drs_prom.agent.features import candidate_matrix, drs_state
+from drs_prom.baselines import RemembersRecentBinds
 from drs_prom.config import Normalisation
 from drs_prom.errors import ModelError
 from drs_prom.policy import DecisionContext
@@ -37,7 +38,7 @@ def forward(layers: Layers, x: np.ndarray) -> np.ndarray:
     return h
 
 
-class NodeAgentPolicy:
+class NodeAgentPolicy(RemembersRecentBinds):
     """``drs``: the shared per-node Q network scores every node; infeasible ones get -inf.
 
     Like the load-aware heuristics it remembers its own recent binds for one metrics
@@ -46,21 +47,11 @@ class NodeAgentPolicy:
     """
 
     def __init__(self, layers: Layers, name: str = "drs", metric_window_seconds: float | None = None) -> None:
-        from drs_prom.baselines import RecentBinds, _default_window
-
+        super().__init__(metric_window_seconds)
         self.layers = list(layers)
         self.name = name
         self.version = ""
         self.normalisation: Normalisation | None = None
-        self.recent = RecentBinds(_default_window() if metric_window_seconds is None else metric_window_seconds)
-
-    @property
-    def metric_window_seconds(self) -> float:
-        return self.recent.window_seconds
-
-    @metric_window_seconds.setter
-    def metric_window_seconds(self, value: float) -> None:
-        self.recent.window_seconds = float(value)
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         q = forward(self.layers, candidate_matrix(ctx, self.recent.pending(ctx)))[:, 0].astype(np.float64)

@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -35,6 +32,7 @@ from drs_prom import filters
 from drs_prom.scheduler import kube
 from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.decide import Decider
+from drs_prom.scheduler.metrics import BackgroundServer, QuietHandler
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve
 from drs_prom.types import NodeInfo
 
@@ -126,15 +124,14 @@ class Extender:
         return [{"Host": n.name, "Score": s} for n, s in zip(infos, scale_scores(choice.scores))]
 
 
-class ExtenderServer:
+class ExtenderServer(BackgroundServer):
     """HTTP front: POST /filter, POST /prioritize; GET /metrics, /healthz, /readyz."""
 
     def __init__(self, extender: Extender, listen: str) -> None:
-        host, _, port = listen.rpartition(":")
         ext = extender
         registry = extender.decider.metrics.registry
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:  # noqa: N802
@@ -169,31 +166,4 @@ class ExtenderServer:
             def _send(self, code: int, obj: Any) -> None:
                 self._raw(code, json.dumps(obj).encode(), "application/json")
 
-            def _raw(self, code: int, body: bytes, ctype: str) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="drs-extender", daemon=True)
-
-    def start(self) -> "ExtenderServer":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(5)
-
-
-def wait_forever(stop: threading.Event) -> None:
-    while not stop.wait(1.0):
-        time.sleep(0)
+        super().__init__(listen, Handler, "drs-extender")

@@ -47,43 +47,31 @@ class SchedulerMetrics:
         self.model.info({"version": "", "policy": ""})
 
 
-class HealthServer:
-    """Serves /metrics, /healthz, /readyz on ``host:port`` in a daemon thread."""
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that answers with one body and keeps probes out of the log."""
 
-    def __init__(self, listen: str, registry: CollectorRegistry, healthy: Callable[[], bool], ready: Callable[[], bool]) -> None:
+    def _raw(self, code: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class BackgroundServer:
+    """A ThreadingHTTPServer on ``host:port`` (port 0: any free one) served from a daemon thread."""
+
+    def __init__(self, listen: str, handler: type[BaseHTTPRequestHandler], name: str) -> None:
         host, _, port = listen.rpartition(":")
-        registry_ = registry
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
-                path = self.path.split("?")[0]
-                if path == "/metrics":
-                    self._send(200, generate_latest(registry_), CONTENT_TYPE_LATEST)
-                elif path == "/healthz":
-                    ok = healthy()
-                    self._send(200 if ok else 500, b"ok" if ok else b"unhealthy")
-                elif path == "/readyz":
-                    ok = ready()
-                    self._send(200 if ok else 503, b"ok" if ok else b"not ready")
-                else:
-                    self._send(404, b"not found")
-
-            def _send(self, code: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+        self.httpd = ThreadingHTTPServer((host or "0.0.0.0", int(port)), handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="drs-health", daemon=True)
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name=name, daemon=True)
 
-    def start(self) -> "HealthServer":
+    def start(self) -> "BackgroundServer":
         self._thread.start()
         return self
 
@@ -91,3 +79,26 @@ class HealthServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self._thread.join(5)
+
+
+class HealthServer(BackgroundServer):
+    """Serves /metrics, /healthz, /readyz on ``host:port`` in a daemon thread."""
+
+    def __init__(self, listen: str, registry: CollectorRegistry, healthy: Callable[[], bool], ready: Callable[[], bool]) -> None:
+        registry_ = registry
+
+        class Handler(QuietHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+                path = self.path.split("?")[0]
+                if path == "/metrics":
+                    self._raw(200, generate_latest(registry_), CONTENT_TYPE_LATEST)
+                elif path == "/healthz":
+                    ok = healthy()
+                    self._raw(200 if ok else 500, b"ok" if ok else b"unhealthy")
+                elif path == "/readyz":
+                    ok = ready()
+                    self._raw(200 if ok else 503, b"ok" if ok else b"not ready")
+                else:
+                    self._raw(404, b"not found")
+
+        super().__init__(listen, Handler, "drs-health")
