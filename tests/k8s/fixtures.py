@@ -7,9 +7,14 @@ Enable with ``pytest_plugins = ["tests.k8s.fixtures"]`` in tests/conftest.py.
                         build FAILS the test with one line saying why (it is not skipped).
 * ``control_plane``     (session) a started ``harness.ControlPlane``; stopped at session end.
 * ``k8s_admin_client``  (session) ``kubernetes.client.ApiClient`` authenticated as admin.
+* ``fake_nodes``        (function) ``fake_nodes(name, **create_fake_node kwargs) -> name``;
+                        every node it made is deleted after the test, because nodes are
+                        cluster-wide and the control plane is shared by the whole session.
 """
 
 from __future__ import annotations
+
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -44,3 +49,26 @@ def k8s_admin_client(control_plane):
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def fake_nodes(control_plane) -> Iterator[Callable[..., str]]:
+    from kubernetes import client
+
+    core = client.CoreV1Api(control_plane.admin_client)
+    made: list[str] = []
+
+    def make(name: str, **kw: Any) -> str:
+        control_plane.create_fake_node(name, **kw)
+        made.append(name)
+        return name
+
+    try:
+        yield make
+    finally:
+        for name in made:
+            try:
+                core.delete_node(name)
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise

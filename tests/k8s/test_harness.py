@@ -28,11 +28,11 @@ def _wait(pred, timeout: float, interval: float = 0.3, what: str = "condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last={last!r})")
 
 
-def test_apiserver_ready_and_fake_nodes(control_plane, k8s_admin_client):
+def test_apiserver_ready_and_fake_nodes(control_plane, k8s_admin_client, fake_nodes):
     v1 = client.CoreV1Api(k8s_admin_client)
     names = [_uniq("fake-node") for _ in range(2)]
-    control_plane.create_fake_node(names[0], cpu="4", memory="8Gi", labels={"zone": "a"})
-    control_plane.create_fake_node(
+    fake_nodes(names[0], cpu="4", memory="8Gi", labels={"zone": "a"})
+    fake_nodes(
         names[1], cpu="2", memory="4Gi", pods="10",
         taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}], unschedulable=True,
     )
@@ -55,14 +55,14 @@ def test_apiserver_ready_and_fake_nodes(control_plane, k8s_admin_client):
     assert '"serverVersion"' in ver.stdout
 
 
-def test_kube_scheduler_binds_pod_to_fake_node(control_plane, k8s_admin_client):
+def test_kube_scheduler_binds_pod_to_fake_node(control_plane, k8s_admin_client, fake_nodes):
     v1 = client.CoreV1Api(k8s_admin_client)
     ns = _uniq("sched")
     control_plane.create_namespace(ns)
     node = _uniq("sched-node")
     # Only this node matches the pod's nodeSelector, so the binding is deterministic
     # even when other tests' fake nodes exist.
-    control_plane.create_fake_node(node, labels={"drs-test/pool": ns})
+    fake_nodes(node, labels={"drs-test/pool": ns})
     sched = control_plane.start_kube_scheduler(
         """
 apiVersion: kubescheduler.config.k8s.io/v1

@@ -318,7 +318,6 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
         journal.close()
     assert results[0].result == "promoted" and results[1].result == "insufficient_data"
     assert job.max_running == 1 and job.failed == 0
-    assert job.missed >= 1  # the training run took longer than the interval
     assert watcher.version == store.current() == results[0].version
     # the loaded model is the promoted one: the same weights as a fresh load of that version
     # (scores are not compared: the policy remembers its own recent binds across calls)

@@ -67,26 +67,6 @@ def ns(control_plane, core) -> Iterator[str]:
             pass
 
 
-@pytest.fixture
-def fake_nodes(control_plane, core) -> Iterator[Callable[..., str]]:
-    """``fake_nodes(name, **create_fake_node kwargs) -> name``; every node is deleted after the test."""
-    made: list[str] = []
-
-    def make(name: str, **kw: Any) -> str:
-        control_plane.create_fake_node(name, **kw)
-        made.append(name)
-        return name
-
-    try:
-        yield make
-    finally:
-        for name in made:
-            try:
-                core.delete_node(name)
-            except Exception:
-                pass
-
-
 def pod_body(name: str, cpu: str = "100m", mem: str = "64Mi", scheduler: str = "drs-scheduler", **spec: Any) -> dict:
     meta = spec.pop("metadata", {})
     return {
