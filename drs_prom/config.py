@@ -67,9 +67,10 @@ class PrometheusSettings(_Section):
 class Normalisation(_Section):
     """Scales that map raw features onto 0..1 (DRS mapped onto 0..100 and capped).
 
-    cpu and mem are fractions of the node; the rest are bytes/s at which a node reads as
-    fully loaded. ``None`` for a byte rate means "use the node's own capacity when it is
-    known, else the default below".
+    cpu and mem are already fractions of each node's own capacity (Prometheus gives cores
+    and MemTotal), so their scales only say how much of a node counts as full. Network and
+    disk capacity are not in node_exporter's series, so their scales are per-cluster
+    settings: the defaults are a 1 GbE link and an SSD-class disk; set them to your nodes'.
     """
 
     cpu_full: float = Field(1.0, gt=0, le=1, description="CPU utilisation that reads as 1.0 (DRS: 0.25, i.e. x4).")
