@@ -13,9 +13,11 @@ Without usable metrics the fallback is the request-based ``kube-default``; with 
 but no model it is ``settings.scheduler.fallback`` (default ``least-loaded``). Each
 fallback decision is counted in ``drs_fallback_decisions_total{reason}``.
 
-Recent binds (koordinator's estimate): a pod bound less than one rate window before the
-snapshot was taken is not (fully) in the metrics yet, so its expected load is added to
-its node's row; otherwise a burst herds onto the node that looked idlest.
+Recent binds: a pod bound less than one rate window ago is not (fully) in the metrics
+yet. The load-aware and learned policies keep that estimate themselves
+(baselines.RecentBinds: the expected load of each of their placements, fading out over
+the rate window), exactly as they did in simulation and training, so it is not added
+here a second time; without it a burst would herd onto the node that looked idlest.
 """
 
 from __future__ import annotations
@@ -56,13 +58,6 @@ class Choice:
     reason: str | None  # fallback reason, None when the model decided
 
 
-@dataclass
-class _Recent:
-    node: str
-    demand: tuple[float, ...]
-    at: float  # wall-clock time of the bind
-
-
 @dataclass(frozen=True)
 class _State:
     snapshot: NodeSnapshot | None = None
@@ -84,10 +79,8 @@ class Decider:
         self.policy = policy
         self.model_loader = model_loader
         self._state = _State(error="no state yet")
-        self._recent: list[_Recent] = []
         self._lock = threading.Lock()
         self._fallbacks: dict[str, Policy] = {}
-        self._estimate_window = settings.prometheus.window_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._set_model_info()
@@ -155,7 +148,7 @@ class Decider:
 
     # -- deciding ----------------------------------------------------------------
     def load(self, nodes: Sequence[NodeInfo], feasible: np.ndarray) -> tuple[np.ndarray, str | None]:
-        """Normalised node load (+ estimates for recent binds) and the fallback reason, if any."""
+        """Normalised node load as the metrics show it, and the fallback reason, if any."""
         state = self._state
         names = [n.name for n in nodes]
         if self.source is None or state.snapshot is None or state.error is not None:
@@ -165,27 +158,7 @@ class Decider:
         stale = np.array([(n in snap.stale) or bool(np.isnan(load[i]).any()) for i, n in enumerate(names)], dtype=bool)
         if (stale & feasible).any():
             return load.astype(np.float32), "metrics_stale"
-        self._add_recent(load, nodes, snap.taken_at)
         return load.astype(np.float32), None
-
-    def _add_recent(self, load: np.ndarray, nodes: Sequence[NodeInfo], taken_at: float) -> None:
-        index = {n.name: i for i, n in enumerate(nodes)}
-        horizon = taken_at - self._estimate_window
-        with self._lock:
-            self._recent = [r for r in self._recent if r.at > horizon]
-            recent = list(self._recent)
-        norm = self.settings.normalisation
-        for r in recent:
-            i = index.get(r.node)
-            if i is not None:
-                n = nodes[i]
-                load[i] += pod_matrix(r.demand, [n.allocatable_cpu_m / 1000.0], [float(n.allocatable_mem_bytes)], norm)[0]
-        if norm.clip:
-            np.clip(load, 0.0, 1.0, out=load)
-
-    def note_bound(self, node: str, demand: Sequence[float]) -> None:
-        with self._lock:
-            self._recent.append(_Recent(node, tuple(demand), time.time()))
 
     def fallback(self, reason: str) -> Policy:
         name = NO_METRICS_FALLBACK if reason in METRICS_REASONS else self.settings.scheduler.fallback

@@ -214,7 +214,6 @@ class Scheduler:
             if outcome == binder.BOUND:
                 self.bound_count += 1
                 self.metrics.latency.observe(time.monotonic() - item.first_seen)
-                self.decider.note_bound(node, demand)
                 self.queue.done(item, scheduled=True)
                 self._events.submit(binder.emit_event, self.core, pod, "Scheduled",
                                     self._scheduled_message(req, node, names, scores, policy, reason), self.cfg.scheduler_name)
