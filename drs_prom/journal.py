@@ -2,7 +2,12 @@
 
 One row per decision. Feature vectors and per-node scores are JSON text so the table
 stays readable with the sqlite3 CLI; ``schema`` lets retraining skip rows written by
-an older layout instead of crashing on them.
+an unknown layout instead of crashing on them.
+
+Schema 2 adds what the model saw per candidate node besides metrics (requests and
+allocatable at decision time, ``nodes``) and the pod's own requests, so retraining
+rebuilds the same input the scheduler scored. Older files are upgraded in place on
+open (nullable columns added); their schema-1 rows read back with ``nodes=None``.
 """
 
 from __future__ import annotations
@@ -13,9 +18,27 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Sequence
 
-JOURNAL_SCHEMA = 1
+from drs_prom.types import NodeInfo
+
+JOURNAL_SCHEMA = 2
+
+# Columns added after schema 1, by the schema that introduced them: created on new files
+# and ALTER TABLE-added (nullable) to older ones, so their rows stay readable.
+_ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
+    2: (
+        ("nodes", "TEXT"),  # JSON list aligned with candidates, NODE_KEYS per entry
+        ("pod_cpu_m", "INTEGER"),  # the pod's requests
+        ("pod_mem_bytes", "INTEGER"),
+    ),
+}
+
+# NodeInfo fields journalled per candidate (schema >= 2).
+NODE_KEYS = ("allocatable_cpu_m", "allocatable_mem_bytes", "allocatable_pods", "requested_cpu_m", "requested_mem_bytes", "pod_count")
+
+# Every schema up to JOURNAL_SCHEMA is read back as a Decision (missing columns are None).
+_READABLE = frozenset(range(1, JOURNAL_SCHEMA + 1))
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -35,9 +58,16 @@ CREATE TABLE IF NOT EXISTS decisions (
     model_version TEXT,
     fallback_reason TEXT,            -- null when the model decided
     outcome TEXT NOT NULL DEFAULT 'bound'  -- bound | conflict | gone | failed
-);
+{added});
 CREATE INDEX IF NOT EXISTS decisions_ts ON decisions(ts);
-"""
+""".replace(
+    "{added}", "".join(f"    , {name} {kind}\n" for cols in _ADDED_COLUMNS.values() for name, kind in cols)
+)
+
+
+def node_entries(nodes: Sequence[NodeInfo]) -> list[dict[str, int]]:
+    """The journalled per-candidate record of ``nodes`` (NODE_KEYS, ints)."""
+    return [{k: int(getattr(n, k)) for k in NODE_KEYS} for n in nodes]
 
 
 @dataclass
@@ -56,11 +86,14 @@ class Decision:
     model_version: str | None = None
     fallback_reason: str | None = None
     outcome: str = "bound"
+    nodes: list[dict[str, int]] | None = None  # node_entries(...) aligned with candidates; None before schema 2
+    pod_cpu_m: int | None = None
+    pod_mem_bytes: int | None = None
     schema: int = JOURNAL_SCHEMA
     id: int | None = None
 
 
-_JSON_FIELDS = ("pod_features", "candidates", "feasible", "scores")
+_JSON_FIELDS = ("pod_features", "candidates", "feasible", "scores", "nodes")
 
 
 class Journal:
@@ -75,12 +108,26 @@ class Journal:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_DDL)
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Add the columns of newer schemas to a file created by an older one."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(decisions)")}
+        with self._db:
+            for cols in _ADDED_COLUMNS.values():
+                for name, kind in cols:
+                    if name not in have:
+                        try:
+                            self._db.execute(f"ALTER TABLE decisions ADD COLUMN {name} {kind}")
+                        except sqlite3.OperationalError as exc:  # another process upgraded it first
+                            if "duplicate column" not in str(exc):
+                                raise
 
     def append(self, decision: Decision) -> int:
         row = asdict(decision)
         row.pop("id")
         for key in _JSON_FIELDS:
-            row[key] = json.dumps(row[key])
+            row[key] = None if row[key] is None else json.dumps(row[key])
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         with self._lock, self._db:
@@ -88,7 +135,7 @@ class Journal:
         return int(cur.lastrowid or 0)
 
     def since(self, ts: float = 0.0, until: float | None = None) -> Iterator[Decision | dict]:
-        """Decisions with ``ts`` in [ts, until); rows of another schema come back as raw dicts."""
+        """Decisions with ``ts`` in [ts, until); rows of an unknown schema come back as raw dicts."""
         query = "SELECT * FROM decisions WHERE ts >= ?" + (" AND ts < ?" if until is not None else "") + " ORDER BY ts, id"
         args: tuple = (ts,) if until is None else (ts, until)
         with self._lock:
@@ -96,12 +143,12 @@ class Journal:
             names = [c[0] for c in cur.description]
             rows = cur.fetchall()
         for values in rows:
-            raw = dict(zip(names, values))
-            if raw.get("schema") != JOURNAL_SCHEMA:
+            raw: dict[str, Any] = dict(zip(names, values))
+            if raw.get("schema") not in _READABLE:
                 yield raw
                 continue
             for key in _JSON_FIELDS:
-                raw[key] = json.loads(raw[key])
+                raw[key] = None if raw.get(key) is None else json.loads(raw[key])
             raw["feasible"] = [bool(v) for v in raw["feasible"]]
             yield Decision(**raw)
 

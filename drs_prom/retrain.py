@@ -6,8 +6,10 @@
 2. ask Prometheus (``query_range``) for the node features over that span and read them
    at each decision time and after its settle delay;
 3. rebuild (state, action, reward, next state) transitions; rows with bad data (gaps,
-   stale or vanished nodes, no settled reward, an older journal schema) are skipped and
-   counted, never fatal;
+   stale or vanished nodes, no settled reward, an unknown journal schema) are skipped and
+   counted, never fatal; node requests/allocatable come from the journal (schema 2),
+   and schema-1 rows, which lack them, are used with Prometheus capacity and zero
+   requests and counted as approximated (``no_node_info``);
 4. train a copy of the current model on the older transitions (plus simulator replay);
 5. gate: candidate vs current on the newest, held-out transitions and on a short seeded
    simulator benchmark; promote (atomic pointer swap in the model store) only if the
@@ -30,7 +32,7 @@ import pandas as pd
 
 from drs_prom.config import Settings
 from drs_prom.features import FEATURES, N_FEATURES
-from drs_prom.journal import Decision, Journal
+from drs_prom.journal import NODE_KEYS, Decision, Journal
 from drs_prom.model_store import ModelStore
 from drs_prom.policy import DecisionContext
 from drs_prom.state import pod_matrix, scales
@@ -94,6 +96,7 @@ def load_decisions(journal: Journal, since: float, until: float, limit: int) -> 
             or len(row.feasible) != n
             or len(row.pod_features) != N_FEATURES
             or not all(np.isfinite(v) for v in row.pod_features)
+            or (row.nodes is not None and not _nodes_ok(row.nodes, n))
         ):
             skipped["bad_row"] += 1
             continue
@@ -101,6 +104,15 @@ def load_decisions(journal: Journal, since: float, until: float, limit: int) -> 
         if len(out) >= limit:
             break
     return out, skipped
+
+
+def _nodes_ok(nodes: Any, n: int) -> bool:
+    """A journalled ``nodes`` list: one entry per candidate with every NODE_KEYS integer."""
+    return (
+        isinstance(nodes, list)
+        and len(nodes) == n
+        and all(isinstance(e, dict) and all(isinstance(e.get(k), int) and not isinstance(e.get(k), bool) for k in NODE_KEYS) for e in nodes)
+    )
 
 
 # -- transitions -------------------------------------------------------------------------
@@ -112,7 +124,9 @@ class Transition:
 
     ``ctx``: the state at decision time; ``action``: index of the chosen node in
     ``ctx.nodes``; ``load_after``: normalised load once it settled; ``next_ctx``: the
-    following decision's state (None: nothing to bootstrap from, i.e. done).
+    following decision's state (None: nothing to bootstrap from, i.e. done);
+    ``node_info``: False when the journal row had no node requests (schema 1) and
+    ``ctx.nodes`` was approximated from Prometheus capacity with zero requests.
     """
 
     decision_id: int | None
@@ -122,6 +136,7 @@ class Transition:
     reward: float
     load_after: np.ndarray
     next_ctx: DecisionContext | None = None
+    node_info: bool = True
 
 
 class _Lookup:
@@ -179,17 +194,37 @@ def _normalise(raw: np.ndarray, settings: Settings) -> np.ndarray:
     return values.astype(np.float32)
 
 
+def decision_nodes(d: Decision, history: NodeHistory) -> list[NodeInfo]:
+    """The candidates' NodeInfo as the scheduler saw them.
+
+    Journal schema 2 recorded requests and allocatable per candidate: used exactly.
+    Older rows did not: allocatable is Prometheus capacity (cores, MemTotal) and
+    requests are zero, which skews the request columns of the model input.
+    """
+    if d.nodes is not None:
+        return [NodeInfo(name=n, **{k: int(e[k]) for k in NODE_KEYS}) for n, e in zip(d.candidates, d.nodes)]
+    out = []
+    for n in d.candidates:
+        c, m = history.cores.get(n, float("nan")), history.mem_bytes.get(n, float("nan"))
+        out.append(NodeInfo(name=n, allocatable_cpu_m=int(c * 1000) if np.isfinite(c) else 0, allocatable_mem_bytes=int(m) if np.isfinite(m) else 0))
+    return out
+
+
 def _context(d: Decision, raw: np.ndarray, history: NodeHistory, settings: Settings) -> DecisionContext:
     norm = settings.normalisation
     load = _normalise(raw, settings)
     cores = [history.cores.get(n, float("nan")) for n in d.candidates]
     mem = [history.mem_bytes.get(n, float("nan")) for n in d.candidates]
     pod_load = pod_matrix(d.pod_features, cores, mem, norm)
-    nodes = [
-        NodeInfo(name=n, allocatable_cpu_m=int(c * 1000) if np.isfinite(c) else 0, allocatable_mem_bytes=int(m) if np.isfinite(m) else 0)
-        for n, c, m in zip(d.candidates, cores, mem)
-    ]
-    pod = PodRequest(name=d.pod_name, namespace=d.namespace, uid=d.pod_uid, demand=tuple(d.pod_features))  # type: ignore[arg-type]
+    nodes = decision_nodes(d, history)
+    pod = PodRequest(
+        name=d.pod_name,
+        namespace=d.namespace,
+        uid=d.pod_uid,
+        cpu_m=int(d.pod_cpu_m or 0),
+        mem_bytes=int(d.pod_mem_bytes or 0),
+        demand=tuple(d.pod_features),  # type: ignore[arg-type]
+    )
     return DecisionContext(pod=pod, nodes=nodes, feasible=np.asarray(d.feasible, bool), load=load, pod_load=pod_load, now=d.ts)
 
 
@@ -259,6 +294,7 @@ def rebuild_transitions(
                 action=d.candidates.index(d.chosen),
                 reward=transition_reward(ctx.load, load_after, settings),
                 load_after=load_after,
+                node_info=d.nodes is not None,
             )
         )
     # chain each transition to the next decision's state when it followed closely;
@@ -316,11 +352,18 @@ class RetrainMetrics:
         self.last_success = G("drs_retrain_last_success_timestamp_seconds", "End of the last run that trained a candidate.", registry=registry)
         self.transitions = G("drs_retrain_transitions_used", "Transitions rebuilt and used by the last run.", registry=registry)
         self.skipped = C("drs_retrain_decisions_skipped", "Journal rows left out of retraining, by reason.", ["reason"], registry=registry)
+        self.approximated = C(
+            "drs_retrain_transitions_approximated",
+            "Transitions used with part of their input approximated, by reason (no_node_info: journal schema 1, zero requests).",
+            ["reason"],
+            registry=registry,
+        )
         self.eval = G("drs_retrain_eval_score", "Gate scores of the last run (higher is better).", ["benchmark", "model"], registry=registry)
         self.duration = G("drs_retrain_last_duration_seconds", "Wall time of the last run.", registry=registry)
         self.current = G("drs_retrain_current_version", "Number of the promoted model version.", registry=registry)
         for r in ("promoted", "rejected", "insufficient_data", "error"):
             self.runs.labels(r)
+        self.approximated.labels("no_node_info")
 
     @classmethod
     def get(cls, registry: Any = None) -> "RetrainMetrics":
@@ -346,6 +389,7 @@ class RetrainResult:
     trained_on: int = 0
     held_out: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    approximated: dict[str, int] = field(default_factory=dict)  # used, but inexact: no_node_info = schema-1 rows
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
     version: str | None = None
     previous: str | None = None
@@ -354,10 +398,11 @@ class RetrainResult:
 
     def summary(self) -> str:
         sk = ", ".join(f"{k}={v}" for k, v in sorted(self.skipped.items())) or "none"
+        ap = ", ".join(f"{k}={v}" for k, v in sorted(self.approximated.items()) if v) or "none"
         sc = "; ".join(f"{b}: " + ", ".join(f"{m}={v:.4g}" for m, v in s.items()) for b, s in self.scores.items())
         return (
             f"retrain {self.result}: {self.reason}; decisions={self.decisions} transitions={self.transitions} "
-            f"(train {self.trained_on}, held out {self.held_out}); skipped: {sk}; scores: {sc or '-'}; "
+            f"(train {self.trained_on}, held out {self.held_out}); skipped: {sk}; approximated: {ap}; scores: {sc or '-'}; "
             f"version={self.version} previous={self.previous}"
         )
 
@@ -367,6 +412,8 @@ def record(metrics: RetrainMetrics, res: RetrainResult, elapsed: float) -> None:
     metrics.duration.set(elapsed)
     for reason, n in res.skipped.items():
         metrics.skipped.labels(reason).inc(n)
+    for reason, n in res.approximated.items():
+        metrics.approximated.labels(reason).inc(n)
     if res.result in ("promoted", "rejected"):
         metrics.last_success.set(time.time())
         metrics.transitions.set(res.transitions)
@@ -704,6 +751,7 @@ def _run(settings: Settings, source: Any, journal: Journal, store: ModelStore, n
     secs["rebuild"] = time.perf_counter() - t
     skipped.update(more)
     res.skipped, res.transitions = dict(skipped), len(trans)
+    res.approximated = {"no_node_info": sum(not x.node_info for x in trans)}
 
     def advance() -> None:
         last = [d for d in decisions if settled is not None and d.ts <= settled]
@@ -756,6 +804,7 @@ def _run(settings: Settings, source: Any, journal: Journal, store: ModelStore, n
         "hidden": list(trained.hidden),
         "journal_span": [decisions[0].ts, decisions[-1].ts],
         "skipped": dict(skipped),
+        "approximated": dict(res.approximated),
     }
     meta["gate"] = {"scores": scores, "margin": rs.gate_margin, "promote": verdict.promote, "reason": verdict.reason}
     if note:

@@ -23,7 +23,7 @@ import numpy as np
 
 from drs_prom import filters
 from drs_prom.config import Settings
-from drs_prom.journal import Decision, Journal
+from drs_prom.journal import Decision, Journal, node_entries
 from drs_prom.policy import Policy
 from drs_prom.scheduler import bind as binder
 from drs_prom.scheduler import kube
@@ -33,6 +33,7 @@ from drs_prom.scheduler.metrics import HealthServer, SchedulerMetrics
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve
 from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
 from drs_prom.state import MetricsSource
+from drs_prom.types import NodeInfo
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +188,7 @@ class Scheduler:
         node = names[choice.index]
         self.metrics.attempt_latency.observe(time.monotonic() - t0)
         self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes)
-        self._pool.submit(self._bind, item, pod, req, demand.demand, node, names, result.mask, choice.scores, choice.policy, choice.reason)
+        self._pool.submit(self._bind, item, pod, req, demand.demand, node, nodes, result.mask, choice.scores, choice.policy, choice.reason)
         return "binding"
 
     # -- binding cycle -------------------------------------------------------------
@@ -198,12 +199,13 @@ class Scheduler:
         req: Any,
         demand: tuple[float, ...],
         node: str,
-        names: list[str],
+        nodes: list[NodeInfo],
         feasible: np.ndarray,
         scores: np.ndarray,
         policy: Policy,
         reason: str | None,
     ) -> None:
+        names = [n.name for n in nodes]
         try:
             if not self.is_leader():  # fencing: lost the lease since the decision
                 self.cache.forget(item.uid)
@@ -228,7 +230,7 @@ class Scheduler:
                 log.warning("%s: bind to %s failed: %s; retrying", item.key, node, detail)
                 self.cache.forget(item.uid)
                 self.queue.done(item, scheduled=False)
-            self._journal(req, demand, node, names, feasible, scores, policy, reason, outcome)
+            self._journal(req, demand, node, nodes, feasible, scores, policy, reason, outcome)
         except Exception:
             log.exception("binding %s failed unexpectedly; retrying", item.key)
             self.cache.forget(item.uid)
@@ -242,10 +244,13 @@ class Scheduler:
         what = "top scores" if reason else "top Q-values"  # the model's scores are its Q-values
         return f"Successfully assigned {req.namespace}/{req.name} to {node} by {how}; {what}: {top}"
 
-    def _journal(self, req: Any, demand: tuple[float, ...], node: str, names: list[str], feasible: np.ndarray,
+    def _journal(self, req: Any, demand: tuple[float, ...], node: str, nodes: list[NodeInfo], feasible: np.ndarray,
                  scores: np.ndarray, policy: Policy, reason: str | None, outcome: str) -> None:
+        """One journal row; ``nodes`` are the NodeInfo the pod was filtered and scored on
+        (requests as of that moment), so retraining rebuilds the model's exact input."""
         if self.journal is None:
             return
+        names = [n.name for n in nodes]
         order = sorted(range(len(names)), key=lambda i: (not feasible[i], i))  # feasible first
         try:
             self.journal.append(
@@ -256,6 +261,9 @@ class Scheduler:
                     owner=req.owner,
                     pod_features=[float(v) for v in demand],
                     candidates=[names[i] for i in order],
+                    nodes=node_entries([nodes[i] for i in order]),
+                    pod_cpu_m=int(req.cpu_m),
+                    pod_mem_bytes=int(req.mem_bytes),
                     feasible=[bool(feasible[i]) for i in order],
                     chosen=node,
                     scores=[float(scores[i]) if np.isfinite(scores[i]) else None for i in order],

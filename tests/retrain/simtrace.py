@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.journal import Decision
+from drs_prom.agent.features import CANDIDATE_COLUMNS, candidate_matrix
+from drs_prom.journal import JOURNAL_SCHEMA, Decision, node_entries
 from drs_prom.policy import choose
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import Scenario
@@ -30,7 +31,9 @@ class SimRun:
     seg_t0: np.ndarray
     seg_t1: np.ndarray
     seg_used: np.ndarray  # (S, n, 6) absolute (cores, bytes, B/s)
-    decisions: list[dict[str, Any]] = field(default_factory=list)  # t (sim s), pod, feasible, action, scores, load
+    # t (sim s), pod, feasible, action, scores, load, nodes (node_entries of ctx.nodes),
+    # requests (the request columns of candidate_matrix(ctx): what the policy's model saw)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
     epoch: float = 0.0
 
     @property
@@ -79,6 +82,9 @@ class SimRun:
         return rate
 
 
+REQUEST_COLUMNS = slice(CANDIDATE_COLUMNS.index("cpu_req_after"), CANDIDATE_COLUMNS.index("pods_after") + 1)
+
+
 def run_sim(scenario: Scenario, policy: Any, seed: int = 0, epsilon: float = 0.0) -> SimRun:
     """One episode with ``policy`` (epsilon-random for variety); every segment and decision recorded."""
     env = SchedulingEnv(scenario, seed=seed)
@@ -97,7 +103,18 @@ def run_sim(scenario: Scenario, policy: Any, seed: int = 0, epsilon: float = 0.0
         idx, scores = choose(policy, ctx)
         if epsilon and rng.random() < epsilon:
             idx = int(rng.choice(np.flatnonzero(ctx.feasible)))
-        decisions.append({"t": ctx.now, "pod": ctx.pod, "feasible": ctx.feasible.copy(), "action": idx, "scores": scores, "load": ctx.load.copy()})
+        decisions.append(
+            {
+                "t": ctx.now,
+                "pod": ctx.pod,
+                "feasible": ctx.feasible.copy(),
+                "action": idx,
+                "scores": scores,
+                "load": ctx.load.copy(),
+                "nodes": node_entries(ctx.nodes),
+                "requests": candidate_matrix(ctx)[:, REQUEST_COLUMNS],
+            }
+        )
         ctx, _, _ = env.step(idx)
     nodes = env.nodes
     t0 = np.array([s[0] for s in segs])
@@ -115,11 +132,15 @@ def run_sim(scenario: Scenario, policy: Any, seed: int = 0, epsilon: float = 0.0
     )
 
 
-def journal_rows(run: SimRun, policy_name: str) -> list[Decision]:
-    """The decisions as the live scheduler would have journalled them (wall-clock ts)."""
+def journal_rows(run: SimRun, policy_name: str, schema: int = JOURNAL_SCHEMA) -> list[Decision]:
+    """The decisions as the live scheduler would have journalled them (wall-clock ts).
+
+    ``schema=1``: as an older scheduler did, without node and pod requests.
+    """
     out = []
     for d in run.decisions:
         pod = d["pod"]
+        full = schema >= 2
         out.append(
             Decision(
                 pod_uid=pod.uid,
@@ -133,6 +154,10 @@ def journal_rows(run: SimRun, policy_name: str) -> list[Decision]:
                 policy=policy_name,
                 ts=run.epoch + float(d["t"]),
                 owner=pod.owner,
+                nodes=[dict(e) for e in d["nodes"]] if full else None,
+                pod_cpu_m=int(pod.cpu_m) if full else None,
+                pod_mem_bytes=int(pod.mem_bytes) if full else None,
+                schema=schema,
             )
         )
     return out

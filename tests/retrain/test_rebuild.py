@@ -73,3 +73,47 @@ def test_gate_margin():
     v = gate({"td": {"candidate": -1.05, "current": -1.0}, "sim": {"candidate": 5, "current": 1}}, 0.02)
     assert not v.promote and v.reason.startswith("td:")
     assert not gate({"sim": {"candidate": float("nan"), "current": 1.0}}, 0.5).promote
+
+
+def test_journalled_node_requests_rebuild_the_models_request_columns():
+    """Schema 2: requests/allocatable/pod counts come from the journal, not Prometheus capacity."""
+    from drs_prom.agent.features import CANDIDATE_COLUMNS, candidate_matrix
+    from drs_prom.retrain import decision_nodes
+
+    d = _d(95.0)
+    d.pod_cpu_m, d.pod_mem_bytes = 500, 2**30
+    d.nodes = [
+        {"allocatable_cpu_m": 3800, "allocatable_mem_bytes": 14 * 2**30, "allocatable_pods": 110, "requested_cpu_m": 1900, "requested_mem_bytes": 7 * 2**30, "pod_count": 10},
+        {"allocatable_cpu_m": 3800, "allocatable_mem_bytes": 14 * 2**30, "allocatable_pods": 20, "requested_cpu_m": 100, "requested_mem_bytes": 0, "pod_count": 19},
+    ]
+    trans, skipped, _ = rebuild_transitions([d, _d(150.0, "b")], _history(), S)
+    assert not skipped and trans[0].node_info and not trans[1].node_info
+    m = candidate_matrix(trans[0].ctx)
+    col = {c: i for i, c in enumerate(CANDIDATE_COLUMNS)}
+    np.testing.assert_allclose(m[:, col["cpu_req_after"]], [(1900 + 500) / 3800, (100 + 500) / 3800], rtol=1e-6)
+    np.testing.assert_allclose(m[:, col["mem_req_after"]], [8 / 14, 1 / 14], rtol=1e-6)
+    np.testing.assert_allclose(m[:, col["pods_after"]], [11 / 110, 20 / 20], rtol=1e-6)
+    assert [n.name for n in trans[0].ctx.nodes] == NODES and trans[0].ctx.pod.cpu_m == 500
+    # the pod's load is still normalised by the node's capacity from Prometheus (4 cores)
+    assert np.isclose(trans[0].ctx.pod_load[0, 0], 0.3)
+
+    # schema 1 (no node info): Prometheus capacity, zero requests, the pod's requests unknown (0)
+    old = decision_nodes(_d(150.0), _history())
+    assert [(n.allocatable_cpu_m, n.allocatable_mem_bytes, n.requested_cpu_m, n.pod_count) for n in old] == [(4000, 16_000_000_000, 0, 0)] * 2
+    m1 = candidate_matrix(trans[1].ctx)
+    np.testing.assert_allclose(m1[:, col["cpu_req_after"]], [0.0, 0.0])
+    np.testing.assert_allclose(m1[:, col["pods_after"]], [1 / 110, 1 / 110], rtol=1e-6)
+
+
+def test_approximated_rows_are_visible_in_metrics_and_summary():
+    from prometheus_client import CollectorRegistry
+
+    from drs_prom.retrain import RetrainMetrics, RetrainResult, record
+
+    reg = CollectorRegistry()
+    metrics = RetrainMetrics(reg)
+    assert reg.get_sample_value("drs_retrain_transitions_approximated_total", {"reason": "no_node_info"}) == 0
+    res = RetrainResult("rejected", transitions=5, approximated={"no_node_info": 3})
+    record(metrics, res, 1.0)
+    assert reg.get_sample_value("drs_retrain_transitions_approximated_total", {"reason": "no_node_info"}) == 3
+    assert "approximated: no_node_info=3" in res.summary()

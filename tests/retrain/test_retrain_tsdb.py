@@ -32,7 +32,7 @@ from drs_prom.sim.scenario import load_scenario
 from drs_prom.state import node_matrix
 from tests.prom.fixtures import start_prometheus
 from tests.retrain.history import create_blocks, write_openmetrics
-from tests.retrain.simtrace import journal_rows, run_sim
+from tests.retrain.simtrace import REQUEST_COLUMNS, journal_rows, run_sim
 
 pytestmark = pytest.mark.integration
 
@@ -178,6 +178,23 @@ def test_transitions_match_the_simulator(world):
     missing = [round(d.ts - run.epoch, 1) for d in decisions if clean(d.ts - run.epoch) and d.ts not in used]
     assert not missing, f"clean decisions not used: {missing[:5]}"
 
+    # schema 2: the request columns of the model input are exactly what the simulated policy saw
+    from drs_prom.agent.features import candidate_matrix
+
+    seen = {run.epoch + float(d["t"]): d["requests"] for d in run.decisions}
+    assert all(t.node_info for t in trans)
+    req_err = max(float(np.abs(candidate_matrix(t.ctx)[:, REQUEST_COLUMNS] - seen[t.ts]).max()) for t in trans)
+    assert req_err == 0.0
+    # schema-1 rows of the same run: the old fallback (capacity, zero requests) is used, flagged, and skewed
+    old = Journal(":memory:")
+    for r in journal_rows(run, "least-loaded", schema=1):
+        old.append(r)
+    old_trans, _, _ = rebuild_transitions(load_decisions(old, 0, float("inf"), 10**6)[0], history, s)
+    assert len(old_trans) == len(trans) and not any(t.node_info for t in old_trans)
+    old_err = max(float(np.abs(candidate_matrix(t.ctx)[:, REQUEST_COLUMNS] - seen[t.ts]).max()) for t in old_trans)
+    print(f"request columns vs the sim policy's input: schema 2 max err {req_err:.2e}, schema 1 (zero requests) {old_err:.3f}")
+    assert old_err > 0.05
+
 
 def _frame(raw, names):  # noqa: ANN001
     import pandas as pd
@@ -229,6 +246,7 @@ def test_retrain_once_twice_gates_and_promotes(world):
     store = ModelStore(s.retrain.model_store, s.retrain.keep_versions)
     print("run 1:", {k: first[k] for k in ("result", "reason", "transitions", "skipped", "scores", "seconds")})
     assert first["skipped"]["old_schema"] == 1 and first["skipped"]["not_bound"] == 1
+    assert first["approximated"] == {"no_node_info": 0}  # schema-2 rows: node requests from the journal
     assert first["transitions"] >= 64 and first["trained_on"] + first["held_out"] == first["transitions"]
     assert set(first["scores"]) == {"holdout_td", "sim_reward"}
     assert all(v["current"] is not None for v in first["scores"].values())  # judged against the shipped model
@@ -236,11 +254,13 @@ def test_retrain_once_twice_gates_and_promotes(world):
     assert store.current() == first["version"]
     assert (store.current_path() / "model.keras").is_file()
 
-    _write_journal(jpath, rows[half:])
+    # run 2 reads rows an older scheduler wrote (schema 1): used with the approximated node input, and counted
+    _write_journal(jpath, journal_rows(run, "least-loaded", schema=1)[half:])
     second = _cli_once(cfg)
     print("run 2:", {k: second[k] for k in ("result", "reason", "transitions", "skipped", "scores")})
     assert second["previous"] == first["version"]
     assert second["skipped"].get("old_schema", 0) == 0  # the cursor moved past run 1's rows
+    assert second["approximated"] == {"no_node_info": second["transitions"]} and second["transitions"] > 0
     assert set(second["scores"]) == {"holdout_td", "sim_reward"}
     assert all({"candidate", "current"} <= set(v) for v in second["scores"].values())
     verdict = gate(second["scores"], s.retrain.gate_margin)

@@ -47,6 +47,21 @@ def test_200_pods_over_5_nodes_all_bound_none_infeasible(core, ns, fake_nodes, m
     rows = list(sched.journal.since(0))
     assert len(rows) == 200 and {r.outcome for r in rows} == {"bound"}
     assert {r.fallback_reason for r in rows} == {"prometheus_unreachable"}  # no metrics source in this test
+    # schema 2: every row carries the NodeInfo the pod was scored on, aligned with candidates
+    alloc = {"good-ssd": 16000, "good-hdd": 16000, "tainted": 64000, "cordoned": 64000, "small": 50}
+    for r in rows:
+        assert r.schema == 2 and r.pod_cpu_m == 100 and r.pod_mem_bytes == 64 * 2**20
+        assert len(r.nodes) == len(r.candidates) == 5
+        assert [e["allocatable_cpu_m"] for e in r.nodes] == [alloc[n] for n in r.candidates]
+    # requests grow by one pod per bind: the k-th pod bound to a node saw k-1 pods' requests there
+    for node, k in counts.items():
+        seen = sorted(r.nodes[r.candidates.index(node)]["requested_cpu_m"] for r in rows if r.chosen == node)
+        assert seen == [100 * i for i in range(k)], node
+        pods_seen = sorted(r.nodes[r.candidates.index(node)]["pod_count"] for r in rows if r.chosen == node)
+        assert pods_seen == list(range(k)), node
+    # across the cluster the i-th decision saw i-1 pods' requests (rows are in bind order, which
+    # parallel bind workers may shuffle slightly, so compare as a set)
+    assert sorted(sum(e["requested_cpu_m"] for e in r.nodes) for r in rows) == [100 * i for i in range(200)]
 
 
 def test_fits_nowhere_gets_failed_scheduling_then_binds_when_room_appears(core, ns, fake_nodes, make_scheduler):

@@ -1,0 +1,101 @@
+"""The decision journal on real SQLite files: schema-2 round trip and in-place upgrade of schema-1 files."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+
+from drs_prom.journal import JOURNAL_SCHEMA, NODE_KEYS, Decision, Journal, node_entries
+from drs_prom.retrain import load_decisions
+from drs_prom.types import NodeInfo
+
+# The layout schema-1 builds created, verbatim: files written by them must keep working.
+SCHEMA_1_DDL = """
+CREATE TABLE IF NOT EXISTS decisions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    schema INTEGER NOT NULL,
+    ts REAL NOT NULL,
+    pod_uid TEXT NOT NULL,
+    pod_name TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    owner TEXT,
+    pod_features TEXT NOT NULL,
+    candidates TEXT NOT NULL,
+    feasible TEXT NOT NULL,
+    chosen TEXT NOT NULL,
+    scores TEXT NOT NULL,
+    policy TEXT NOT NULL,
+    model_version TEXT,
+    fallback_reason TEXT,
+    outcome TEXT NOT NULL DEFAULT 'bound'
+);
+CREATE INDEX IF NOT EXISTS decisions_ts ON decisions(ts);
+"""
+
+NODES = [
+    NodeInfo("a", allocatable_cpu_m=3900, allocatable_mem_bytes=15 * 2**30, allocatable_pods=110, requested_cpu_m=1250, requested_mem_bytes=3 * 2**30, pod_count=4),
+    NodeInfo("b", allocatable_cpu_m=7800, allocatable_mem_bytes=31 * 2**30, allocatable_pods=250, requested_cpu_m=0, requested_mem_bytes=0, pod_count=0),
+]
+
+
+def _d2(ts: float) -> Decision:
+    return Decision(
+        "u2", "new", "default", [0.5, 2e8, 1.0, 2.0, 3.0, 4.0], ["a", "b"], [True, False], "a", [0.25, None], "drs",
+        ts=ts, owner="ReplicaSet/web", model_version="v7", nodes=node_entries(NODES), pod_cpu_m=250, pod_mem_bytes=2**28,
+    )
+
+
+def test_schema_2_round_trip(tmp_path):
+    assert JOURNAL_SCHEMA == 2
+    j = Journal(tmp_path / "j.sqlite")
+    d = _d2(10.0)
+    d.id = j.append(d)
+    j.close()
+    (back,) = list(Journal(tmp_path / "j.sqlite").since(0))
+    assert isinstance(back, Decision) and back == d
+    assert back.nodes[0] == {k: getattr(NODES[0], k) for k in NODE_KEYS} and back.nodes[0]["requested_cpu_m"] == 1250
+    assert back.pod_cpu_m == 250 and back.pod_mem_bytes == 2**28 and back.schema == 2
+    raw = sqlite3.connect(tmp_path / "j.sqlite").execute("SELECT nodes FROM decisions").fetchone()[0]
+    assert '"allocatable_pods": 110' in raw  # JSON text, readable with the sqlite3 CLI
+
+
+def test_schema_1_file_is_upgraded_in_place_and_both_rows_read_back(tmp_path):
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA_1_DDL)
+    db.execute(
+        "INSERT INTO decisions (schema, ts, pod_uid, pod_name, namespace, owner, pod_features, candidates, feasible, chosen, scores, policy)"
+        " VALUES (1, 5.0, 'u1', 'old', 'default', NULL, '[1, 2, 3, 4, 5, 6]', '[\"a\", \"b\"]', '[1, 1]', 'b', '[0.5, null]', 'least-loaded')"
+    )
+    db.commit()
+    db.close()
+
+    j = Journal(path)
+    j.append(_d2(10.0))
+    j.append(dataclasses.replace(_d2(11.0), schema=99))  # a layout this build does not know: raw dict
+    j.close()
+    j = Journal(path)  # opening an upgraded file again is a no-op
+    rows = list(j.since(0))
+    old, new, unknown = rows
+    assert isinstance(old, Decision) and old.schema == 1 and old.chosen == "b" and old.feasible == [True, True]
+    assert old.nodes is None and old.pod_cpu_m is None and old.pod_mem_bytes is None and old.scores == [0.5, None]
+    assert isinstance(new, Decision) and new.nodes == node_entries(NODES) and new.pod_cpu_m == 250
+    assert isinstance(unknown, dict) and unknown["schema"] == 99
+    cols = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(decisions)")]
+    assert cols.count("nodes") == 1 and {"pod_cpu_m", "pod_mem_bytes"} <= set(cols)
+    # retraining takes both readable rows; only the unknown layout is skipped
+    used, skipped = load_decisions(j, 0, 100, 10)
+    assert [r.ts for r in used] == [5.0, 10.0] and skipped == {"old_schema": 1}
+
+
+def test_rows_with_broken_node_info_are_bad_rows(tmp_path):
+    j = Journal(tmp_path / "j.sqlite")
+    short = _d2(1.0)
+    short.nodes = short.nodes[:1]  # not aligned with the candidates
+    j.append(short)
+    missing = _d2(2.0)
+    missing.nodes = [{k: v for k, v in e.items() if k != "requested_cpu_m"} for e in missing.nodes]
+    j.append(missing)
+    j.append(_d2(3.0))
+    used, skipped = load_decisions(j, 0, 100, 10)
+    assert [r.ts for r in used] == [3.0] and skipped == {"bad_row": 2}
