@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# Installs what the integration tests start: Debian's prometheus (+ promtool), the real
-# prometheus-node-exporter, etcd, and the Kubernetes control-plane binaries (built from the
-# Go module proxy once into a cache outside the repo, see tests/k8s/build.sh).
+# Installs what the integration tests start: Debian's prometheus (+ promtool) and the real
+# prometheus-node-exporter, then builds (once, into ~/.cache/drs-prom, from the Go module
+# proxy) upstream promtool and etcd + kube-apiserver + kube-scheduler + kubectl.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 need=()
-for pair in prometheus:prometheus promtool:prometheus prometheus-node-exporter:prometheus-node-exporter \
-            etcd:etcd-server sqlite3:sqlite3; do
+for pair in prometheus:prometheus promtool:prometheus prometheus-node-exporter:prometheus-node-exporter; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -15,7 +14,7 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
 fi
 # Debian starts the packaged services; the tests run their own on free loopback ports.
-for svc in prometheus prometheus-node-exporter etcd; do
+for svc in prometheus prometheus-node-exporter; do
   systemctl stop "$svc" >/dev/null 2>&1 || true
 done
 # Debian's promtool is built without kubernetes_sd_configs; the config check needs upstream's.
