@@ -123,6 +123,17 @@ class PrometheusSource:
             raise MetricsError(f"Prometheus at {self.url} returned NaN/Inf for node {bad[0]} on query: {query}")
         return series
 
+    def scalar(self, query: str) -> float | None:
+        """First sample of an instant query not keyed by node (None when the result is empty)."""
+        params = {"timeout": f"{self.settings.timeout_seconds:g}s"}
+        result = self._call(query, lambda: self._client.custom_query(query, params=params))
+        if not result:
+            return None
+        try:
+            return float(result[0]["value"][1])
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise MetricsError(f"Prometheus at {self.url} returned unusable data for query: {query}") from None
+
     def query_range(self, query: str, start: datetime, end: datetime, step: float) -> pd.DataFrame:
         """One range query -> frame indexed by UTC time, a column per nodename."""
         if end < start:

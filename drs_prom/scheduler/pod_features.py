@@ -110,21 +110,6 @@ class ObservedUsage:
         return demand
 
 
-def prometheus_scalar_query(url: str, timeout: float) -> Callable[[str], float | None]:
-    """A ``query(expr) -> float | None`` against Prometheus' instant-query API (first sample)."""
-    from prometheus_api_client import PrometheusConnect
-
-    conn = PrometheusConnect(url=url, disable_ssl=True, timeout=timeout)
-
-    def query(expr: str) -> float | None:
-        result = conn.custom_query(expr)
-        if not result:
-            return None
-        return float(result[0]["value"][1])
-
-    return query
-
-
 def resolve(pod: Mapping[str, Any], observed: ObservedUsage | None = None) -> PodDemand:
     """The pod's demand and where it came from (see the module docstring for the order)."""
     meta = pod.get("metadata") or {}

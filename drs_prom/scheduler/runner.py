@@ -69,7 +69,7 @@ def _wait_for_signal() -> None:
 def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any = "load", **kw: Any) -> Any:
     from drs_prom.journal import Journal
     from drs_prom.scheduler.loop import Scheduler, default_identity
-    from drs_prom.scheduler.pod_features import ObservedUsage, prometheus_scalar_query
+    from drs_prom.scheduler.pod_features import ObservedUsage
 
     client = api_client(kubeconfig)
     watcher = model_watcher(settings)
@@ -85,7 +85,7 @@ def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: A
     journal = Journal(settings.scheduler.journal_path) if settings.scheduler.journal_path else None
     holder: dict[str, Any] = {}
     source = prometheus_source(settings, lambda: list(holder["s"].cache.nodes))
-    observed = ObservedUsage(prometheus_scalar_query(settings.prometheus.url, settings.prometheus.timeout_seconds))
+    observed = ObservedUsage(source.scalar)
     recorder = None
     if settings.scheduler.online_learning:
         from drs_prom.scheduler.online import RewardRecorder

@@ -114,6 +114,12 @@ def test_expected_node_without_series_is_stale(prometheus_both, drs_exporter):
     assert "ghost-node" in snap.stale and snap.features.loc["ghost-node"].isna().all()
 
 
+def test_scalar_reads_the_first_sample_or_none(prometheus_both, node_exporter_real, drs_exporter):
+    source = PrometheusSource.from_url(prometheus_both.url)
+    assert source.scalar('count(up{job!=""})') >= 2.0  # both exporters are scrape targets
+    assert source.scalar('up{job="no-such-job"}') is None
+
+
 def test_unreachable_prometheus_raises_one_metrics_error():
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(MetricsError) as err:
