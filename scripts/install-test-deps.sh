@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Installs what the integration tests start: Debian's prometheus (+ promtool) and the real
-# prometheus-node-exporter, then builds (once, into ~/.cache/drs-prom, from the Go module
+# Installs what the integration tests start: Debian's prometheus (+ promtool), the real
+# prometheus-node-exporter and openssl (test certificates), then builds (once, into ~/.cache/drs-prom, from the Go module
 # proxy) upstream promtool and etcd + kube-apiserver + kube-scheduler + kubectl.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 need=()
-for pair in prometheus:prometheus promtool:prometheus prometheus-node-exporter:prometheus-node-exporter; do
+for pair in prometheus:prometheus promtool:prometheus prometheus-node-exporter:prometheus-node-exporter openssl:openssl; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
