@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
 from kubernetes import client
 
 from tests.k8s.harness import can_i, kubectl
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
 
 def _uniq(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def _wait(pred, timeout: float, interval: float = 0.3, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last={last!r})")
 
 
 def test_apiserver_ready_and_fake_nodes(control_plane, k8s_admin_client, fake_nodes):
@@ -90,7 +79,7 @@ profiles:
             return p.spec.node_name
 
         try:
-            node_name = _wait(bound, timeout=60, what="pod to be bound")
+            node_name = wait_for(bound, timeout=60, what="pod to be bound")
         except AssertionError:
             raise AssertionError(f"pod not bound; scheduler log tail:\n{sched.log_tail(60)}") from None
         assert node_name == node
@@ -121,7 +110,7 @@ def test_sa_kubeconfig_rbac(control_plane, k8s_admin_client):
         role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name="pod-reader"),
         subjects=[client.RbacV1Subject(kind="ServiceAccount", name="reader", namespace=ns)],
     ))
-    _wait(lambda: can_i("list", "pods", sa_kc, namespace=ns), timeout=20, what="RBAC to allow list pods")
+    wait_for(lambda: can_i("list", "pods", sa_kc, namespace=ns), timeout=20, what="RBAC to allow list pods")
     assert not can_i("list", "pods", sa_kc, namespace="default")
     assert not can_i("delete", "pods", sa_kc, namespace=ns)
     # The python client works with the SA kubeconfig too.

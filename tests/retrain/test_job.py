@@ -13,19 +13,11 @@ from drs_prom.journal import Journal
 from drs_prom.model_store import ModelStore
 from drs_prom.retrain import run_once
 from drs_prom.retrain_job import RetrainJob, make_trigger
+from tests.waiting import wait_for
 
 
 def _settings(**retrain) -> Settings:
     return Settings.model_validate({"retrain": {"misfire_grace_seconds": 1, **retrain}})
-
-
-def _wait(pred, timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
 
 
 def test_fires_on_interval_and_a_slow_run_blocks_the_next():
@@ -40,7 +32,7 @@ def test_fires_on_interval_and_a_slow_run_blocks_the_next():
     job = RetrainJob(_settings(), slow, registry=CollectorRegistry(), trigger=IntervalTrigger(seconds=0.2))
     job.start()
     try:
-        assert _wait(lambda: job.completed >= 3, 10)
+        wait_for(lambda: job.completed >= 3, 10, "3 completed runs", interval=0.02)
     finally:
         job.shutdown(wait=True)
     assert job.max_running == 1
@@ -56,7 +48,7 @@ def test_fast_runs_follow_the_interval():
     t0 = time.monotonic()
     job.start()
     try:
-        assert _wait(lambda: job.completed >= 5, 5)
+        wait_for(lambda: job.completed >= 5, 5, "5 completed runs", interval=0.02)
     finally:
         job.shutdown()
     assert time.monotonic() - t0 >= 0.4  # five runs needed at least four intervals
@@ -74,7 +66,7 @@ def test_exceptions_never_escape_and_are_counted():
     job = RetrainJob(_settings(), boom, registry=reg, trigger=IntervalTrigger(seconds=0.1))
     job.start()
     try:
-        assert _wait(lambda: job.failed >= 3, 5)  # it keeps firing after failures
+        wait_for(lambda: job.failed >= 3, 5, "3 failed runs", interval=0.02)  # it keeps firing after failures
     finally:
         job.shutdown()
     assert job.completed == 0

@@ -33,6 +33,7 @@ from drs_prom.state import node_matrix
 from tests.prom.fixtures import start_prometheus
 from tests.retrain.history import create_blocks, write_openmetrics
 from tests.retrain.simtrace import REQUEST_COLUMNS, journal_rows, run_sim
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -329,7 +330,7 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     job = RetrainJob(s, retrain, registry=reg, trigger=IntervalTrigger(seconds=1))
     job.start()
     try:
-        assert _wait(lambda: job.completed >= 2 and watcher.version is not None, 300)
+        wait_for(lambda: job.completed >= 2 and watcher.version is not None, 300, "two runs and a promoted model loaded", interval=0.05)
     finally:
         job.shutdown(wait=True)
         stop.set()
@@ -352,14 +353,6 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     assert reg.get_sample_value("drs_retrain_last_success_timestamp_seconds") > time.time() - 600
     assert reg.get_sample_value("drs_retrain_eval_score", {"benchmark": "holdout_td", "model": "candidate"}) == results[0].scores["holdout_td"]["candidate"]
 
-
-def _wait(pred, timeout: float) -> bool:  # noqa: ANN001
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
 
 
 def test_speed_10k_decisions(world):

@@ -5,12 +5,12 @@ per-test namespaces/nodes that are cleaned up after each test."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy" / "k8s"
@@ -85,17 +85,6 @@ def pod_body(name: str, cpu: str = "100m", mem: str = "64Mi", scheduler: str = "
 
 def list_pods(core, namespace: str) -> list[dict]:
     return json.loads(core.list_namespaced_pod(namespace, _preload_content=False).data)["items"]
-
-
-def wait_for(fn: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})"[:2000])
 
 
 def events_for(core, namespace: str, pod: str) -> list[dict]:

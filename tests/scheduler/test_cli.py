@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from tests.k8s.harness import free_port
-from tests.scheduler.conftest import list_pods, pod_body, wait_for
+from tests.scheduler.conftest import list_pods, pod_body
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "from drs_prom.cli import main; main()"]

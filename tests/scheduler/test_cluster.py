@@ -10,7 +10,8 @@ import urllib.request
 
 import pytest
 
-from tests.scheduler.conftest import events_for, list_pods, pod_body, wait_for
+from tests.scheduler.conftest import events_for, list_pods, pod_body
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

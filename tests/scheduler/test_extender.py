@@ -11,7 +11,8 @@ import pytest
 
 from drs_prom.features import FEATURES
 from drs_prom.state import NodeSnapshot
-from tests.scheduler.conftest import list_pods, pod_body, wait_for
+from tests.scheduler.conftest import list_pods, pod_body
+from tests.waiting import wait_for
 
 NODES = ("ex-a", "ex-b", "ex-c")
 

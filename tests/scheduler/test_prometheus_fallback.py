@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from tests.prom.fixtures import start_drs_exporter, start_prometheus, wait_until
-from tests.scheduler.conftest import events_for, list_pods, pod_body, wait_for
+from tests.scheduler.conftest import events_for, list_pods, pod_body
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 

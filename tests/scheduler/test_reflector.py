@@ -17,7 +17,8 @@ import urllib.request
 import pytest
 
 from drs_prom.scheduler.cache import Reflector, WatchExpired
-from tests.scheduler.conftest import list_pods, pod_body, wait_for
+from tests.scheduler.conftest import list_pods, pod_body
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
