@@ -158,6 +158,12 @@ class RecentBinds:
         self._rows = self._rows[mask]
         self._names = [n for n, k in zip(self._names, mask) if k]
 
+    def record(self, ctx: DecisionContext, node: int) -> None:
+        """Record that ``node`` was bound for ``ctx``'s pod, whoever chose it (training, replays, search)."""
+        scores = np.full(len(ctx.nodes), -np.inf)
+        scores[node] = 0.0
+        self.remember(ctx, scores)
+
     def remember(self, ctx: DecisionContext, scores: np.ndarray) -> None:
         """Record the node ``policy.choose`` will pick from ``scores`` (same masking and tie rule)."""
         if self.window_seconds <= 0 or not ctx.feasible.any():

@@ -162,7 +162,8 @@ def extender_cmd(listen: str, config_path: str | None, kubeconfig: str | None, n
 @cli.command("bench")
 @click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(1, 1000), help="Seeds 0..N-1 (same arrivals for every policy).")
-@click.option("--policies", default=None, help="Comma-separated (default: all heuristics, drs, drs-original).")
+@click.option("--policies", default=None, help="Comma-separated (default: all heuristics, drs, drs-original). "
+              "'clairvoyant' adds a rollout that reads the future from the simulator, to show what is reachable (slow: ~15 s a seed).")
 @click.option("--out", "out_dir", default="out/bench", show_default=True, type=click.Path(file_okay=False), help="Directory for JSON + PNG.")
 @click.option("--pods", default=None, type=click.IntRange(1), help="Only the first N arrivals of each episode (quick runs).")
 @click.option("--model", "model_path", default=None, help="Model for the drs policy (default: the shipped one).")

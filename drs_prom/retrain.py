@@ -511,7 +511,7 @@ def _node_batch(trans: Sequence[Transition], max_nodes: int, window_seconds: flo
     done = np.zeros(n, np.float32)
     for i, t in enumerate(trans):
         chosen[i] = candidate_matrix(t.ctx, recent.pending(t.ctx))[t.action]
-        recent.remember(t.ctx, np.eye(len(t.ctx.nodes))[t.action])
+        recent.record(t.ctx, t.action)
         reward[i] = t.reward
         if t.next_ctx is not None:
             c = candidate_matrix(t.next_ctx, recent.pending(t.next_ctx))
@@ -581,7 +581,7 @@ def _sim_replay(agent: Any, settings: Settings, scenario: Any, replay: Any, epis
                 a = int(rng.choice(np.flatnonzero(mask)))
             else:
                 a = int(np.argmax(np.where(mask, agent.q_values(cands), -np.inf)))
-            recent.remember(ctx, np.eye(len(ctx.nodes))[a])
+            recent.record(ctx, a)
             nxt, info, done = env.step(a)
             nc = None if done or nxt is None else candidate_matrix(nxt, recent.pending(nxt))
             if len(cands) <= replay.max_nodes and (nc is None or len(nc) <= replay.max_nodes):

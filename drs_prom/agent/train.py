@@ -102,13 +102,6 @@ def _masked_argmax(q: np.ndarray, mask: np.ndarray) -> int:
     return int(np.argmax(np.where(mask, q, -np.inf)))
 
 
-def _remember(recent: RecentBinds, ctx: DecisionContext, action: int) -> None:
-    """Record a bind in the recent-binds memory, as the policy does at decision time."""
-    scores = np.full(len(ctx.nodes), -np.inf)
-    scores[action] = 0.0
-    recent.remember(ctx, scores)
-
-
 def train(make_env: EnvFactory, cfg: TrainConfig, progress: bool = True) -> TrainResult:
     """Train ``cfg.policy`` for ``cfg.episodes`` episodes; returns the online Keras model and curves."""
     from drs_prom.agent.networks import configure_tf
@@ -172,7 +165,7 @@ def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> Train
                 a = _random_feasible(rng, mask)
             else:
                 a = _masked_argmax(agent.q_values(cands), mask)
-            _remember(recent, ctx, a)
+            recent.record(ctx, a)
             ctx_next, info, done = env.step(a)
             r = step_reward(info, "drs", cfg.reward)
             next_cands = None if done or ctx_next is None else candidate_matrix(ctx_next, recent.pending(ctx_next))
@@ -252,7 +245,7 @@ def _imitate(make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, ma
         while not done and ctx is not None:
             cands = candidate_matrix(ctx, recent.pending(ctx))
             a, _ = choose(teacher, ctx)
-            _remember(recent, ctx, a)
+            recent.record(ctx, a)
             padded = np.zeros((max_nodes, N_CANDIDATE), np.float32)
             padded[: len(cands)] = cands
             m = np.zeros(max_nodes, bool)

@@ -25,6 +25,9 @@ from drs_prom.sim.env import EpisodeResult, SchedulingEnv
 from drs_prom.sim.scenario import Scenario
 
 REFERENCE = "kube-default"
+CLAIRVOYANT = "clairvoyant"
+"""Not a policy: sim/clairvoyant.py's rollout that reads the future from the simulator. Asking for it also
+reports the migration floor (free re-placement at every instant), where the scenario allows one."""
 
 METRICS: tuple[tuple[str, str, str], ...] = (
     # key, column title, which direction is better
@@ -58,6 +61,7 @@ class BenchReport:
     pods: int
     rows: list[PolicyRow]
     wall_seconds: float = 0.0
+    migration_floor: float | None = None  # mean over seeds of clairvoyant.migration_floor, when asked for
 
     def row(self, policy: str) -> PolicyRow | None:
         return next((r for r in self.rows if r.policy == policy), None)
@@ -73,6 +77,8 @@ class BenchReport:
     def to_json(self) -> dict:
         out: dict = {"scenario": self.scenario, "seeds": self.seeds, "n_nodes": self.n_nodes, "pods": self.pods,
                      "reference": REFERENCE, "wall_seconds": self.wall_seconds, "policies": {}}
+        if self.migration_floor is not None:
+            out["migration_floor"] = self.migration_floor
         for row in self.rows:
             if row.skipped:
                 out["policies"][row.policy] = {"skipped": row.skipped}
@@ -119,11 +125,14 @@ def run_bench(
                     continue
                 env: SchedulingEnv | None = None
                 try:
-                    policy = builder(row.policy, seed)
-                    if hasattr(policy, "metric_window_seconds"):
-                        # the production default (30 s, settings' rate window) but never shorter than the
-                        # scenario's metric lag; a longer memory is also the stronger heuristic (see baselines)
-                        policy.metric_window_seconds = max(policy.metric_window_seconds, scenario.metric_window_seconds)
+                    if row.policy == CLAIRVOYANT:
+                        from drs_prom.sim.clairvoyant import clairvoyant_run
+
+                        result = clairvoyant_run(scenario, seed)
+                        bar.update(scenario.n_pods)
+                        row.runs.append(result)
+                        continue
+                    policy = fit_to_scenario(builder(row.policy, seed), scenario)
                     # a learned policy sees load on the scales it was trained with; metrics stay on the scenario's
                     env = SchedulingEnv(scenario, seed=seed, norm=_policy_norm(policy))
                     result = env.run(policy, seed=seed, on_step=lambda _info: bar.update(1))
@@ -133,8 +142,28 @@ def run_bench(
                     bar.update(scenario.n_pods - getattr(env, "decisions", 0))
                     continue
                 row.runs.append(result)
-    return BenchReport(scenario.name, list(seeds), scenario.n_nodes, scenario.n_pods, rows,
-                       wall_seconds=time.perf_counter() - t0)
+    report = BenchReport(scenario.name, list(seeds), scenario.n_nodes, scenario.n_pods, rows,
+                         wall_seconds=time.perf_counter() - t0)
+    if CLAIRVOYANT in policies:
+        report.migration_floor = _migration_floor(scenario, seeds)
+    return report
+
+
+def _migration_floor(scenario: Scenario, seeds: Sequence[int]) -> float | None:
+    from drs_prom.sim.clairvoyant import migration_floor
+
+    try:
+        return float(np.mean([migration_floor(scenario, s) for s in seeds]))
+    except DrsError:  # heterogeneous nodes or jittered demand: no floor for this scenario
+        return None
+
+
+def fit_to_scenario(policy: Policy, scenario: Scenario) -> Policy:
+    """Give a policy's recent-bind memory the production default (the settings' 30 s rate window),
+    never shorter than the scenario's metric lag; a longer memory is also the stronger heuristic (see baselines)."""
+    if hasattr(policy, "metric_window_seconds"):
+        policy.metric_window_seconds = max(policy.metric_window_seconds, scenario.metric_window_seconds)
+    return policy
 
 
 def _policy_norm(policy: Policy) -> Normalisation | None:
@@ -179,6 +208,11 @@ def format_table(report: BenchReport) -> str:
     better = ", ".join(f"{t} {d}" for _, t, d in METRICS)
     title = (f"scenario {report.scenario}: {report.n_nodes} nodes, {report.pods} pods x {len(report.seeds)} seeds "
              f"(mean over seeds; (x) = ratio to {REFERENCE}; better: {better})")
+    if report.migration_floor is not None:
+        ref = report.row(REFERENCE)
+        r = report.migration_floor / ref.mean("imbalance") if ref is not None and ref.runs else math.nan
+        out.append(f"migration floor (imbalance if running pods could be re-placed at every instant, "
+                   f"contention-free): {report.migration_floor:.3f} ({r:.2f}x)")
     return "\n".join([title, *out])
 
 
@@ -231,8 +265,8 @@ def parse_policies(text: str | None) -> list[str]:
     names = [p.strip() for p in text.split(",") if p.strip()]
     known = policies_by_name()
     for n in names:
-        if n not in known:
-            raise ConfigError(f"unknown policy {n!r}; known: {', '.join(sorted(known))}")
+        if n not in known and n != CLAIRVOYANT:
+            raise ConfigError(f"unknown policy {n!r}; known: {', '.join(sorted([*known, CLAIRVOYANT]))}")
     if REFERENCE not in names:
         names.insert(0, REFERENCE)  # ratios need the reference
     return names

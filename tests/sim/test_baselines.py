@@ -126,3 +126,19 @@ def test_least_loaded_counts_its_own_placements_the_metrics_do_not_show_yet():
     assert lagging.recent.pending(ctx_at(3.0, shown))[0, 0] == pytest.approx(0.3 * 0.9)
     # a new episode (time restarts) forgets the old placements
     assert lagging.recent.pending(ctx_at(0.0, idle)).sum() == 0.0
+
+
+def test_recent_binds_record_a_bind_the_policy_did_not_choose():
+    from drs_prom.baselines import RecentBinds
+
+    nodes = [NodeInfo(f"n{i}", 4000, 8 * GI) for i in range(3)]
+    pod_load = np.tile([0.2, 0.1, 0, 0, 0, 0], (3, 1)).astype(np.float32)
+    ctx = DecisionContext(pod=PodRequest(name="p"), nodes=nodes, feasible=np.ones(3, bool),
+                          load=np.zeros((3, 6), np.float32), pod_load=pod_load, now=10.0)
+    memory = RecentBinds(20.0)
+    memory.record(ctx, 2)
+    later = DecisionContext(pod=PodRequest(name="q"), nodes=nodes, feasible=np.ones(3, bool),
+                            load=np.zeros((3, 6), np.float32), pod_load=pod_load, now=15.0)
+    pending = memory.pending(later)
+    assert pending[:2].sum() == 0.0
+    assert pending[2] == pytest.approx(pod_load[2] * (1 - 5.0 / 20.0))

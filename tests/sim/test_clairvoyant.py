@@ -1,0 +1,65 @@
+"""The clairvoyant reference and the migration floor: the yardsticks the benchmark puts beside the policies."""
+
+import pytest
+
+from drs_prom.baselines import make_policy
+from drs_prom.errors import ConfigError
+from drs_prom.sim.bench import fit_to_scenario, format_table, parse_policies, run_bench
+from drs_prom.sim.clairvoyant import clairvoyant_run, migration_floor
+from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.scenario import load_scenario
+from tests.sim.helpers import tiny
+
+
+def _run(name, scenario, seed):
+    return SchedulingEnv(scenario, seed=seed).run(fit_to_scenario(make_policy(name, seed), scenario), seed=seed)
+
+
+def test_rollout_is_never_worse_than_its_base_and_places_every_pod():
+    sc = load_scenario("drs-paper").truncated(16)
+    gains = []
+    for seed in (0, 1):
+        base = _run("balanced-load", sc, seed)
+        seer = clairvoyant_run(sc, seed)
+        assert seer.decisions == 16 and seer.policy == "clairvoyant"
+        assert seer.imbalance <= base.imbalance + 1e-12
+        gains.append(base.imbalance - seer.imbalance)
+    assert max(gains) > 0.01  # it finds better schedules, not only the base's
+
+
+def test_floor_of_a_hand_computed_timeline():
+    # two 4-core nodes, two pods (1 core, 64Mi of 1Gi) arriving at 0 s and 10 s, 30 s of work each:
+    # [0,10) and [30,40) one pod runs: std over two nodes = 0.25/2 (cpu) + 0.0625/2 (mem); [10,30) one each: 0
+    sc = tiny(nodes=2, cores=4, pods=2, rate=0.1, work=30.0)
+    one_pod = 0.25 / 2 + 0.0625 / 2
+    assert migration_floor(sc, 0) == pytest.approx(one_pod * 20 / 40)
+    # the floor is reachable here, and the benchmark's recorder measures the same thing
+    assert _run("balanced-load", sc, 0).imbalance == pytest.approx(one_pod * 20 / 40)
+    assert _run("kube-default", sc, 0).imbalance == pytest.approx(one_pod * 20 / 40)
+
+
+def test_floor_is_below_every_policy_without_contention():
+    # drs-paper truncated so that at most a handful run at once: no node is ever overcommitted
+    sc = load_scenario("drs-paper").truncated(6)
+    floor = migration_floor(sc, 0)
+    for name in ("kube-default", "balanced-load", "round-robin", "random"):
+        run = _run(name, sc, 0)
+        assert run.slowdown_mean == pytest.approx(1.0)
+        assert floor <= run.imbalance + 1e-9, name
+
+
+def test_floor_refuses_interchangeability_it_cannot_assume():
+    with pytest.raises(ConfigError, match="demand_jitter"):
+        migration_floor(load_scenario("heterogeneous"), 0)
+
+
+def test_bench_runs_the_clairvoyant_row_and_reports_the_floor():
+    assert parse_policies("clairvoyant") == ["kube-default", "clairvoyant"]
+    sc = load_scenario("drs-paper").truncated(10)
+    report = run_bench(sc, [0], parse_policies("balanced-load,clairvoyant"), progress=False)
+    row = report.row("clairvoyant")
+    assert row is not None and not row.skipped and row.runs[0].decisions == 10
+    assert report.migration_floor == pytest.approx(migration_floor(sc, 0))
+    assert report.to_json()["migration_floor"] == report.migration_floor
+    floor_line = format_table(report).splitlines()[-1]
+    assert floor_line.startswith("migration floor") and f"{report.migration_floor:.3f}" in floor_line
