@@ -29,18 +29,11 @@ class FlatBatch(NamedTuple):
     done: np.ndarray
 
 
-class NodeReplay:
-    """Ring buffer of per-node transitions for the shared-network agent."""
+class _Ring:
+    """Slot bookkeeping shared by both buffers: the oldest transition is overwritten when full."""
 
-    def __init__(self, capacity: int, n_features: int, max_nodes: int, seed: int = 0) -> None:
-        if capacity < 1 or max_nodes < 1:
-            raise ValueError("capacity and max_nodes must be positive")
-        self.capacity, self.max_nodes = capacity, max_nodes
-        self.chosen = np.zeros((capacity, n_features), np.float32)
-        self.reward = np.zeros(capacity, np.float32)
-        self.next_cands = np.zeros((capacity, max_nodes, n_features), np.float32)
-        self.next_mask = np.zeros((capacity, max_nodes), bool)
-        self.done = np.zeros(capacity, np.float32)
+    def __init__(self, capacity: int, seed: int) -> None:
+        self.capacity = capacity
         self.size = 0
         self._pos = 0
         self._rng = np.random.default_rng(seed)
@@ -48,8 +41,32 @@ class NodeReplay:
     def __len__(self) -> int:
         return self.size
 
-    def add(self, chosen: np.ndarray, reward: float, next_cands: np.ndarray | None, next_mask: np.ndarray | None, done: bool) -> None:
+    def _next_slot(self) -> int:
         i = self._pos
+        self._pos = (i + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+        return i
+
+    def _sample_slots(self, batch: int) -> np.ndarray:
+        return self._rng.integers(0, self.size, size=batch)
+
+
+class NodeReplay(_Ring):
+    """Ring buffer of per-node transitions for the shared-network agent."""
+
+    def __init__(self, capacity: int, n_features: int, max_nodes: int, seed: int = 0) -> None:
+        if capacity < 1 or max_nodes < 1:
+            raise ValueError("capacity and max_nodes must be positive")
+        super().__init__(capacity, seed)
+        self.max_nodes = max_nodes
+        self.chosen = np.zeros((capacity, n_features), np.float32)
+        self.reward = np.zeros(capacity, np.float32)
+        self.next_cands = np.zeros((capacity, max_nodes, n_features), np.float32)
+        self.next_mask = np.zeros((capacity, max_nodes), bool)
+        self.done = np.zeros(capacity, np.float32)
+
+    def add(self, chosen: np.ndarray, reward: float, next_cands: np.ndarray | None, next_mask: np.ndarray | None, done: bool) -> None:
+        i = self._next_slot()
         self.chosen[i] = chosen
         self.reward[i] = reward
         self.next_cands[i] = 0.0
@@ -62,40 +79,30 @@ class NodeReplay:
             self.next_mask[i, :n] = next_mask
         # No feasible next action means nothing to bootstrap from: treat as terminal.
         self.done[i] = float(done or not self.next_mask[i].any())
-        self._pos = (i + 1) % self.capacity
-        self.size = min(self.size + 1, self.capacity)
 
     def sample(self, batch: int) -> NodeBatch:
-        idx = self._rng.integers(0, self.size, size=batch)
+        idx = self._sample_slots(batch)
         return NodeBatch(self.chosen[idx], self.reward[idx], self.next_cands[idx], self.next_mask[idx], self.done[idx])
 
 
-class FlatReplay:
+class FlatReplay(_Ring):
     """DRS's buffer: flat states and node-index actions (DRS kept only 100)."""
 
     def __init__(self, capacity: int, state_dim: int, n_actions: int, seed: int = 0) -> None:
-        self.capacity = capacity
+        super().__init__(capacity, seed)
         self.state = np.zeros((capacity, state_dim), np.float32)
         self.action = np.zeros(capacity, np.int32)
         self.reward = np.zeros(capacity, np.float32)
         self.next_state = np.zeros((capacity, state_dim), np.float32)
         self.next_mask = np.ones((capacity, n_actions), bool)
         self.done = np.zeros(capacity, np.float32)
-        self.size = 0
-        self._pos = 0
-        self._rng = np.random.default_rng(seed)
-
-    def __len__(self) -> int:
-        return self.size
 
     def add(self, state: np.ndarray, action: int, reward: float, next_state: np.ndarray | None, done: bool) -> None:
-        i = self._pos
+        i = self._next_slot()
         self.state[i], self.action[i], self.reward[i] = state, action, reward
         self.next_state[i] = 0.0 if next_state is None else next_state
         self.done[i] = float(done or next_state is None)
-        self._pos = (i + 1) % self.capacity
-        self.size = min(self.size + 1, self.capacity)
 
     def sample(self, batch: int) -> FlatBatch:
-        idx = self._rng.integers(0, self.size, size=batch)
+        idx = self._sample_slots(batch)
         return FlatBatch(self.state[idx], self.action[idx], self.reward[idx], self.next_state[idx], self.next_mask[idx], self.done[idx])
