@@ -103,7 +103,12 @@ class Scheduler:
                 self.cfg.retry_period_seconds,
                 on_change=lambda leading: self.metrics.leader.set(1 if leading else 0),
             )
-        self.bound_count = 0
+
+    @property
+    def bound_count(self) -> int:
+        """Pods this replica bound. Read from drs_binds_total, which is thread-safe: bind
+        workers run concurrently and a plain ``+= 1`` on an attribute can lose updates."""
+        return int(self.metrics.registry.get_sample_value("drs_binds_total", {"outcome": binder.BOUND}) or 0)
 
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> "Scheduler":
@@ -214,7 +219,6 @@ class Scheduler:
             outcome, detail = binder.bind(self.core, req.namespace, req.name, req.uid, node)
             self.metrics.binds.labels(outcome).inc()
             if outcome == binder.BOUND:
-                self.bound_count += 1
                 self.metrics.latency.observe(time.monotonic() - item.first_seen)
                 self.queue.done(item, scheduled=True)
                 self._events.submit(binder.emit_event, self.core, pod, "Scheduled",
