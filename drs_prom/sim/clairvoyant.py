@@ -26,10 +26,9 @@ from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext, Policy, choose
 from drs_prom.sim.bench import CLAIRVOYANT, fit_to_scenario
 from drs_prom.sim.cluster import Nodes
-from drs_prom.sim.env import EpisodeResult, SchedulingEnv
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv, scaled_load
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import generate
-from drs_prom.state import scales
 
 
 def _told(policy: Policy, ctx: DecisionContext, node: int) -> Policy:
@@ -55,8 +54,7 @@ def _play_out(env: SchedulingEnv, policy: Policy) -> tuple[float, list[int]]:
         idx = choose(policy, ctx)[0]
         actions.append(idx)
         ctx, _, _ = env.step(idx)
-    rec = env.recorder
-    return rec.imb_dt / rec.total, actions
+    return env.recorder.imbalance, actions
 
 
 def clairvoyant_actions(env: SchedulingEnv, seed: int, base: Policy) -> list[int]:
@@ -163,9 +161,7 @@ def migration_floor(scenario: Scenario, seed: int) -> float:
     cap, norm = nodes.capacity[0], scenario.norm
 
     def to_features(used: np.ndarray) -> np.ndarray:
-        f = np.minimum(used, cap) / scales(norm)
-        f[..., :2] = np.minimum(used[..., :2], cap[:2]) / cap[:2] / scales(norm)[:2]
-        return np.clip(f, 0.0, 1.0) if norm.clip else f
+        return scaled_load(np.minimum(used, cap), cap, norm)  # what the recorder sees: rates capped at capacity
 
     start, finish = wl.arrival, wl.arrival + wl.work
     events = np.unique(np.concatenate([start, finish]))

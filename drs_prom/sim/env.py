@@ -144,13 +144,20 @@ class EpisodeResult:
         }
 
 
+def scaled_load(used: np.ndarray, capacity: np.ndarray, norm: Normalisation) -> np.ndarray:
+    """Absolute load (..., n, 6) on the benchmark's scales: cpu/mem as fractions of capacity, then ``norm``."""
+    raw = np.array(used, dtype=np.float64)
+    raw[..., :2] /= capacity[..., :2]
+    m = raw / scales(norm)
+    return np.clip(m, 0.0, 1.0) if norm.clip else m
+
+
 class _Recorder:
     """Time-weighted imbalance and utilisation over constant-rate segments, plus a sampled series."""
 
     def __init__(self, nodes: Nodes, norm: Normalisation, interval: float) -> None:
         self.cap = nodes.capacity
-        self.scale = scales(norm)
-        self.clip = norm.clip
+        self.norm = norm
         self.interval = interval
         self.next_sample = 0.0
         self.imb_dt = self.util_dt = self.total = 0.0
@@ -158,12 +165,13 @@ class _Recorder:
         self.imb: list[float] = []
         self.util: list[float] = []
 
+    @property
+    def imbalance(self) -> float:
+        """Time-averaged imbalance so far (the benchmark's measure)."""
+        return self.imb_dt / self.total if self.total else 0.0
+
     def __call__(self, t0: float, t1: float, used: np.ndarray) -> None:
-        raw = used.copy()
-        raw[:, :2] /= self.cap[:, :2]
-        m = raw / self.scale
-        if self.clip:
-            m = np.clip(m, 0.0, 1.0)
+        m = scaled_load(used, self.cap, self.norm)
         imb = float(m.std(axis=0).sum())  # state.imbalance without the NaN handling (true load has none)
         util = float(np.mean(used / self.cap))
         dt = t1 - t0
@@ -338,7 +346,7 @@ class SchedulingEnv:
             seed=self.episode_seed,
             n_nodes=self.n_nodes,
             decisions=self.decisions,
-            imbalance=rec.imb_dt / rec.total if rec.total else 0.0,
+            imbalance=rec.imbalance,
             utilisation=rec.util_dt / rec.total if rec.total else 0.0,
             completion_mean=float(np.nanmean(completion)),
             completion_p95=float(np.nanpercentile(completion, 95)),
