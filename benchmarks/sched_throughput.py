@@ -34,8 +34,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.k8s.harness import ControlPlane, free_port  # noqa: E402
-
+from tests.k8s.harness import ControlPlane, free_port
 
 # kube-scheduler's default client rate limit (qps 50, burst 100) would cap it near 75 binds/s;
 # drs-prom's client has none, so lift it for a like-for-like comparison of the schedulers.
@@ -48,10 +47,20 @@ profiles:
 
 def pod(name: str, scheduler: str) -> dict:
     return {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-        "spec": {"schedulerName": scheduler, "terminationGracePeriodSeconds": 0,
-                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                 "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": scheduler,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                }
+            ],
+        },
     }
 
 
@@ -66,10 +75,18 @@ class BindWatcher:
         self._t.start()
 
     def _run(self) -> None:
-        rv = json.loads(self.core.list_namespaced_pod(self.ns, _preload_content=False).data)["metadata"]["resourceVersion"]
+        rv = json.loads(self.core.list_namespaced_pod(self.ns, _preload_content=False).data)["metadata"][
+            "resourceVersion"
+        ]
         while not self._stop.is_set():
-            resp = self.core.list_namespaced_pod(self.ns, watch=True, resource_version=rv, timeout_seconds=5,
-                                                 allow_watch_bookmarks=True, _preload_content=False)
+            resp = self.core.list_namespaced_pod(
+                self.ns,
+                watch=True,
+                resource_version=rv,
+                timeout_seconds=5,
+                allow_watch_bookmarks=True,
+                _preload_content=False,
+            )
             buf = b""
             for chunk in resp.stream(amt=None, decode_content=False):
                 buf += chunk
@@ -115,7 +132,9 @@ def run_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int) -> 
     last = max(watcher.bound.values()) if watcher.bound else float("nan")
     core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
     return {
-        "label": label, "pods": n_pods, "bound": len(watcher.bound),
+        "label": label,
+        "pods": n_pods,
+        "bound": len(watcher.bound),
         "create_rate": n_pods / (t_created - t0),
         "pods_per_s": len(watcher.bound) / (last - t0) if watcher.bound else 0.0,
         "p50_ms": float(np.percentile(lat, 50) * 1000) if len(lat) else float("nan"),
@@ -131,8 +150,12 @@ def drain_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, s
     ns = f"drain-{label}-{int(time.time())}"
     cp.create_namespace(ns)
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda i: core.create_namespaced_pod(ns, pod(f"p{i:05d}", scheduler_name), _preload_content=False),
-                      range(n_pods)))
+        list(
+            pool.map(
+                lambda i: core.create_namespaced_pod(ns, pod(f"p{i:05d}", scheduler_name), _preload_content=False),
+                range(n_pods),
+            )
+        )
     watcher = BindWatcher(core, ns)
     time.sleep(0.5)
     stop = start()
@@ -149,19 +172,39 @@ def drain_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, s
     return {"label": label, "pods": n_pods, "bound": len(times), "drain_pods_per_s": rate}
 
 
-def start_drs(cp: ControlPlane, workdir: Path, model: str | None, name: str = "drs-scheduler") -> tuple[subprocess.Popen, str]:
+def start_drs(
+    cp: ControlPlane, workdir: Path, model: str | None, name: str = "drs-scheduler"
+) -> tuple[subprocess.Popen, str]:
     port = free_port()
     cfg = {
         "prometheus": {"url": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 0.5},  # nothing listens: fallback
-        "scheduler": {"metrics_listen": f"127.0.0.1:{port}", "leader_election": False, "scheduler_name": name,
-                      "journal_path": str(workdir / "journal.sqlite"), "model_path": model or str(workdir / "none.keras")},
+        "scheduler": {
+            "metrics_listen": f"127.0.0.1:{port}",
+            "leader_election": False,
+            "scheduler_name": name,
+            "journal_path": str(workdir / "journal.sqlite"),
+            "model_path": model or str(workdir / "none.keras"),
+        },
     }
     path = workdir / "drs.yaml"
     path.write_text(yaml.safe_dump(cfg))
     log = open(workdir / "drs.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-c", "from drs_prom.cli import main; main()", "run", "--config", str(path),
-                             "--kubeconfig", str(cp.admin_kubeconfig)], stdout=log, stderr=subprocess.STDOUT,
-                            cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from drs_prom.cli import main; main()",
+            "run",
+            "--config",
+            str(path),
+            "--kubeconfig",
+            str(cp.admin_kubeconfig),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=str(REPO),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -239,8 +282,11 @@ def main() -> None:
                 results.append({"nodes": n, **run_once(cp, f"drs-{n}", "drs-scheduler", args.pods)})
                 results.append({"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods)})
                 if args.drain:
+
                     def drs_start():
-                        d, _ = start_drs(cp, Path(tmp), args.model or str(REPO / "models" / "drs-v1.keras"), name="drain-drs")
+                        d, _ = start_drs(
+                            cp, Path(tmp), args.model or str(REPO / "models" / "drs-v1.keras"), name="drain-drs"
+                        )
                         return lambda: (d.terminate(), d.wait(20))
 
                     def kube_start():
@@ -252,20 +298,29 @@ def main() -> None:
                 for name in names:
                     core.delete_node(name)
             with urllib.request.urlopen(drs_url + "/metrics", timeout=5) as r:
-                own = {ln.split()[0]: float(ln.split()[1]) for ln in r.read().decode().splitlines()
-                       if ln and not ln.startswith("#") and len(ln.split()) == 2}
+                own = {
+                    ln.split()[0]: float(ln.split()[1])
+                    for ln in r.read().decode().splitlines()
+                    if ln and not ln.startswith("#") and len(ln.split()) == 2
+                }
             att_n = own.get("drs_scheduling_attempt_seconds_count", 0)
             if att_n:
-                print(f"drs-prom scheduling cycle (filter+score, no bind): mean "
-                      f"{own['drs_scheduling_attempt_seconds_sum'] / att_n * 1000:.2f} ms over {att_n:.0f} attempts")
+                print(
+                    f"drs-prom scheduling cycle (filter+score, no bind): mean "
+                    f"{own['drs_scheduling_attempt_seconds_sum'] / att_n * 1000:.2f} ms over {att_n:.0f} attempts"
+                )
         finally:
             drs.terminate()
             drs.wait(20)
             kube.stop()
-    print(f"\n{'scheduler':<16}{'nodes':>6}{'pods':>6}{'bound':>6}{'create/s':>10}{'pods/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    print(
+        f"\n{'scheduler':<16}{'nodes':>6}{'pods':>6}{'bound':>6}{'create/s':>10}{'pods/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
+    )
     for r in results:
-        print(f"{r['label']:<16}{r['nodes']:>6}{r['pods']:>6}{r['bound']:>6}{r['create_rate']:>10.1f}{r['pods_per_s']:>9.1f}"
-              f"{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}")
+        print(
+            f"{r['label']:<16}{r['nodes']:>6}{r['pods']:>6}{r['bound']:>6}{r['create_rate']:>10.1f}{r['pods_per_s']:>9.1f}"
+            f"{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}"
+        )
     if drains:
         print("\nqueue drain (all pods pending before the scheduler starts; first to last bind):")
         for r in drains:
@@ -273,12 +328,16 @@ def main() -> None:
     by = {(r["label"].split("-")[0], r["nodes"]): r for r in results}
     for n in sorted({r["nodes"] for r in results}):
         d, k = by[("drs", n)], by[("kube", n)]
-        print(f"{n} nodes: drs-prom/kube-scheduler throughput ratio {d['pods_per_s'] / k['pods_per_s']:.2f}, "
-              f"p50 latency ratio {d['p50_ms'] / k['p50_ms']:.2f}")
+        print(
+            f"{n} nodes: drs-prom/kube-scheduler throughput ratio {d['pods_per_s'] / k['pods_per_s']:.2f}, "
+            f"p50 latency ratio {d['p50_ms'] / k['p50_ms']:.2f}"
+        )
     print("\nper-decision cost in-process (filter + state + score), shipped model vs kube-default fallback:")
     for n in sorted({r["nodes"] for r in results}):
         c = decision_cost(n, args.model)
-        print(f"{n:>4} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms, ratio {c['model'] / c['fallback']:.2f}")
+        print(
+            f"{n:>4} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms, ratio {c['model'] / c['fallback']:.2f}"
+        )
 
 
 if __name__ == "__main__":

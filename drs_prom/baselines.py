@@ -43,7 +43,7 @@ usable when it is the only feasible node (Trimaran's behaviour).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -82,7 +82,9 @@ def kube_default_scores(ctx: DecisionContext) -> np.ndarray:
     out = np.zeros(len(ctx.nodes), dtype=np.float64)
     for i, node in enumerate(ctx.nodes):
         rc, rm = node.requested_cpu_m + cpu, node.requested_mem_bytes + mem
-        fit = (least_allocated_score(rc, node.allocatable_cpu_m) + least_allocated_score(rm, node.allocatable_mem_bytes)) // 2
+        fit = (
+            least_allocated_score(rc, node.allocatable_cpu_m) + least_allocated_score(rm, node.allocatable_mem_bytes)
+        ) // 2
         fc = rc / node.allocatable_cpu_m if node.allocatable_cpu_m else 1.0
         fm = rm / node.allocatable_mem_bytes if node.allocatable_mem_bytes else 1.0
         out[i] = fit + balanced_allocation_score([fc, fm])

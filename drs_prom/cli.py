@@ -34,10 +34,18 @@ def main() -> None:
 
 @cli.command("export")
 @click.option("--listen", default="0.0.0.0:9105", show_default=True, help="host:port to serve /metrics on.")
-@click.option("--node-name", envvar="NODE_NAME", default=None, help="nodename label (env NODE_NAME; default: hostname).")
-@click.option("--net-device-exclude", default=None, help="Regex of network devices to leave out (default: loopback/virtual).")
-@click.option("--disk-device-exclude", default=None, help="Regex of block devices to leave out (default: virtual/partitions).")
-def export_cmd(listen: str, node_name: str | None, net_device_exclude: str | None, disk_device_exclude: str | None) -> None:
+@click.option(
+    "--node-name", envvar="NODE_NAME", default=None, help="nodename label (env NODE_NAME; default: hostname)."
+)
+@click.option(
+    "--net-device-exclude", default=None, help="Regex of network devices to leave out (default: loopback/virtual)."
+)
+@click.option(
+    "--disk-device-exclude", default=None, help="Regex of block devices to leave out (default: virtual/partitions)."
+)
+def export_cmd(
+    listen: str, node_name: str | None, net_device_exclude: str | None, disk_device_exclude: str | None
+) -> None:
     """Serve this node's cpu/memory/network/disk counters with node_exporter's metric names."""
     import logging
 
@@ -59,7 +67,14 @@ def export_cmd(listen: str, node_name: str | None, net_device_exclude: str | Non
 @click.option("--max-age", type=float, default=None, help="Seconds after which a node's data is stale.")
 @click.option("--selector", default=None, help='Extra label matchers, e.g. job="node".')
 @click.option("--normalised", is_flag=True, help="Also print the normalised 0..1 matrix the policy reads.")
-def state_cmd(url: str | None, config_path: str | None, window: str | None, max_age: float | None, selector: str | None, normalised: bool) -> None:
+def state_cmd(
+    url: str | None,
+    config_path: str | None,
+    window: str | None,
+    max_age: float | None,
+    selector: str | None,
+    normalised: bool,
+) -> None:
     """Print every node's six features as read from Prometheus now."""
     from drs_prom.config import load_settings
     from drs_prom.prometheus import PrometheusSource
@@ -67,7 +82,12 @@ def state_cmd(url: str | None, config_path: str | None, window: str | None, max_
 
     settings = load_settings(
         config_path,
-        {"prometheus.url": url, "prometheus.window": window, "prometheus.max_sample_age_seconds": max_age, "prometheus.node_selector": selector},
+        {
+            "prometheus.url": url,
+            "prometheus.window": window,
+            "prometheus.max_sample_age_seconds": max_age,
+            "prometheus.node_selector": selector,
+        },
     )
     source = PrometheusSource(settings.prometheus)
     try:
@@ -78,7 +98,9 @@ def state_cmd(url: str | None, config_path: str | None, window: str | None, max_
     if normalised and len(snap.features):
         import pandas as pd
 
-        matrix = pd.DataFrame(node_matrix(snap.features, settings.normalisation), index=snap.features.index, columns=snap.features.columns)
+        matrix = pd.DataFrame(
+            node_matrix(snap.features, settings.normalisation), index=snap.features.index, columns=snap.features.columns
+        )
         click.echo("\nnormalised:\n" + matrix.to_string(float_format=lambda v: f"{v:.3f}", na_rep="-"))
 
 
@@ -117,26 +139,44 @@ def promql_queries(config_path: str | None) -> None:
 
 @cli.command("run")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML.")
-@click.option("--kubeconfig", default=None, envvar="KUBECONFIG", help="Kubeconfig (default: in-cluster, then ~/.kube/config).")
+@click.option(
+    "--kubeconfig", default=None, envvar="KUBECONFIG", help="Kubeconfig (default: in-cluster, then ~/.kube/config)."
+)
 @click.option("--scheduler-name", default=None, help="spec.schedulerName to serve (default: drs-scheduler).")
 @click.option("--prometheus", "url", default=None, help="Prometheus base URL.")
 @click.option("--model", "model_path", default=None, help="Model file (default: the shipped model).")
 @click.option("--metrics-listen", default=None, help="host:port for /metrics, /healthz, /readyz.")
 @click.option("--no-leader-elect", is_flag=True, help="Bind without holding the Lease (one replica only!).")
 @click.option("-v", "--verbose", is_flag=True)
-def run_cmd(config_path: str | None, kubeconfig: str | None, scheduler_name: str | None, url: str | None,
-            model_path: str | None, metrics_listen: str | None, no_leader_elect: bool, verbose: bool) -> None:
+def run_cmd(
+    config_path: str | None,
+    kubeconfig: str | None,
+    scheduler_name: str | None,
+    url: str | None,
+    model_path: str | None,
+    metrics_listen: str | None,
+    no_leader_elect: bool,
+    verbose: bool,
+) -> None:
     """Run the scheduler: watch pods for our schedulerName, choose nodes, bind."""
     import logging
 
     from drs_prom.config import load_settings
     from drs_prom.scheduler.runner import run_scheduler
 
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = load_settings(config_path, {
-        "scheduler.scheduler_name": scheduler_name, "prometheus.url": url, "scheduler.model_path": model_path,
-        "scheduler.metrics_listen": metrics_listen, "scheduler.leader_election": False if no_leader_elect else None,
-    })
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    settings = load_settings(
+        config_path,
+        {
+            "scheduler.scheduler_name": scheduler_name,
+            "prometheus.url": url,
+            "scheduler.model_path": model_path,
+            "scheduler.metrics_listen": metrics_listen,
+            "scheduler.leader_election": False if no_leader_elect else None,
+        },
+    )
     run_scheduler(settings, kubeconfig)
 
 
@@ -147,7 +187,14 @@ def run_cmd(config_path: str | None, kubeconfig: str | None, scheduler_name: str
 @click.option("--no-cache", is_flag=True, help="Do not watch the cluster (only for nodeCacheCapable: false).")
 @click.option("--prometheus", "url", default=None, help="Prometheus base URL.")
 @click.option("--model", "model_path", default=None, help="Model file (default: the shipped model).")
-def extender_cmd(listen: str, config_path: str | None, kubeconfig: str | None, no_cache: bool, url: str | None, model_path: str | None) -> None:
+def extender_cmd(
+    listen: str,
+    config_path: str | None,
+    kubeconfig: str | None,
+    no_cache: bool,
+    url: str | None,
+    model_path: str | None,
+) -> None:
     """Serve kube-scheduler extender verbs (filter, prioritize) with drs-prom's scores."""
     import logging
 
@@ -161,15 +208,41 @@ def extender_cmd(listen: str, config_path: str | None, kubeconfig: str | None, n
 
 @cli.command("bench")
 @click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
-@click.option("--seeds", default=5, show_default=True, type=click.IntRange(1, 1000), help="Seeds 0..N-1 (same arrivals for every policy).")
-@click.option("--policies", default=None, help="Comma-separated (default: all heuristics, drs, drs-original). "
-              "'clairvoyant' adds a rollout that reads the future from the simulator, to show what is reachable (slow: ~15 s a seed).")
-@click.option("--out", "out_dir", default="out/bench", show_default=True, type=click.Path(file_okay=False), help="Directory for JSON + PNG.")
-@click.option("--pods", default=None, type=click.IntRange(1), help="Only the first N arrivals of each episode (quick runs).")
+@click.option(
+    "--seeds",
+    default=5,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Seeds 0..N-1 (same arrivals for every policy).",
+)
+@click.option(
+    "--policies",
+    default=None,
+    help="Comma-separated (default: all heuristics, drs, drs-original). "
+    "'clairvoyant' adds a rollout that reads the future from the simulator, to show what is reachable (slow: ~15 s a seed).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    default="out/bench",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Directory for JSON + PNG.",
+)
+@click.option(
+    "--pods", default=None, type=click.IntRange(1), help="Only the first N arrivals of each episode (quick runs)."
+)
 @click.option("--model", "model_path", default=None, help="Model for the drs policy (default: the shipped one).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def bench_cmd(scenario: str, seeds: int, policies: str | None, out_dir: str, pods: int | None,
-              model_path: str | None, no_progress: bool) -> None:
+def bench_cmd(
+    scenario: str,
+    seeds: int,
+    policies: str | None,
+    out_dir: str,
+    pods: int | None,
+    model_path: str | None,
+    no_progress: bool,
+) -> None:
     """Benchmark schedulers on the simulator: imbalance, utilisation, completion, makespan vs kube-default."""
     from drs_prom.sim.bench import format_table, model_builder, parse_policies, run_bench, write_report
     from drs_prom.sim.scenario import load_scenario
@@ -177,7 +250,9 @@ def bench_cmd(scenario: str, seeds: int, policies: str | None, out_dir: str, pod
     sc = load_scenario(scenario)
     if pods:
         sc = sc.truncated(pods)
-    report = run_bench(sc, list(range(seeds)), parse_policies(policies), model_builder(model_path), progress=not no_progress)
+    report = run_bench(
+        sc, list(range(seeds)), parse_policies(policies), model_builder(model_path), progress=not no_progress
+    )
     json_path, png_path = write_report(report, out_dir)
     click.echo(format_table(report))
     click.echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
@@ -205,8 +280,15 @@ def demo_cmd(seeds: int, out_dir: str, no_progress: bool) -> None:
 @click.option("--store", "store_path", default=None, help="Model store directory (default: retrain.model_store).")
 @click.option("--metrics-listen", default="", help="host:port for /metrics in the long-running mode (empty: none).")
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the result as JSON.")
-def retrain_cmd(config_path: str | None, once: bool, url: str | None, journal_path: str | None, store_path: str | None,
-                metrics_listen: str, as_json: bool) -> None:
+def retrain_cmd(
+    config_path: str | None,
+    once: bool,
+    url: str | None,
+    journal_path: str | None,
+    store_path: str | None,
+    metrics_listen: str,
+    as_json: bool,
+) -> None:
     """Retrain the policy from the journal and Prometheus history; gate and promote it."""
     import json
     import logging
@@ -216,7 +298,9 @@ def retrain_cmd(config_path: str | None, once: bool, url: str | None, journal_pa
 
     from drs_prom.config import load_settings
 
-    settings = load_settings(config_path, {"prometheus.url": url, "scheduler.journal_path": journal_path, "retrain.model_store": store_path})
+    settings = load_settings(
+        config_path, {"prometheus.url": url, "scheduler.journal_path": journal_path, "retrain.model_store": store_path}
+    )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from drs_prom.retrain_job import build_run, make_trigger, run_forever
 
@@ -274,7 +358,9 @@ def model_list(config_path: str | None, store_path: str | None) -> None:
     for v in versions:
         scores = v.meta.get("scores") or {}
         sc = " ".join(f"{b}={s.get('candidate', float('nan')):.4g}" for b, s in scores.items())
-        click.echo(f"{'*' if v.name == current else ' '} {v.name}  {v.status:<9} transitions={v.meta.get('transitions', '-')} {sc}")
+        click.echo(
+            f"{'*' if v.name == current else ' '} {v.name}  {v.status:<9} transitions={v.meta.get('transitions', '-')} {sc}"
+        )
 
 
 @model_group.command("current")
@@ -305,9 +391,20 @@ def model_rollback(version: str | None, config_path: str | None, store_path: str
 @click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
 @click.option("--policy", default="kube-default", show_default=True, help="Policy that places the episode's pods.")
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(min=0.01), help="Simulated seconds per wall second.")
-@click.option("--mode", type=click.Choice(["ports", "paths"]), default="ports", show_default=True,
-              help="One port per node, or one port with /nodes/<name>/metrics.")
+@click.option(
+    "--speed",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0.01),
+    help="Simulated seconds per wall second.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["ports", "paths"]),
+    default="ports",
+    show_default=True,
+    help="One port per node, or one port with /nodes/<name>/metrics.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="First port (0 = any free).")
 def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str, host: str, port: int) -> None:
@@ -316,26 +413,74 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
     from drs_prom.sim.scenario import load_scenario
     from drs_prom.sim.serve import serve_scenario
 
-    serve_scenario(load_scenario(scenario), make_policy(policy, seed), seed=seed, speed=speed, mode=mode,  # type: ignore[arg-type]
-                   host=host, port=port, echo=click.echo)
+    serve_scenario(
+        load_scenario(scenario),
+        make_policy(policy, seed),
+        seed=seed,
+        speed=speed,
+        mode=mode,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        echo=click.echo,
+    )
 
 
 # -- training the DQN agents (issue 4) ----------------------------------------------------
 
 
 @cli.command("train")
-@click.option("--scenario", default="drs-paper", show_default=True, help="Simulator scenario to train on (name or YAML path).")
-@click.option("--episodes", default=60, show_default=True, type=click.IntRange(1, 100_000), help="Episodes (one workload of the scenario each).")
-@click.option("--out", "out_path", default="models/drs-v1.keras", show_default=True, help="Model path (.keras; .json and .png written beside it).")
+@click.option(
+    "--scenario", default="drs-paper", show_default=True, help="Simulator scenario to train on (name or YAML path)."
+)
+@click.option(
+    "--episodes",
+    default=60,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Episodes (one workload of the scenario each).",
+)
+@click.option(
+    "--out",
+    "out_path",
+    default="models/drs-v1.keras",
+    show_default=True,
+    help="Model path (.keras; .json and .png written beside it).",
+)
 @click.option("--policy", type=click.Choice(["drs", "drs-original"]), default="drs", show_default=True)
-@click.option("--seed", default=0, show_default=True, type=int, help="Seeds weights, exploration and the training workloads.")
-@click.option("--imitate", default=None, help="drs: warm-start from this heuristic before RL (default balanced-load; 'none' for pure RL).")
-@click.option("--drs-scales", is_flag=True, help="drs-original: train on DRS's own 0..100 scales (Normalisation.drs_paper()).")
-@click.option("--bench-seeds", default=5, show_default=True, type=click.IntRange(0, 100), help="Benchmark seeds recorded in the JSON (0: none).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML (reward weights).")
+@click.option(
+    "--seed", default=0, show_default=True, type=int, help="Seeds weights, exploration and the training workloads."
+)
+@click.option(
+    "--imitate",
+    default=None,
+    help="drs: warm-start from this heuristic before RL (default balanced-load; 'none' for pure RL).",
+)
+@click.option(
+    "--drs-scales", is_flag=True, help="drs-original: train on DRS's own 0..100 scales (Normalisation.drs_paper())."
+)
+@click.option(
+    "--bench-seeds",
+    default=5,
+    show_default=True,
+    type=click.IntRange(0, 100),
+    help="Benchmark seeds recorded in the JSON (0: none).",
+)
+@click.option(
+    "--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML (reward weights)."
+)
 @click.option("--no-progress", is_flag=True)
-def train_cmd(scenario: str, episodes: int, out_path: str, policy: str, seed: int, imitate: str | None, drs_scales: bool,
-              bench_seeds: int, config_path: str | None, no_progress: bool) -> None:
+def train_cmd(
+    scenario: str,
+    episodes: int,
+    out_path: str,
+    policy: str,
+    seed: int,
+    imitate: str | None,
+    drs_scales: bool,
+    bench_seeds: int,
+    config_path: str | None,
+    no_progress: bool,
+) -> None:
     """Train drs (or DRS's original DQN) on the simulator; writes .keras + .json + learning-curve .png."""
     import shlex
 
@@ -354,4 +499,12 @@ def train_cmd(scenario: str, episodes: int, out_path: str, policy: str, seed: in
     extra = {"imitate": imitate, "eps_start": 0.3} if imitate else {}
     cfg = TrainConfig(policy=policy, episodes=episodes, seed=seed, scenario=scenario, reward=settings.reward, **extra)  # type: ignore[arg-type]
     command = "drs-prom train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-    run(cfg, out_path, drs_scales=drs_scales, bench_seeds=bench_seeds, progress=not no_progress, command=command, echo=click.echo)
+    run(
+        cfg,
+        out_path,
+        drs_scales=drs_scales,
+        bench_seeds=bench_seeds,
+        progress=not no_progress,
+        command=command,
+        echo=click.echo,
+    )

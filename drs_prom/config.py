@@ -31,10 +31,14 @@ def duration_seconds(text: str) -> float:
 
 class PrometheusSettings(_Section):
     url: str = Field("http://127.0.0.1:9090", description="Base URL of the Prometheus HTTP API.")
-    timeout_seconds: float = Field(5.0, gt=0, description="Per-request timeout; a slow Prometheus must not stall binding.")
+    timeout_seconds: float = Field(
+        5.0, gt=0, description="Per-request timeout; a slow Prometheus must not stall binding."
+    )
     window: str = Field("30s", description="Range for rate() windows; at least 4x the scrape interval.")
-    max_sample_age_seconds: float = Field(60.0, gt=0, description="A node whose newest sample is older than this is stale.")
-    node_selector: str = Field("", description="Extra PromQL label matchers for node series, e.g. job=\"node\".")
+    max_sample_age_seconds: float = Field(
+        60.0, gt=0, description="A node whose newest sample is older than this is stale."
+    )
+    node_selector: str = Field("", description='Extra PromQL label matchers for node series, e.g. job="node".')
     device_exclude: str = Field(
         "^(lo|veth.*|docker.*|cni.*|flannel.*|cali.*|cilium.*|lxc.*|virbr.*|br-.*|tunl.*|vxlan.*|genev.*|ifb.*|kube-ipvs.*)$",
         description="Network devices left out of node traffic, like node_exporter's device-exclude flag.",
@@ -82,7 +86,7 @@ class Normalisation(_Section):
     clip: bool = Field(True, description="Cap every feature at 1.0 as DRS did.")
 
     @classmethod
-    def drs_paper(cls) -> "Normalisation":
+    def drs_paper(cls) -> Normalisation:
         """The scales of the DRS prototype, for reproducing its numbers."""
         return cls(
             cpu_full=0.25,
@@ -119,32 +123,56 @@ class RetrainSettings(_Section):
     cron: str = Field("", description="Crontab expression (5 fields) instead of an interval.")
     model_store: str = Field("models/store", description="Directory of versioned models and the 'current' pointer.")
     keep_versions: int = Field(5, ge=1, description="Versions kept for rollback.")
-    gate_margin: float = Field(0.02, ge=0, description="A candidate may be at most this much worse (relative) and still be promoted.")
+    gate_margin: float = Field(
+        0.02, ge=0, description="A candidate may be at most this much worse (relative) and still be promoted."
+    )
     epochs: int = Field(20, ge=1)
     sim_replay_episodes: int = Field(0, ge=0, description="Simulator episodes mixed into each retrain.")
-    misfire_grace_seconds: float = Field(300.0, gt=0, description="A run that could not start on time may still start this late; later ones are dropped.")
-    lookback_seconds: float = Field(7 * 86400.0, gt=0, description="How far back the first run reads the journal (later runs start at the saved cursor).")
+    misfire_grace_seconds: float = Field(
+        300.0, gt=0, description="A run that could not start on time may still start this late; later ones are dropped."
+    )
+    lookback_seconds: float = Field(
+        7 * 86400.0,
+        gt=0,
+        description="How far back the first run reads the journal (later runs start at the saved cursor).",
+    )
     max_decisions: int = Field(50000, ge=1, description="Decisions read per run; the rest wait for the next run.")
-    min_transitions: int = Field(64, ge=1, description="Fewer usable transitions than this: no training, the cursor stays.")
-    holdout_fraction: float = Field(0.2, gt=0, lt=1, description="Newest share of the transitions kept out of training to gate the candidate.")
+    min_transitions: int = Field(
+        64, ge=1, description="Fewer usable transitions than this: no training, the cursor stays."
+    )
+    holdout_fraction: float = Field(
+        0.2, gt=0, lt=1, description="Newest share of the transitions kept out of training to gate the candidate."
+    )
     query_step_seconds: float = Field(5.0, gt=0, description="query_range resolution; at most the scrape interval.")
     batch_size: int = Field(64, ge=1)
-    sim_benchmark_pods: int = Field(200, ge=0, description="Pods in the seeded simulator run of the gate; 0 gates on held-out data only.")
-    sim_scenario: str = Field("drs-paper", description="Scenario of the gate's benchmark run and of the replay episodes.")
+    sim_benchmark_pods: int = Field(
+        200, ge=0, description="Pods in the seeded simulator run of the gate; 0 gates on held-out data only."
+    )
+    sim_scenario: str = Field(
+        "drs-paper", description="Scenario of the gate's benchmark run and of the replay episodes."
+    )
     seed: int = Field(0, description="Seed of training and of the gate's simulator run.")
 
 
 class RewardSettings(_Section):
     """How a placement is rewarded (drs_prom.reward); DRS used only the imbalance term."""
 
-    imbalance_weight: float = Field(1.0, ge=0, description="Weight of DRS's term: the sum over features of the std across nodes.")
+    imbalance_weight: float = Field(
+        1.0, ge=0, description="Weight of DRS's term: the sum over features of the std across nodes."
+    )
     imbalance_mode: str = Field(
         "delta",
         pattern="^(delta|absolute)$",
         description="delta: imbalance before minus after (same per-step optimum, lower variance); absolute: -(after) as DRS.",
     )
-    utilisation_weight: float = Field(0.1, ge=0, description="Weight of mean cluster utilisation after the action (work done, not delayed).")
-    slowdown_weight: float = Field(0.5, ge=0, description="Weight of the running pods' mean slowdown above 1 (contention stretches completion time).")
+    utilisation_weight: float = Field(
+        0.1, ge=0, description="Weight of mean cluster utilisation after the action (work done, not delayed)."
+    )
+    slowdown_weight: float = Field(
+        0.5,
+        ge=0,
+        description="Weight of the running pods' mean slowdown above 1 (contention stretches completion time).",
+    )
 
 
 class Settings(_Section):
@@ -177,7 +205,7 @@ def load_settings(path: str | Path | None = None, overrides: dict[str, Any] | No
     flat: dict[str, Any] = {}
     for key, value in os.environ.items():
         if key.startswith(ENV_PREFIX):
-            section, _, field = key[len(ENV_PREFIX):].lower().partition("_")
+            section, _, field = key[len(ENV_PREFIX) :].lower().partition("_")
             if field and section in Settings.model_fields:
                 flat[f"{section}.{field}"] = value
     flat.update(overrides or {})

@@ -16,9 +16,10 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from drs_prom.types import NodeInfo
 
@@ -35,7 +36,14 @@ _ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
 }
 
 # NodeInfo fields journalled per candidate (schema >= 2).
-NODE_KEYS = ("allocatable_cpu_m", "allocatable_mem_bytes", "allocatable_pods", "requested_cpu_m", "requested_mem_bytes", "pod_count")
+NODE_KEYS = (
+    "allocatable_cpu_m",
+    "allocatable_mem_bytes",
+    "allocatable_pods",
+    "requested_cpu_m",
+    "requested_mem_bytes",
+    "pod_count",
+)
 
 # Every schema up to JOURNAL_SCHEMA is read back as a Decision (missing columns are None).
 _READABLE = frozenset(range(1, JOURNAL_SCHEMA + 1))
@@ -60,9 +68,7 @@ CREATE TABLE IF NOT EXISTS decisions (
     outcome TEXT NOT NULL DEFAULT 'bound'  -- bound | conflict | gone | failed
 {added});
 CREATE INDEX IF NOT EXISTS decisions_ts ON decisions(ts);
-""".replace(
-    "{added}", "".join(f"    , {name} {kind}\n" for cols in _ADDED_COLUMNS.values() for name, kind in cols)
-)
+""".replace("{added}", "".join(f"    , {name} {kind}\n" for cols in _ADDED_COLUMNS.values() for name, kind in cols))
 
 
 def node_entries(nodes: Sequence[NodeInfo]) -> list[dict[str, int]]:
@@ -136,7 +142,9 @@ class Journal:
 
     def since(self, ts: float = 0.0, until: float | None = None) -> Iterator[Decision | dict]:
         """Decisions with ``ts`` in [ts, until); rows of an unknown schema come back as raw dicts."""
-        query = "SELECT * FROM decisions WHERE ts >= ?" + (" AND ts < ?" if until is not None else "") + " ORDER BY ts, id"
+        query = (
+            "SELECT * FROM decisions WHERE ts >= ?" + (" AND ts < ?" if until is not None else "") + " ORDER BY ts, id"
+        )
         args: tuple = (ts,) if until is None else (ts, until)
         with self._lock:
             cur = self._db.execute(query, args)

@@ -23,9 +23,10 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from drs_prom.errors import ModelError
 
@@ -142,7 +143,9 @@ class ModelStore:
             self.root.mkdir(parents=True, exist_ok=True)
             _atomic_write_text(self.pointer, version + "\n")
             with open(self.log_path, "a") as fh:
-                fh.write(json.dumps({"ts": time.time(), "action": reason, "version": version, "previous": previous}) + "\n")
+                fh.write(
+                    json.dumps({"ts": time.time(), "action": reason, "version": version, "previous": previous}) + "\n"
+                )
         if reason == "promote":
             self.set_status(version, "promoted", promoted_at=time.time())
         log.info("model store %s: %s %s (was %s)", self.root, reason, version, previous)
@@ -229,7 +232,11 @@ class ModelStore:
         for entry in self.versions_dir.iterdir():
             if entry.is_dir() and _VERSION_RE.match(entry.name):
                 meta = self._read_meta(entry / VERSION_META)
-                out.append(VersionInfo(entry.name, entry, float(meta.get("created", 0.0)), str(meta.get("status", "candidate")), meta))
+                out.append(
+                    VersionInfo(
+                        entry.name, entry, float(meta.get("created", 0.0)), str(meta.get("status", "candidate")), meta
+                    )
+                )
         return out
 
     @staticmethod

@@ -6,8 +6,9 @@ The simulator, the benchmark, the live scheduler and the extender all call
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 

@@ -13,8 +13,8 @@ import json
 import math
 import re
 import time
-from datetime import datetime, timezone
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 
 import pandas as pd
 import requests
@@ -27,7 +27,15 @@ from drs_prom import promql
 from drs_prom.config import PrometheusSettings, duration_seconds
 from drs_prom.errors import MetricsError
 from drs_prom.features import FEATURES
-from drs_prom.state import NodeSnapshot, ResultError, build_snapshot, features_frame, history_frame, matrix_frame, vector_series
+from drs_prom.state import (
+    NodeSnapshot,
+    ResultError,
+    build_snapshot,
+    features_frame,
+    history_frame,
+    matrix_frame,
+    vector_series,
+)
 
 MAX_POINTS = 11000
 """Prometheus refuses range queries with more points per series than this."""
@@ -36,7 +44,7 @@ MAX_POINTS = 11000
 def _server_error(exc: PrometheusApiClientException) -> str:
     """The status code and Prometheus' own error text out of the client's message."""
     text = str(exc)
-    found = re.match(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)$", text, re.S)
+    found = re.match(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)$", text, re.DOTALL)
     if not found:
         return text[:200].replace("\n", " ")
     detail = ""
@@ -76,10 +84,12 @@ class PrometheusSource:
         lookback = f"{max(300, int(4 * max_age))}s"
         self.freshness_query = promql.last_seen(self.settings.node_selector, lookback, step)
         # No client-side retries: a slow or dead Prometheus must fail within one timeout.
-        self._client = PrometheusConnect(url=self.url, retry=Retry(total=0, raise_on_status=False), timeout=self.settings.timeout_seconds)
+        self._client = PrometheusConnect(
+            url=self.url, retry=Retry(total=0, raise_on_status=False), timeout=self.settings.timeout_seconds
+        )
 
     @classmethod
-    def from_url(cls, url: str, **settings: object) -> "PrometheusSource":
+    def from_url(cls, url: str, **settings: object) -> PrometheusSource:
         """Shortcut: ``PrometheusSource.from_url("http://127.0.0.1:9090", window="5s")``."""
         return cls(PrometheusSettings(url=url, **settings))  # type: ignore[arg-type]
 
@@ -93,18 +103,24 @@ class PrometheusSource:
         try:
             return fetch()
         except requests.exceptions.Timeout:
-            raise MetricsError(f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}") from None
+            raise MetricsError(
+                f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}"
+            ) from None
         except requests.exceptions.ConnectionError as exc:
             # With retries off, urllib3 wraps a read timeout in MaxRetryError -> ConnectionError.
             if isinstance(getattr(exc.args[0] if exc.args else None, "reason", None), ReadTimeoutError):
-                raise MetricsError(f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}") from None
+                raise MetricsError(
+                    f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}"
+                ) from None
             found = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc))
             reason = found.group(1).strip() if found else "connection failed"
             raise MetricsError(f"{where} is unreachable ({reason[:120]}) for query: {query}") from None
         except PrometheusApiClientException as exc:
             raise MetricsError(f"{where} answered {_server_error(exc)} for query: {query}") from None
         except (ValueError, KeyError, TypeError) as exc:  # a body that is not Prometheus' JSON
-            raise MetricsError(f"{where} returned a malformed response ({type(exc).__name__}) for query: {query}") from None
+            raise MetricsError(
+                f"{where} returned a malformed response ({type(exc).__name__}) for query: {query}"
+            ) from None
         except requests.exceptions.RequestException as exc:
             raise MetricsError(f"{where} request failed ({type(exc).__name__}) for query: {query}") from None
 
@@ -139,10 +155,15 @@ class PrometheusSource:
         if end < start:
             raise MetricsError(f"history range ends before it starts ({start} > {end})")
         if (end - start).total_seconds() / step > MAX_POINTS:
-            raise MetricsError(f"history range {start}..{end} at step {step:g}s exceeds {MAX_POINTS} points; use a larger step")
+            raise MetricsError(
+                f"history range {start}..{end} at step {step:g}s exceeds {MAX_POINTS} points; use a larger step"
+            )
         params = {"timeout": f"{self.settings.timeout_seconds:g}s"}
         result = self._call(
-            query, lambda: self._client.custom_query_range(query, start_time=start, end_time=end, step=f"{step:g}", params=params)
+            query,
+            lambda: self._client.custom_query_range(
+                query, start_time=start, end_time=end, step=f"{step:g}", params=params
+            ),
         )
         try:
             return matrix_frame(result)  # type: ignore[arg-type]
@@ -157,7 +178,9 @@ class PrometheusSource:
         per_feature = {f: self.query(self.queries[f], at=now) for f in FEATURES}
         last_seen = self.query(self.freshness_query, at=now)
         expected = list(self.expected_nodes()) if self.expected_nodes else []
-        return build_snapshot(features_frame(per_feature), last_seen, now, self.settings.max_sample_age_seconds, expected)
+        return build_snapshot(
+            features_frame(per_feature), last_seen, now, self.settings.max_sample_age_seconds, expected
+        )
 
     def history(self, start: datetime | float, end: datetime | float, step: float | str = 15.0) -> pd.DataFrame:
         """Features over [start, end] every ``step`` (seconds or a duration like "15s").
@@ -176,7 +199,10 @@ class PrometheusSource:
         now = self.clock()
         sel = self.settings.node_selector
         frame = pd.DataFrame(
-            {"cpu_cores": self.query(promql.cpu_cores(sel), at=now), "mem_bytes": self.query(promql.mem_total(sel), at=now)}
+            {
+                "cpu_cores": self.query(promql.cpu_cores(sel), at=now),
+                "mem_bytes": self.query(promql.mem_total(sel), at=now),
+            }
         )
         frame.index.name = "node"
         return frame.sort_index()
@@ -184,5 +210,5 @@ class PrometheusSource:
 
 def _as_datetime(t: datetime | float) -> datetime:
     if isinstance(t, datetime):
-        return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-    return datetime.fromtimestamp(float(t), tz=timezone.utc)
+        return t if t.tzinfo else t.replace(tzinfo=UTC)
+    return datetime.fromtimestamp(float(t), tz=UTC)

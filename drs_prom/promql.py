@@ -274,7 +274,14 @@ def dashboard(p: RuleParams = RuleParams()) -> dict[str, Any]:
         )
 
     for i, f in enumerate(FEATURES):
-        panel(_TITLES[f], f"{names[f]}{{{node}}}", "{{nodename}}", _FEATURE_UNITS.get(f, "Bps"), 12 * (i % 2), 8 * (i // 2))
+        panel(
+            _TITLES[f],
+            f"{names[f]}{{{node}}}",
+            "{{nodename}}",
+            _FEATURE_UNITS.get(f, "Bps"),
+            12 * (i % 2),
+            8 * (i // 2),
+        )
     panel("Newest sample age", f"time() - {LAST_SEEN_RULE}{{{node}}}", "{{nodename}}", "s", 0, 24)
     panel("Exporter targets up", up(p.job), "{{instance}}", "none", 12, 24, "stat")
     return {
@@ -343,7 +350,7 @@ def owner_usage_queries(namespace: str, pod_regex: str, window: str) -> dict[str
     exclude the pause container; network series are pod-level in cAdvisor.
     """
     pod = f"namespace={quote(namespace)},pod=~{quote(pod_regex)}"
-    ctr = f"{pod},container!=\"\",container!=\"POD\""
+    ctr = f'{pod},container!="",container!="POD"'
 
     def per_pod(expr: str) -> str:
         return f"avg(sum by(pod) ({expr}))"

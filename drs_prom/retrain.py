@@ -24,8 +24,10 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence
+from datetime import UTC
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -111,7 +113,10 @@ def _nodes_ok(nodes: Any, n: int) -> bool:
     return (
         isinstance(nodes, list)
         and len(nodes) == n
-        and all(isinstance(e, dict) and all(isinstance(e.get(k), int) and not isinstance(e.get(k), bool) for k in NODE_KEYS) for e in nodes)
+        and all(
+            isinstance(e, dict) and all(isinstance(e.get(k), int) and not isinstance(e.get(k), bool) for k in NODE_KEYS)
+            for e in nodes
+        )
     )
 
 
@@ -206,7 +211,13 @@ def decision_nodes(d: Decision, history: NodeHistory) -> list[NodeInfo]:
     out = []
     for n in d.candidates:
         c, m = history.cores.get(n, float("nan")), history.mem_bytes.get(n, float("nan"))
-        out.append(NodeInfo(name=n, allocatable_cpu_m=int(c * 1000) if np.isfinite(c) else 0, allocatable_mem_bytes=int(m) if np.isfinite(m) else 0))
+        out.append(
+            NodeInfo(
+                name=n,
+                allocatable_cpu_m=int(c * 1000) if np.isfinite(c) else 0,
+                allocatable_mem_bytes=int(m) if np.isfinite(m) else 0,
+            )
+        )
     return out
 
 
@@ -225,7 +236,9 @@ def _context(d: Decision, raw: np.ndarray, history: NodeHistory, settings: Setti
         mem_bytes=int(d.pod_mem_bytes or 0),
         demand=tuple(d.pod_features),  # type: ignore[arg-type]
     )
-    return DecisionContext(pod=pod, nodes=nodes, feasible=np.asarray(d.feasible, bool), load=load, pod_load=pod_load, now=d.ts)
+    return DecisionContext(
+        pod=pod, nodes=nodes, feasible=np.asarray(d.feasible, bool), load=load, pod_load=pod_load, now=d.ts
+    )
 
 
 def transition_reward(before: np.ndarray, after: np.ndarray, settings: Settings) -> float:
@@ -280,7 +293,10 @@ def rebuild_transitions(
         if why is not None:
             skipped[why] += 1
             continue
-        if not all(np.isfinite(history.cores.get(n, np.nan)) and np.isfinite(history.mem_bytes.get(n, np.nan)) for n in d.candidates):
+        if not all(
+            np.isfinite(history.cores.get(n, np.nan)) and np.isfinite(history.mem_bytes.get(n, np.nan))
+            for n in d.candidates
+        ):
             skipped["no_capacity"] += 1
             continue
         ctx = _context(d, np.asarray(before), history, settings)
@@ -343,22 +359,39 @@ def gate(scores: Mapping[str, Mapping[str, float]], margin: float) -> GateVerdic
 class RetrainMetrics:
     """The job's Prometheus metrics; one instance per registry."""
 
-    _by_registry: dict[int, "RetrainMetrics"] = {}
+    _by_registry: dict[int, RetrainMetrics] = {}
 
     def __init__(self, registry: Any) -> None:
-        from prometheus_client import Counter as C, Gauge as G
+        from prometheus_client import Counter as C
+        from prometheus_client import Gauge as G
 
         self.runs = C("drs_retrain_runs", "Retraining runs by outcome.", ["result"], registry=registry)
-        self.last_success = G("drs_retrain_last_success_timestamp_seconds", "End of the last run that trained a candidate.", registry=registry)
-        self.transitions = G("drs_retrain_transitions_used", "Transitions rebuilt and used by the last run.", registry=registry)
-        self.skipped = C("drs_retrain_decisions_skipped", "Journal rows left out of retraining, by reason.", ["reason"], registry=registry)
+        self.last_success = G(
+            "drs_retrain_last_success_timestamp_seconds",
+            "End of the last run that trained a candidate.",
+            registry=registry,
+        )
+        self.transitions = G(
+            "drs_retrain_transitions_used", "Transitions rebuilt and used by the last run.", registry=registry
+        )
+        self.skipped = C(
+            "drs_retrain_decisions_skipped",
+            "Journal rows left out of retraining, by reason.",
+            ["reason"],
+            registry=registry,
+        )
         self.approximated = C(
             "drs_retrain_transitions_approximated",
             "Transitions used with part of their input approximated, by reason (no_node_info: journal schema 1, zero requests).",
             ["reason"],
             registry=registry,
         )
-        self.eval = G("drs_retrain_eval_score", "Gate scores of the last run (higher is better).", ["benchmark", "model"], registry=registry)
+        self.eval = G(
+            "drs_retrain_eval_score",
+            "Gate scores of the last run (higher is better).",
+            ["benchmark", "model"],
+            registry=registry,
+        )
         self.duration = G("drs_retrain_last_duration_seconds", "Wall time of the last run.", registry=registry)
         self.current = G("drs_retrain_current_version", "Number of the promoted model version.", registry=registry)
         for r in ("promoted", "rejected", "insufficient_data", "error"):
@@ -366,7 +399,7 @@ class RetrainMetrics:
         self.approximated.labels("no_node_info")
 
     @classmethod
-    def get(cls, registry: Any = None) -> "RetrainMetrics":
+    def get(cls, registry: Any = None) -> RetrainMetrics:
         if registry is None:
             from prometheus_client import REGISTRY
 
@@ -472,9 +505,9 @@ def fetch_history(source: Any, start: float, end: float, step: float, max_points
     sel = getattr(getattr(source, "settings", None), "node_selector", "")
     capacity: dict[str, tuple[float, float]] = {}
     if hasattr(source, "query_range"):
-        from datetime import datetime, timezone
+        from datetime import datetime
 
-        s, e = (datetime.fromtimestamp(x, tz=timezone.utc) for x in (start, end))
+        s, e = (datetime.fromtimestamp(x, tz=UTC) for x in (start, end))
         cores = source.query_range(promql.cpu_cores(sel), s, e, cap_step)
         mem = source.query_range(promql.mem_total(sel), s, e, cap_step)
         for node in set(cores.columns) & set(mem.columns):
@@ -521,7 +554,9 @@ def _node_batch(trans: Sequence[Transition], max_nodes: int, window_seconds: flo
     return chosen, reward, nxt, mask, done
 
 
-def td_score(layers: Sequence[tuple[np.ndarray, np.ndarray, str]], batch: tuple[np.ndarray, ...], gamma: float) -> float:
+def td_score(
+    layers: Sequence[tuple[np.ndarray, np.ndarray, str]], batch: tuple[np.ndarray, ...], gamma: float
+) -> float:
     """Minus the mean Huber TD error of one model on held-out transitions (higher is better).
 
     The model bootstraps from itself: a model whose Q values are consistent with the
@@ -549,7 +584,11 @@ def sim_score(layers: Sequence[tuple[np.ndarray, np.ndarray, str]], settings: Se
 
     env = SchedulingEnv(scenario, seed=settings.retrain.seed, norm=settings.normalisation)
     rewards: list[float] = []
-    env.run(NodeAgentPolicy(layers), seed=settings.retrain.seed, on_step=lambda info: rewards.append(step_reward(info, "drs", settings.reward)))
+    env.run(
+        NodeAgentPolicy(layers),
+        seed=settings.retrain.seed,
+        on_step=lambda info: rewards.append(step_reward(info, "drs", settings.reward)),
+    )
     return float(np.mean(rewards)) if rewards else float("nan")
 
 
@@ -585,7 +624,9 @@ def _sim_replay(agent: Any, settings: Settings, scenario: Any, replay: Any, epis
             nxt, info, done = env.step(a)
             nc = None if done or nxt is None else candidate_matrix(nxt, recent.pending(nxt))
             if len(cands) <= replay.max_nodes and (nc is None or len(nc) <= replay.max_nodes):
-                replay.add(cands[a], step_reward(info, "drs", settings.reward), nc, None if nc is None else nxt.feasible, done)
+                replay.add(
+                    cands[a], step_reward(info, "drs", settings.reward), nc, None if nc is None else nxt.feasible, done
+                )
                 added += 1
             ctx = nxt
     return added
@@ -634,11 +675,19 @@ def train_candidate(
         from drs_prom.sim.cluster import Nodes
 
         max_nodes = max(max_nodes, len(Nodes.from_scenario(scenario)))
-    cap = len(train) + (rs.sim_replay_episodes * max(scenario.n_pods, 1) if rs.sim_replay_episodes and scenario is not None else 0)
+    cap = len(train) + (
+        rs.sim_replay_episodes * max(scenario.n_pods, 1) if rs.sim_replay_episodes and scenario is not None else 0
+    )
     replay = NodeReplay(cap, N_CANDIDATE, max_nodes, seed=rs.seed)
     chosen, reward, nxt, mask, done = _node_batch(train, max_nodes, settings.prometheus.window_seconds)
     n = len(train)
-    replay.chosen[:n], replay.reward[:n], replay.next_cands[:n], replay.next_mask[:n], replay.done[:n] = chosen, reward, nxt, mask, done
+    replay.chosen[:n], replay.reward[:n], replay.next_cands[:n], replay.next_mask[:n], replay.done[:n] = (
+        chosen,
+        reward,
+        nxt,
+        mask,
+        done,
+    )
     replay.size, replay._pos = n, n % cap
     if rs.sim_replay_episodes and scenario is not None:
         sim_n = _sim_replay(agent, settings, scenario, replay, rs.sim_replay_episodes)
@@ -719,7 +768,9 @@ def run_once(
     return res
 
 
-def _run(settings: Settings, source: Any, journal: Journal, store: ModelStore, now: float, scenario: Any) -> RetrainResult:
+def _run(
+    settings: Settings, source: Any, journal: Journal, store: ModelStore, now: float, scenario: Any
+) -> RetrainResult:
     from drs_prom.agent.persistence import base_metadata, save_model
     from drs_prom.model_store import MODEL_FILE
 
@@ -744,7 +795,9 @@ def _run(settings: Settings, source: Any, journal: Journal, store: ModelStore, n
 
     t = time.perf_counter()
     step = rs.query_step_seconds
-    history = fetch_history(source, decisions[0].ts - max_age - step, min(now, decisions[-1].ts + delay + max_age + step), step)
+    history = fetch_history(
+        source, decisions[0].ts - max_age - step, min(now, decisions[-1].ts + delay + max_age + step), step
+    )
     secs["query"] = time.perf_counter() - t
     t = time.perf_counter()
     trans, more, settled = rebuild_transitions(decisions, history, settings)
@@ -809,7 +862,10 @@ def _run(settings: Settings, source: Any, journal: Journal, store: ModelStore, n
     meta["gate"] = {"scores": scores, "margin": rs.gate_margin, "promote": verdict.promote, "reason": verdict.reason}
     if note:
         meta["gate"]["current_note"] = note
-    info = store.add(lambda d: (save_model(trained.model, meta, d / MODEL_FILE), None)[1], {"scores": scores, "transitions": len(train)})
+    info = store.add(
+        lambda d: (save_model(trained.model, meta, d / MODEL_FILE), None)[1],
+        {"scores": scores, "transitions": len(train)},
+    )
     res.version = info.name
     if verdict.promote:
         store.promote(info.name)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC
+from typing import Any
 
 from drs_prom.config import Settings
 
@@ -46,7 +48,9 @@ class RetrainJob:
 
     JOB_ID = "drs-retrain"
 
-    def __init__(self, settings: Settings, run: Callable[[], Any], *, registry: Any = None, trigger: Any = None) -> None:
+    def __init__(
+        self, settings: Settings, run: Callable[[], Any], *, registry: Any = None, trigger: Any = None
+    ) -> None:
         self.settings = settings
         self.run = run
         self.registry = registry
@@ -73,10 +77,12 @@ class RetrainJob:
             with self._lock:
                 self.completed += 1
             return result
-        except BaseException as exc:  # noqa: BLE001 - the job must never take the process down
+        except BaseException as exc:
             with self._lock:
                 self.failed += 1
-            log.error("retraining run failed: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            log.error(
+                "retraining run failed: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG)
+            )
             try:
                 from drs_prom.retrain import RetrainMetrics
 
@@ -88,7 +94,7 @@ class RetrainJob:
             with self._lock:
                 self.running -= 1
 
-    def start(self) -> "RetrainJob":
+    def start(self) -> RetrainJob:
         from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED
         from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -140,7 +146,13 @@ def build_run(settings: Settings, registry: Any = None) -> Callable[[], Any]:
         source = PrometheusSource(settings.prometheus)
         journal = Journal(settings.scheduler.journal_path)
         try:
-            return run_once(settings, source, journal, ModelStore(settings.retrain.model_store, settings.retrain.keep_versions), registry=registry)
+            return run_once(
+                settings,
+                source,
+                journal,
+                ModelStore(settings.retrain.model_store, settings.retrain.keep_versions),
+                registry=registry,
+            )
         finally:
             journal.close()
             source.close()
@@ -148,7 +160,9 @@ def build_run(settings: Settings, registry: Any = None) -> Callable[[], Any]:
     return run
 
 
-def run_forever(settings: Settings, registry: Any = None, stop: threading.Event | None = None, first_now: bool = True) -> None:
+def run_forever(
+    settings: Settings, registry: Any = None, stop: threading.Event | None = None, first_now: bool = True
+) -> None:
     """The standalone process: schedule runs until ``stop`` is set (SIGTERM/SIGINT in the CLI)."""
     stop = stop or threading.Event()
     job = RetrainJob(settings, build_run(settings, registry), registry=registry)
@@ -163,9 +177,9 @@ def run_forever(settings: Settings, registry: Any = None, stop: threading.Event 
 
 
 def _utcnow() -> Any:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(time.time(), tz=timezone.utc)
+    return datetime.fromtimestamp(time.time(), tz=UTC)
 
 
 def start_in_process(settings: Settings, registry: Any = None) -> RetrainJob | None:

@@ -7,8 +7,9 @@ policy trained in simulation sees production inputs through the same code.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 import pandas as pd

@@ -16,8 +16,8 @@ import re
 import signal
 import socket
 import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, make_wsgi_app, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -78,7 +78,10 @@ def read_psutil() -> NodeCounters:
     import psutil
 
     def cpu() -> dict[str, dict[str, float]]:
-        return {str(i): {m: float(getattr(t, m, 0.0)) for m in CPU_MODES} for i, t in enumerate(psutil.cpu_times(percpu=True))}
+        return {
+            str(i): {m: float(getattr(t, m, 0.0)) for m in CPU_MODES}
+            for i, t in enumerate(psutil.cpu_times(percpu=True))
+        }
 
     vm = _try(psutil.virtual_memory, "memory")
     nics = _try(lambda: psutil.net_io_counters(pernic=True, nowrap=True), "network")
@@ -92,7 +95,13 @@ def read_psutil() -> NodeCounters:
         net_transmit_bytes={d: float(c.bytes_sent) for d, c in nics.items()} if nics is not None else None,  # type: ignore[attr-defined]
         disk_read_bytes={d: float(c.read_bytes) for d, c in disks.items()} if disks else None,  # type: ignore[attr-defined]
         disk_written_bytes={d: float(c.write_bytes) for d, c in disks.items()} if disks else None,  # type: ignore[attr-defined]
-        uname={"sysname": u.sysname, "release": u.release, "version": u.version, "machine": u.machine, "domainname": _domainname()},
+        uname={
+            "sysname": u.sysname,
+            "release": u.release,
+            "version": u.version,
+            "machine": u.machine,
+            "domainname": _domainname(),
+        },
     )
 
 
@@ -145,7 +154,9 @@ class NodeCollector(Collector):
 
         ok["cpu"] = c.cpu_seconds is not None
         if c.cpu_seconds is not None:
-            fam = CounterMetricFamily("node_cpu_seconds_total", "Seconds the CPUs spent in each mode.", labels=["cpu", "mode"])
+            fam = CounterMetricFamily(
+                "node_cpu_seconds_total", "Seconds the CPUs spent in each mode.", labels=["cpu", "mode"]
+            )
             for cpu_id, modes in c.cpu_seconds.items():
                 for mode, value in modes.items():
                     fam.add_metric([cpu_id, mode], value)
@@ -153,35 +164,67 @@ class NodeCollector(Collector):
 
         ok["meminfo"] = c.memory_total_bytes is not None and c.memory_available_bytes is not None
         if c.memory_total_bytes is not None:
-            yield GaugeMetricFamily("node_memory_MemTotal_bytes", "Memory information field MemTotal_bytes.", value=c.memory_total_bytes)
+            yield GaugeMetricFamily(
+                "node_memory_MemTotal_bytes", "Memory information field MemTotal_bytes.", value=c.memory_total_bytes
+            )
         if c.memory_available_bytes is not None:
             yield GaugeMetricFamily(
-                "node_memory_MemAvailable_bytes", "Memory information field MemAvailable_bytes.", value=c.memory_available_bytes
+                "node_memory_MemAvailable_bytes",
+                "Memory information field MemAvailable_bytes.",
+                value=c.memory_available_bytes,
             )
 
         ok["netdev"] = c.net_receive_bytes is not None
-        yield from self._per_device("node_network_receive_bytes_total", "Network device statistic receive_bytes.", c.net_receive_bytes, self._net_exclude)
-        yield from self._per_device("node_network_transmit_bytes_total", "Network device statistic transmit_bytes.", c.net_transmit_bytes, self._net_exclude)
+        yield from self._per_device(
+            "node_network_receive_bytes_total",
+            "Network device statistic receive_bytes.",
+            c.net_receive_bytes,
+            self._net_exclude,
+        )
+        yield from self._per_device(
+            "node_network_transmit_bytes_total",
+            "Network device statistic transmit_bytes.",
+            c.net_transmit_bytes,
+            self._net_exclude,
+        )
 
         ok["diskstats"] = c.disk_read_bytes is not None
-        yield from self._per_device("node_disk_read_bytes_total", "The total number of bytes read successfully.", c.disk_read_bytes, self._disk_exclude)
-        yield from self._per_device("node_disk_written_bytes_total", "The total number of bytes written successfully.", c.disk_written_bytes, self._disk_exclude)
+        yield from self._per_device(
+            "node_disk_read_bytes_total",
+            "The total number of bytes read successfully.",
+            c.disk_read_bytes,
+            self._disk_exclude,
+        )
+        yield from self._per_device(
+            "node_disk_written_bytes_total",
+            "The total number of bytes written successfully.",
+            c.disk_written_bytes,
+            self._disk_exclude,
+        )
 
         ok["uname"] = c.uname is not None
         if c.uname is not None:
             labels = {k: str(c.uname.get(k, "")) for k in UNAME_LABELS}
             labels["nodename"] = self.node_name
-            fam = GaugeMetricFamily("node_uname_info", "Labeled system information as provided by the uname system call.", labels=list(UNAME_LABELS))
+            fam = GaugeMetricFamily(
+                "node_uname_info",
+                "Labeled system information as provided by the uname system call.",
+                labels=list(UNAME_LABELS),
+            )
             fam.add_metric([labels[k] for k in UNAME_LABELS], 1.0)
             yield fam
 
-        fam = GaugeMetricFamily("node_scrape_collector_success", "node_exporter: Whether a collector succeeded.", labels=["collector"])
+        fam = GaugeMetricFamily(
+            "node_scrape_collector_success", "node_exporter: Whether a collector succeeded.", labels=["collector"]
+        )
         for name, success in ok.items():
             fam.add_metric([name], 1.0 if success else 0.0)
         yield fam
 
     @staticmethod
-    def _per_device(name: str, doc: str, values: Mapping[str, float] | None, exclude: re.Pattern[str] | None) -> Iterator[Metric]:
+    def _per_device(
+        name: str, doc: str, values: Mapping[str, float] | None, exclude: re.Pattern[str] | None
+    ) -> Iterator[Metric]:
         if values is None:
             return
         fam = CounterMetricFamily(name, doc, labels=["device"])

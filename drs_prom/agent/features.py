@@ -70,7 +70,17 @@ def candidate_matrix(ctx: DecisionContext, recent: np.ndarray | None = None) -> 
     # Times n: the change shrinks like 1/n, so scaling makes 4- and 500-node rows comparable.
     dstd = (np.sqrt(np.maximum(var_after, 0.0)) - std) * n
     r = np.array(
-        [(x.requested_cpu_m, x.allocatable_cpu_m, x.requested_mem_bytes, x.allocatable_mem_bytes, x.pod_count, x.allocatable_pods) for x in ctx.nodes],
+        [
+            (
+                x.requested_cpu_m,
+                x.allocatable_cpu_m,
+                x.requested_mem_bytes,
+                x.allocatable_mem_bytes,
+                x.pod_count,
+                x.allocatable_pods,
+            )
+            for x in ctx.nodes
+        ],
         dtype=np.float64,
     ).reshape(n, 6)
     cpu_req = (r[:, 0] + ctx.pod.cpu_m) / np.maximum(r[:, 1], 1.0)

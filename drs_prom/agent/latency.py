@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,12 @@ from drs_prom.types import NodeInfo, PodRequest
 
 def synthetic_context(n: int, seed: int = 0) -> DecisionContext:
     rng = np.random.default_rng(seed)
-    nodes = [NodeInfo(f"node-{i}", 4000, 16 << 30, requested_cpu_m=int(rng.integers(0, 3000)), pod_count=int(rng.integers(0, 20))) for i in range(n)]
+    nodes = [
+        NodeInfo(
+            f"node-{i}", 4000, 16 << 30, requested_cpu_m=int(rng.integers(0, 3000)), pod_count=int(rng.integers(0, 20))
+        )
+        for i in range(n)
+    ]
     return DecisionContext(
         pod=PodRequest("p", cpu_m=500, mem_bytes=512 << 20),
         nodes=nodes,
@@ -68,7 +74,12 @@ def main(argv: Sequence[str] = ()) -> None:
             return call(candidate_matrix(ctx)).numpy()[:, 0]
 
     # TF last: its thread pool keeps spinning after calls and would slow whatever runs next.
-    rows = [(policy.name + " (numpy)", policy), ("balanced-load", make_policy("balanced-load")), ("kube-default", make_policy("kube-default")), ("drs (tf.function)", TFPolicy())]
+    rows = [
+        (policy.name + " (numpy)", policy),
+        ("balanced-load", make_policy("balanced-load")),
+        ("kube-default", make_policy("kube-default")),
+        ("drs (tf.function)", TFPolicy()),
+    ]
     print(f"{'policy':<22}" + "".join(f"{f'{n} nodes med/p99 us':>26}" for n in (4, 50, 500)))
     for name, pol in rows:
         if loaded.policy_name != "drs" and name.startswith("drs (tf"):

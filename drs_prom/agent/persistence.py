@@ -13,7 +13,7 @@ import os
 import tempfile
 import zipfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ def base_metadata(policy: str, norm: Normalisation, n_nodes: int | None = None) 
         "policy": policy,
         "feature_schema_version": FEATURE_SCHEMA_VERSION,
         "normalisation": norm.model_dump(),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if policy == "drs":
         meta["input_schema"] = CANDIDATE_SCHEMA
@@ -96,7 +96,9 @@ def update_metadata(path: str | Path, **sections: Any) -> None:
     """Merge sections (e.g. benchmark results) into a model's JSON, atomically."""
     meta = read_metadata(path)
     meta.update(sections)
-    _atomic_write(meta_path(path), lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n"), ".json")
+    _atomic_write(
+        meta_path(path), lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n"), ".json"
+    )
 
 
 def read_metadata(path: str | Path) -> dict[str, Any]:
@@ -111,7 +113,9 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ModelError(f"{mp} is not a drs-prom model description")
     if meta.get("format_version") != FORMAT_VERSION:
-        raise ModelError(f"{mp}: model format {meta.get('format_version')} is not supported (expected {FORMAT_VERSION})")
+        raise ModelError(
+            f"{mp}: model format {meta.get('format_version')} is not supported (expected {FORMAT_VERSION})"
+        )
     if meta.get("feature_schema_version") != FEATURE_SCHEMA_VERSION:
         raise ModelError(
             f"{mp}: model built for feature schema {meta.get('feature_schema_version')}, "
@@ -120,8 +124,12 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     policy = meta.get("policy")
     if policy not in POLICIES:
         raise ModelError(f"{mp}: unknown policy {policy!r}")
-    if policy == "drs" and (meta.get("input_schema") != CANDIDATE_SCHEMA or meta.get("input_columns") != list(CANDIDATE_COLUMNS)):
-        raise ModelError(f"{mp}: model inputs (schema {meta.get('input_schema')}) differ from this drs-prom's (schema {CANDIDATE_SCHEMA}); retrain it")
+    if policy == "drs" and (
+        meta.get("input_schema") != CANDIDATE_SCHEMA or meta.get("input_columns") != list(CANDIDATE_COLUMNS)
+    ):
+        raise ModelError(
+            f"{mp}: model inputs (schema {meta.get('input_schema')}) differ from this drs-prom's (schema {CANDIDATE_SCHEMA}); retrain it"
+        )
     if policy == "drs-original" and not isinstance(meta.get("n_nodes"), int):
         raise ModelError(f"{mp}: drs-original model without an integer n_nodes")
     try:
@@ -176,5 +184,7 @@ def load_model(path: str | Path | None = None) -> LoadedModel:
     want_in = len(CANDIDATE_COLUMNS) if meta["policy"] == "drs" else drs_state_dim(meta["n_nodes"])
     want_out = 1 if meta["policy"] == "drs" else meta["n_nodes"]
     if not layers or layers[0][0].shape[0] != want_in or layers[-1][0].shape[1] != want_out:
-        raise ModelError(f"model file {path} has shape {layers[0][0].shape[0] if layers else '?'}->... which does not match its metadata")
+        raise ModelError(
+            f"model file {path} has shape {layers[0][0].shape[0] if layers else '?'}->... which does not match its metadata"
+        )
     return LoadedModel(meta=meta, layers=layers, path=path)

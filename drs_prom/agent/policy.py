@@ -6,7 +6,7 @@ decision and needs no TF runtime after loading.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

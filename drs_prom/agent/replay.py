@@ -65,7 +65,9 @@ class NodeReplay(_Ring):
         self.next_mask = np.zeros((capacity, max_nodes), bool)
         self.done = np.zeros(capacity, np.float32)
 
-    def add(self, chosen: np.ndarray, reward: float, next_cands: np.ndarray | None, next_mask: np.ndarray | None, done: bool) -> None:
+    def add(
+        self, chosen: np.ndarray, reward: float, next_cands: np.ndarray | None, next_mask: np.ndarray | None, done: bool
+    ) -> None:
         i = self._next_slot()
         self.chosen[i] = chosen
         self.reward[i] = reward
@@ -105,4 +107,11 @@ class FlatReplay(_Ring):
 
     def sample(self, batch: int) -> FlatBatch:
         idx = self._sample_slots(batch)
-        return FlatBatch(self.state[idx], self.action[idx], self.reward[idx], self.next_state[idx], self.next_mask[idx], self.done[idx])
+        return FlatBatch(
+            self.state[idx],
+            self.action[idx],
+            self.reward[idx],
+            self.next_state[idx],
+            self.next_mask[idx],
+            self.done[idx],
+        )

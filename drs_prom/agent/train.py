@@ -8,9 +8,10 @@ settled action. One command (``drs-prom train``) reproduces the shipped model.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -133,7 +134,11 @@ def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> Train
 
     t0 = time.monotonic()
     rng = np.random.default_rng(cfg.seed)
-    agent = NodeDQN(N_CANDIDATE, NodeDQNConfig(hidden=cfg.hidden, lr=cfg.lr, gamma=cfg.gamma, target_sync=cfg.target_sync), seed=cfg.seed)
+    agent = NodeDQN(
+        N_CANDIDATE,
+        NodeDQNConfig(hidden=cfg.hidden, lr=cfg.lr, gamma=cfg.gamma, target_sync=cfg.target_sync),
+        seed=cfg.seed,
+    )
     probe = make_env(_episode_seed(cfg, 0)).reset()
     max_nodes = len(probe.nodes)
     replay = NodeReplay(cfg.replay_size, N_CANDIDATE, max_nodes, seed=cfg.seed)
@@ -230,7 +235,9 @@ class _Selector:
         return score
 
 
-def _imitate(make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, max_nodes: int) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _imitate(
+    make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, max_nodes: int
+) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Warm start: roll out the teacher heuristic, fill the replay with its transitions and
     fit a large-margin loss so the net ranks the teacher's choice first (DQfD-style)."""
     from drs_prom.baselines import make_policy
@@ -267,7 +274,13 @@ def _imitate(make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, ma
     agent.sync_target()
     q = np.stack([agent.q_values(ci[: len(ci)]) for ci in c[:500]])
     agree = float(np.mean(np.argmax(np.where(m[:500], q, -np.inf), axis=1) == a[:500]))
-    info = {"teacher": cfg.imitate, "decisions": int(len(a)), "steps": cfg.imitate_steps, "final_loss": float(np.mean(losses[-50:])) if losses else None, "agreement": agree}
+    info = {
+        "teacher": cfg.imitate,
+        "decisions": len(a),
+        "steps": cfg.imitate_steps,
+        "final_loss": float(np.mean(losses[-50:])) if losses else None,
+        "agreement": agree,
+    }
     return info, (c, m, a)
 
 
@@ -317,7 +330,9 @@ def _train_drs(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> TrainR
         bar.update(1)
         bar.set_postfix(ret=f"{ret:.1f}", imb=f"{imbs[-1]:.3f}")
     bar.close()
-    return TrainResult(agent.online, returns, imbs, epsl, time.monotonic() - t0, steps, n_nodes, {"drs_config": asdict(dcfg)})
+    return TrainResult(
+        agent.online, returns, imbs, epsl, time.monotonic() - t0, steps, n_nodes, {"drs_config": asdict(dcfg)}
+    )
 
 
 def plot_curve(result: TrainResult, path: str | Path, title: str) -> Path:
@@ -392,7 +407,12 @@ def scenario_env_factory(scenario: Any, norm: Normalisation | None = None) -> tu
     return make, use
 
 
-def benchmark_summary(policy: Any, scenario: str, seeds: int, others: tuple[str, ...] = ("kube-default", "balanced-load", "least-loaded", "random")) -> dict[str, Any]:
+def benchmark_summary(
+    policy: Any,
+    scenario: str,
+    seeds: int,
+    others: tuple[str, ...] = ("kube-default", "balanced-load", "least-loaded", "random"),
+) -> dict[str, Any]:
     """The trained policy against heuristics on bench seeds 0..seeds-1, for the model's metadata."""
     from drs_prom.baselines import make_policy
     from drs_prom.sim.bench import run_bench

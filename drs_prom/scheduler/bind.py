@@ -52,7 +52,7 @@ def _reason(exc: Any) -> str:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def emit_event(
@@ -91,5 +91,11 @@ def emit_event(
         core_v1.create_namespaced_event(ns, body, _preload_content=False, _request_timeout=10)
         return True
     except Exception as exc:
-        log.warning("event %s for %s/%s not recorded: %s", reason, ns, meta.get("name"), str(exc).splitlines()[0] if str(exc) else exc)
+        log.warning(
+            "event %s for %s/%s not recorded: %s",
+            reason,
+            ns,
+            meta.get("name"),
+            str(exc).splitlines()[0] if str(exc) else exc,
+        )
         return False

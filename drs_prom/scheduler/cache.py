@@ -16,7 +16,8 @@ import logging
 import random
 import threading
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from drs_prom.scheduler import kube
 from drs_prom.types import NodeInfo
@@ -76,7 +77,7 @@ class Reflector:
         self._resp: Any = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "Reflector":
+    def start(self) -> Reflector:
         self._thread = threading.Thread(target=self.run, name=f"reflector-{self.name}", daemon=True)
         self._thread.start()
         return self

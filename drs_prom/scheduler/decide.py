@@ -25,8 +25,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -86,7 +86,7 @@ class Decider:
         self._set_model_info()
 
     # -- state refresh -------------------------------------------------------
-    def start(self) -> "Decider":
+    def start(self) -> Decider:
         if self.source is not None:
             self.refresh()  # first state before the first decision (bounded by the Prometheus timeout)
         self._thread = threading.Thread(target=self._run, name="drs-state", daemon=True)
@@ -139,7 +139,10 @@ class Decider:
     def _set_model_info(self) -> None:
         p = self.policy
         self.metrics.model.info(
-            {"version": str(getattr(p, "version", "") or "") if p else "", "policy": str(getattr(p, "name", "")) if p else ""}
+            {
+                "version": str(getattr(p, "version", "") or "") if p else "",
+                "policy": str(getattr(p, "name", "")) if p else "",
+            }
         )
 
     @property
@@ -167,7 +170,9 @@ class Decider:
                 self._fallbacks[name] = fallback_policy(name)
             return self._fallbacks[name]
 
-    def decide(self, pod: PodRequest, demand: Sequence[float], nodes: Sequence[NodeInfo], feasible: np.ndarray) -> Choice:
+    def decide(
+        self, pod: PodRequest, demand: Sequence[float], nodes: Sequence[NodeInfo], feasible: np.ndarray
+    ) -> Choice:
         """Score ``nodes`` (infeasible ones get -inf) and pick one; index -1 if none is feasible."""
         load, reason = self.load(nodes, feasible)
         pod_load = pod_matrix(

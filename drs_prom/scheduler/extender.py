@@ -61,12 +61,16 @@ def scale_scores(scores: np.ndarray) -> list[int]:
 
 
 class Extender:
-    def __init__(self, decider: Decider, cache: ClusterCache | None = None, observed: ObservedUsage | None = None) -> None:
+    def __init__(
+        self, decider: Decider, cache: ClusterCache | None = None, observed: ObservedUsage | None = None
+    ) -> None:
         self.decider = decider
         self.cache = cache
         self.observed = observed
         reg = decider.metrics.registry
-        self.requests = Counter("drs_extender_requests_total", "Extender calls by verb and result.", ["verb", "result"], registry=reg)
+        self.requests = Counter(
+            "drs_extender_requests_total", "Extender calls by verb and result.", ["verb", "result"], registry=reg
+        )
 
     # -- the two verbs (pure over their JSON, apart from the cache) -----------------
     def _nodes(self, args: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, str], bool]:
@@ -134,7 +138,7 @@ class ExtenderServer(BackgroundServer):
         class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 verb = self.path.strip("/").split("/")[-1]
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
@@ -153,7 +157,7 @@ class ExtenderServer(BackgroundServer):
                 ext.requests.labels(verb, "ok").inc()
                 self._send(200, body)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 path = self.path.split("?")[0]
                 if path == "/metrics":
                     self._raw(200, generate_latest(registry), CONTENT_TYPE_LATEST)

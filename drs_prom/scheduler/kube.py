@@ -8,12 +8,14 @@ apiserver validates quantities, so this only guards against hand-made objects).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from drs_prom.types import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm, PodRequest, Taint, Toleration
 
 PROFILE_ANNOTATION = "drs.io/profile"
+
 
 def parse_quantity(q: Any) -> Decimal:
     """Kubernetes resource quantity ("500m", "1Gi", "1e3", 2) as a Decimal; ValueError if malformed."""
@@ -89,12 +91,16 @@ def _affinity_terms(spec: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...]:
     terms = []
     for term in na.get("nodeSelectorTerms") or []:
         reqs = tuple(
-            NodeSelectorRequirement(key=e.get("key", ""), operator=e.get("operator", ""), values=tuple(e.get("values") or ()))
+            NodeSelectorRequirement(
+                key=e.get("key", ""), operator=e.get("operator", ""), values=tuple(e.get("values") or ())
+            )
             for e in term.get("matchExpressions") or []
         )
         # matchFields (metadata.name) is expressed as a requirement on a pseudo label
         reqs += tuple(
-            NodeSelectorRequirement(key="metadata.name", operator=e.get("operator", ""), values=tuple(e.get("values") or ()))
+            NodeSelectorRequirement(
+                key="metadata.name", operator=e.get("operator", ""), values=tuple(e.get("values") or ())
+            )
             for e in term.get("matchFields") or []
         )
         terms.append(NodeSelectorTerm(match_expressions=reqs))

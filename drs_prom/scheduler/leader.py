@@ -17,13 +17,14 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
 
 def _micro_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaseElector:
@@ -62,7 +63,7 @@ class LeaseElector:
     def is_leader(self) -> bool:
         return self._leading and self._clock() - self._last_renew < self.renew_deadline
 
-    def start(self) -> "LeaseElector":
+    def start(self) -> LeaseElector:
         self._thread = threading.Thread(target=self._run, name="drs-leader", daemon=True)
         self._thread.start()
         return self
@@ -87,7 +88,12 @@ class LeaseElector:
                 self._last_renew = self._clock()
                 self._set_leading(True)
             elif self._leading and not self.is_leader():
-                log.warning("lease %s/%s: could not renew within %.0fs, stepping down", self.namespace, self.name, self.renew_deadline)
+                log.warning(
+                    "lease %s/%s: could not renew within %.0fs, stepping down",
+                    self.namespace,
+                    self.name,
+                    self.renew_deadline,
+                )
                 self._set_leading(False)
             self._stop.wait(self.retry_period)
 
@@ -143,7 +149,9 @@ class LeaseElector:
             acquire = now
         lease["spec"] = self._spec(acquire, now, transitions)
         try:
-            self.api.replace_namespaced_lease(self.name, self.namespace, lease, _preload_content=False, _request_timeout=5)
+            self.api.replace_namespaced_lease(
+                self.name, self.namespace, lease, _preload_content=False, _request_timeout=5
+            )
         except ApiException as exc:
             if exc.status == 409:  # someone else wrote first
                 return False
@@ -171,6 +179,8 @@ class LeaseElector:
             lease["spec"]["holderIdentity"] = ""
             lease["spec"]["leaseDurationSeconds"] = 1
             lease["spec"]["renewTime"] = _micro_now()
-            self.api.replace_namespaced_lease(self.name, self.namespace, lease, _preload_content=False, _request_timeout=5)
+            self.api.replace_namespaced_lease(
+                self.name, self.namespace, lease, _preload_content=False, _request_timeout=5
+            )
         except Exception as exc:
             log.warning("lease release failed: %s", str(exc).splitlines()[0] if str(exc) else exc)

@@ -17,7 +17,8 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from drs_prom.state import MetricsSource
 from drs_prom.types import NodeInfo
 
 log = logging.getLogger(__name__)
+
 
 class Scheduler:
     """A second scheduler for pods with ``spec.schedulerName == settings.scheduler.scheduler_name``.
@@ -111,7 +113,7 @@ class Scheduler:
         return int(self.metrics.registry.get_sample_value("drs_binds_total", {"outcome": binder.BOUND}) or 0)
 
     # -- lifecycle -------------------------------------------------------------
-    def start(self) -> "Scheduler":
+    def start(self) -> Scheduler:
         if self._serve_http:
             self.http = HealthServer(self.cfg.metrics_listen, self.metrics.registry, self.healthy, self.ready).start()
         self.cache.start(self.core)
@@ -184,7 +186,9 @@ class Scheduler:
             msg = filters.failure_message(result)
             self.metrics.unschedulable.inc()
             log.info("%s unschedulable: %s", item.key, msg)
-            self._events.submit(binder.emit_event, self.core, pod, "FailedScheduling", msg, self.cfg.scheduler_name, "Warning")
+            self._events.submit(
+                binder.emit_event, self.core, pod, "FailedScheduling", msg, self.cfg.scheduler_name, "Warning"
+            )
             self.queue.done(item, scheduled=False)
             return "unschedulable"
 
@@ -193,7 +197,19 @@ class Scheduler:
         node = names[choice.index]
         self.metrics.attempt_latency.observe(time.monotonic() - t0)
         self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes)
-        self._pool.submit(self._bind, item, pod, req, demand.demand, node, nodes, result.mask, choice.scores, choice.policy, choice.reason)
+        self._pool.submit(
+            self._bind,
+            item,
+            pod,
+            req,
+            demand.demand,
+            node,
+            nodes,
+            result.mask,
+            choice.scores,
+            choice.policy,
+            choice.reason,
+        )
         return "binding"
 
     # -- binding cycle -------------------------------------------------------------
@@ -221,8 +237,14 @@ class Scheduler:
             if outcome == binder.BOUND:
                 self.metrics.latency.observe(time.monotonic() - item.first_seen)
                 self.queue.done(item, scheduled=True)
-                self._events.submit(binder.emit_event, self.core, pod, "Scheduled",
-                                    self._scheduled_message(req, node, names, scores, policy, reason), self.cfg.scheduler_name)
+                self._events.submit(
+                    binder.emit_event,
+                    self.core,
+                    pod,
+                    "Scheduled",
+                    self._scheduled_message(req, node, names, scores, policy, reason),
+                    self.cfg.scheduler_name,
+                )
                 if self.recorder is not None:
                     self.recorder.record(req, demand, node, names)
             elif outcome in (binder.CONFLICT, binder.GONE):
@@ -241,15 +263,27 @@ class Scheduler:
             self.queue.done(item, scheduled=False)
 
     @staticmethod
-    def _scheduled_message(req: Any, node: str, names: list[str], scores: np.ndarray, policy: Policy, reason: str | None) -> str:
+    def _scheduled_message(
+        req: Any, node: str, names: list[str], scores: np.ndarray, policy: Policy, reason: str | None
+    ) -> str:
         order = [i for i in np.argsort(-scores, kind="stable") if np.isfinite(scores[i])][:3]
         top = ", ".join(f"{names[i]}={scores[i]:.3f}" for i in order)
         how = getattr(policy, "name", "?") + (f" (fallback: {reason})" if reason else "")
         what = "top scores" if reason else "top Q-values"  # the model's scores are its Q-values
         return f"Successfully assigned {req.namespace}/{req.name} to {node} by {how}; {what}: {top}"
 
-    def _journal(self, req: Any, demand: tuple[float, ...], node: str, nodes: list[NodeInfo], feasible: np.ndarray,
-                 scores: np.ndarray, policy: Policy, reason: str | None, outcome: str) -> None:
+    def _journal(
+        self,
+        req: Any,
+        demand: tuple[float, ...],
+        node: str,
+        nodes: list[NodeInfo],
+        feasible: np.ndarray,
+        scores: np.ndarray,
+        policy: Policy,
+        reason: str | None,
+        outcome: str,
+    ) -> None:
         """One journal row; ``nodes`` are the NodeInfo the pod was filtered and scored on
         (requests as of that moment), so retraining rebuilds the model's exact input."""
         if self.journal is None:

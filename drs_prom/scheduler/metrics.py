@@ -9,8 +9,8 @@ meant to take over, not to receive traffic).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -23,21 +23,37 @@ class SchedulerMetrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.decisions = Counter("drs_decisions_total", "Placement decisions made, by policy.", ["policy"], registry=r)
-        self.binds = Counter("drs_binds_total", "Bind attempts by outcome (bound, conflict, gone).", ["outcome"], registry=r)
-        self.bind_failures = Counter("drs_bind_failures_total", "Bind calls that failed for another reason.", registry=r)
+        self.binds = Counter(
+            "drs_binds_total", "Bind attempts by outcome (bound, conflict, gone).", ["outcome"], registry=r
+        )
+        self.bind_failures = Counter(
+            "drs_bind_failures_total", "Bind calls that failed for another reason.", registry=r
+        )
         self.fallbacks = Counter(
-            "drs_fallback_decisions_total", "Decisions made by the fallback heuristic, by reason.", ["reason"], registry=r
+            "drs_fallback_decisions_total",
+            "Decisions made by the fallback heuristic, by reason.",
+            ["reason"],
+            registry=r,
         )
         self.unschedulable = Counter("drs_unschedulable_total", "Attempts where no node was feasible.", registry=r)
         self.errors = Counter("drs_schedule_errors_total", "Attempts that raised (pod retried).", registry=r)
         self.latency = Histogram(
-            "drs_scheduling_latency_seconds", "Time from a pod entering the queue to its bind.", buckets=LATENCY_BUCKETS, registry=r
+            "drs_scheduling_latency_seconds",
+            "Time from a pod entering the queue to its bind.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.attempt_latency = Histogram(
-            "drs_scheduling_attempt_seconds", "Time of one attempt: filter + score (no bind).", buckets=LATENCY_BUCKETS, registry=r
+            "drs_scheduling_attempt_seconds",
+            "Time of one attempt: filter + score (no bind).",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.prom_latency = Histogram(
-            "drs_prometheus_query_seconds", "Time to refresh node state from Prometheus.", buckets=LATENCY_BUCKETS, registry=r
+            "drs_prometheus_query_seconds",
+            "Time to refresh node state from Prometheus.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.prom_errors = Counter("drs_prometheus_errors_total", "Failed node-state refreshes.", registry=r)
         self.state_age = Gauge("drs_state_age_seconds", "Age of the node state used for decisions.", registry=r)
@@ -71,7 +87,7 @@ class BackgroundServer:
         self.port = self.httpd.server_address[1]
         self._thread = threading.Thread(target=self.httpd.serve_forever, name=name, daemon=True)
 
-    def start(self) -> "BackgroundServer":
+    def start(self) -> BackgroundServer:
         self._thread.start()
         return self
 
@@ -84,11 +100,13 @@ class BackgroundServer:
 class HealthServer(BackgroundServer):
     """Serves /metrics, /healthz, /readyz on ``host:port`` in a daemon thread."""
 
-    def __init__(self, listen: str, registry: CollectorRegistry, healthy: Callable[[], bool], ready: Callable[[], bool]) -> None:
+    def __init__(
+        self, listen: str, registry: CollectorRegistry, healthy: Callable[[], bool], ready: Callable[[], bool]
+    ) -> None:
         registry_ = registry
 
         class Handler(QuietHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+            def do_GET(self) -> None:
                 path = self.path.split("?")[0]
                 if path == "/metrics":
                     self._raw(200, generate_latest(registry_), CONTENT_TYPE_LATEST)

@@ -14,8 +14,9 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -76,12 +77,24 @@ class RewardRecorder:
             load = node_matrix(snap.features, self.settings.normalisation, names)
             if load.size == 0 or bool(np.isnan(load).any()):
                 continue  # a stale node: no honest reward
-            rows.append((ts, snap.taken_at, uid, node, json.dumps(names), json.dumps(demand),
-                         json.dumps(load.tolist()), drs_reward(load)))
+            rows.append(
+                (
+                    ts,
+                    snap.taken_at,
+                    uid,
+                    node,
+                    json.dumps(names),
+                    json.dumps(demand),
+                    json.dumps(load.tolist()),
+                    drs_reward(load),
+                )
+            )
         with self._db:
             self._db.executemany(
                 "INSERT INTO transitions (ts, measured_at, pod_uid, node, candidates, demand, load_after, reward)"
-                " VALUES (?,?,?,?,?,?,?,?)", rows)
+                " VALUES (?,?,?,?,?,?,?,?)",
+                rows,
+            )
         return len(rows)
 
     def _run(self) -> None:

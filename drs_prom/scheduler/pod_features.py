@@ -19,8 +19,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from drs_prom.features import FEATURES
 from drs_prom.scheduler import kube
@@ -103,7 +104,12 @@ class ObservedUsage:
             values = [self._query(queries[f]) for f in FEATURES]
             demand = None if values[0] is None and values[1] is None else tuple(v or 0.0 for v in values)  # type: ignore[assignment]
         except Exception as exc:
-            log.info("observed usage for %s/%s unavailable: %s", namespace, owner, str(exc).splitlines()[0] if str(exc) else exc)
+            log.info(
+                "observed usage for %s/%s unavailable: %s",
+                namespace,
+                owner,
+                str(exc).splitlines()[0] if str(exc) else exc,
+            )
             demand = None
         with self._lock:
             self._cache[key] = (now, demand)
@@ -123,8 +129,14 @@ def resolve(pod: Mapping[str, Any], observed: ObservedUsage | None = None) -> Po
     if profile:
         if profile in PROFILES:
             return PodDemand(PROFILES[profile], "profile")
-        log.warning("%s/%s: unknown %s %r (known: %s)", meta.get("namespace"), meta.get("name"),
-                    PROFILE_ANNOTATION, profile, ", ".join(PROFILES))
+        log.warning(
+            "%s/%s: unknown %s %r (known: %s)",
+            meta.get("namespace"),
+            meta.get("name"),
+            PROFILE_ANNOTATION,
+            profile,
+            ", ".join(PROFILES),
+        )
     cpu_m, mem = kube.pod_requests(pod)
     if cpu_m or mem:
         return PodDemand((cpu_m / 1000.0, float(mem), 0.0, 0.0, 0.0, 0.0), "requests")

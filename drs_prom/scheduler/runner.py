@@ -31,7 +31,9 @@ def api_client(kubeconfig: str | None) -> Any:
         except config.ConfigException:
             return config.new_client_from_config()
     except (config.ConfigException, OSError, TypeError) as exc:
-        raise ConfigError(f"no usable Kubernetes credentials ({str(exc).splitlines()[0] if str(exc) else exc})") from None
+        raise ConfigError(
+            f"no usable Kubernetes credentials ({str(exc).splitlines()[0] if str(exc) else exc})"
+        ) from None
 
 
 def load_policy(settings: Settings) -> Any:
@@ -90,9 +92,13 @@ def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: A
     if settings.scheduler.online_learning:
         from drs_prom.scheduler.online import RewardRecorder
 
-        recorder = RewardRecorder(settings, source, Path(settings.scheduler.journal_path).with_suffix(".transitions.sqlite"))
+        recorder = RewardRecorder(
+            settings, source, Path(settings.scheduler.journal_path).with_suffix(".transitions.sqlite")
+        )
     kw.setdefault("identity", default_identity())
-    sched = Scheduler(settings, client, source=source, policy=policy, journal=journal, observed=observed, recorder=recorder, **kw)
+    sched = Scheduler(
+        settings, client, source=source, policy=policy, journal=journal, observed=observed, recorder=recorder, **kw
+    )
     holder["s"] = sched
     return sched
 
@@ -102,7 +108,9 @@ def run_scheduler(settings: Settings, kubeconfig: str | None = None) -> None:
     sched.start()
     log.info(
         "drs-scheduler %s watching pods for schedulerName=%s; metrics on %s",
-        sched.identity, settings.scheduler.scheduler_name, settings.scheduler.metrics_listen,
+        sched.identity,
+        settings.scheduler.scheduler_name,
+        settings.scheduler.metrics_listen,
     )
     try:
         _wait_for_signal()
@@ -110,7 +118,9 @@ def run_scheduler(settings: Settings, kubeconfig: str | None = None) -> None:
         sched.stop()
 
 
-def build_extender(settings: Settings, listen: str, kubeconfig: str | None = None, use_cache: bool = True, policy: Any = "load") -> Any:
+def build_extender(
+    settings: Settings, listen: str, kubeconfig: str | None = None, use_cache: bool = True, policy: Any = "load"
+) -> Any:
     from drs_prom.scheduler.cache import ClusterCache
     from drs_prom.scheduler.decide import Decider
     from drs_prom.scheduler.extender import Extender, ExtenderServer

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -75,8 +75,15 @@ class BenchReport:
         return row.mean(key) / base if base else math.nan
 
     def to_json(self) -> dict:
-        out: dict = {"scenario": self.scenario, "seeds": self.seeds, "n_nodes": self.n_nodes, "pods": self.pods,
-                     "reference": REFERENCE, "wall_seconds": self.wall_seconds, "policies": {}}
+        out: dict = {
+            "scenario": self.scenario,
+            "seeds": self.seeds,
+            "n_nodes": self.n_nodes,
+            "pods": self.pods,
+            "reference": REFERENCE,
+            "wall_seconds": self.wall_seconds,
+            "policies": {},
+        }
         if self.migration_floor is not None:
             out["migration_floor"] = self.migration_floor
         for row in self.rows:
@@ -94,8 +101,11 @@ class BenchReport:
                     for r in row.runs
                 ],
                 "series_seed": row.runs[0].seed,
-                "series": {"t": row.runs[0].series_t, "imbalance": row.runs[0].series_imbalance,
-                           "utilisation": row.runs[0].series_utilisation},
+                "series": {
+                    "t": row.runs[0].series_t,
+                    "imbalance": row.runs[0].series_imbalance,
+                    "utilisation": row.runs[0].series_utilisation,
+                },
             }
         return out
 
@@ -142,8 +152,9 @@ def run_bench(
                     bar.update(scenario.n_pods - getattr(env, "decisions", 0))
                     continue
                 row.runs.append(result)
-    report = BenchReport(scenario.name, list(seeds), scenario.n_nodes, scenario.n_pods, rows,
-                         wall_seconds=time.perf_counter() - t0)
+    report = BenchReport(
+        scenario.name, list(seeds), scenario.n_nodes, scenario.n_pods, rows, wall_seconds=time.perf_counter() - t0
+    )
     if CLAIRVOYANT in policies:
         report.migration_floor = _migration_floor(scenario, seeds)
     return report
@@ -206,13 +217,17 @@ def format_table(report: BenchReport) -> str:
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
     better = ", ".join(f"{t} {d}" for _, t, d in METRICS)
-    title = (f"scenario {report.scenario}: {report.n_nodes} nodes, {report.pods} pods x {len(report.seeds)} seeds "
-             f"(mean over seeds; (x) = ratio to {REFERENCE}; better: {better})")
+    title = (
+        f"scenario {report.scenario}: {report.n_nodes} nodes, {report.pods} pods x {len(report.seeds)} seeds "
+        f"(mean over seeds; (x) = ratio to {REFERENCE}; better: {better})"
+    )
     if report.migration_floor is not None:
         ref = report.row(REFERENCE)
         r = report.migration_floor / ref.mean("imbalance") if ref is not None and ref.runs else math.nan
-        out.append(f"migration floor (imbalance if running pods could be re-placed at every instant, "
-                   f"contention-free): {report.migration_floor:.3f} ({r:.2f}x)")
+        out.append(
+            f"migration floor (imbalance if running pods could be re-placed at every instant, "
+            f"contention-free): {report.migration_floor:.3f} ({r:.2f}x)"
+        )
     return "\n".join([title, *out])
 
 
@@ -284,15 +299,18 @@ def shipped_model() -> tuple[str | None, str]:
     return str(path), f"model: {path}"
 
 
-def demo(seeds: int = 5, out_dir: str | Path = "out/demo", progress: bool = True,
-         echo: Callable[[str], None] = print) -> BenchReport:
+def demo(
+    seeds: int = 5, out_dir: str | Path = "out/demo", progress: bool = True, echo: Callable[[str], None] = print
+) -> BenchReport:
     """drs-paper, every heuristic plus the shipped drs model (and drs-original if shipped), table + plot."""
     from drs_prom.sim.scenario import load_scenario
 
     model, note = shipped_model()
     echo(note)
     policies = [*HEURISTICS, "drs", "drs-original"] if model else list(HEURISTICS)
-    report = run_bench(load_scenario("drs-paper"), list(range(seeds)), policies, model_builder(model), progress=progress)
+    report = run_bench(
+        load_scenario("drs-paper"), list(range(seeds)), policies, model_builder(model), progress=progress
+    )
     json_path, png_path = write_report(report, out_dir)
     echo(format_table(report))
     echo(f"plot: {png_path}\nresults: {json_path}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -41,8 +41,12 @@ def _told(policy: Policy, ctx: DecisionContext, node: int) -> Policy:
 
 def _fork(env: SchedulingEnv) -> SchedulingEnv:
     """An independent copy of ``env`` mid-episode, sharing only the read-only scenario, nodes and workload."""
-    memo = {id(env.scenario): env.scenario, id(env.nodes): env.nodes, id(env.workload): env.workload,
-            id(env.norm): env.norm}
+    memo = {
+        id(env.scenario): env.scenario,
+        id(env.nodes): env.nodes,
+        id(env.workload): env.workload,
+        id(env.norm): env.norm,
+    }
     return copy.deepcopy(env, memo)
 
 
@@ -111,13 +115,17 @@ def _compositions(count: int, parts: int) -> np.ndarray:
     """Every way to put ``count`` identical pods on ``parts`` nodes: (m, parts) int rows summing to ``count``."""
     if parts == 1:
         return np.array([[count]])
-    rows = [np.column_stack([np.full(len(rest), k), rest])
-            for k in range(count + 1) for rest in [_compositions(count - k, parts - 1)]]
+    rows = [
+        np.column_stack([np.full(len(rest), k), rest])
+        for k in range(count + 1)
+        for rest in [_compositions(count - k, parts - 1)]
+    ]
     return np.concatenate(rows)
 
 
-def _best_spread(counts: tuple[int, ...], demand: np.ndarray, idle: np.ndarray,
-                 to_features: Callable[[np.ndarray], np.ndarray]) -> float:
+def _best_spread(
+    counts: tuple[int, ...], demand: np.ndarray, idle: np.ndarray, to_features: Callable[[np.ndarray], np.ndarray]
+) -> float:
     """Lowest imbalance over every placement of ``counts[j]`` pods of demand row ``demand[j]`` on the nodes.
 
     Nodes are identical, so the first kind's placements are taken up to node order (sorted).

@@ -16,8 +16,8 @@ memory overcommit slows pods as swapping would.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class Nodes:
     taints: tuple[tuple[Taint, ...], ...]
 
     @classmethod
-    def from_scenario(cls, scenario: Scenario) -> "Nodes":
+    def from_scenario(cls, scenario: Scenario) -> Nodes:
         names, cap, idle, acpu, amem, apods, labels, taints = [], [], [], [], [], [], [], []
         for t in scenario.nodes:
             for i in range(t.count):
@@ -109,7 +109,7 @@ class Cluster:
         self._hist_t = [self.t]
         self._hist_cum = [self.cum.copy()]
 
-    def copy(self) -> "Cluster":
+    def copy(self) -> Cluster:
         c = object.__new__(Cluster)
         c.nodes, c.workload, c.metric_window, c.t = self.nodes, self.workload, self.metric_window, self.t
         for name in ("node_of", "remaining", "start", "finish", "running", "req_cpu_m", "req_mem", "pod_count", "cum"):
@@ -124,11 +124,27 @@ class Cluster:
         """Fresh NodeInfo records (requested sums included) for filters and request-based scorers."""
         nd = self.nodes
         return [
-            NodeInfo(name=name, allocatable_cpu_m=acpu, allocatable_mem_bytes=amem, allocatable_pods=apods,
-                     requested_cpu_m=rcpu, requested_mem_bytes=rmem, pod_count=count, labels=labels, taints=taints)
+            NodeInfo(
+                name=name,
+                allocatable_cpu_m=acpu,
+                allocatable_mem_bytes=amem,
+                allocatable_pods=apods,
+                requested_cpu_m=rcpu,
+                requested_mem_bytes=rmem,
+                pod_count=count,
+                labels=labels,
+                taints=taints,
+            )
             for name, acpu, amem, apods, rcpu, rmem, count, labels, taints in zip(
-                nd.names, nd.alloc_cpu_m.tolist(), nd.alloc_mem.tolist(), nd.alloc_pods.tolist(),
-                self.req_cpu_m.tolist(), self.req_mem.tolist(), self.pod_count.tolist(), nd.labels, nd.taints,
+                nd.names,
+                nd.alloc_cpu_m.tolist(),
+                nd.alloc_mem.tolist(),
+                nd.alloc_pods.tolist(),
+                self.req_cpu_m.tolist(),
+                self.req_mem.tolist(),
+                self.pod_count.tolist(),
+                nd.labels,
+                nd.taints,
             )
         ]
 

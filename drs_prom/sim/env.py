@@ -23,11 +23,10 @@ they are never dropped (scenario validation guarantees every pod fits an empty n
 from __future__ import annotations
 
 import time
-from functools import partial
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Callable
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -306,8 +305,15 @@ class SchedulingEnv:
             if len(done):
                 for p in done:
                     self._finished.append(
-                        FinishedPod(wl.names[p], wl.profiles[p], self.node_names[c.node_of[p]],
-                                    float(wl.arrival[p]), float(c.start[p]), float(c.finish[p]), float(wl.work[p]))
+                        FinishedPod(
+                            wl.names[p],
+                            wl.profiles[p],
+                            self.node_names[c.node_of[p]],
+                            float(wl.arrival[p]),
+                            float(c.start[p]),
+                            float(c.finish[p]),
+                            float(wl.work[p]),
+                        )
                     )
                 self._pending.extend(self._queue)  # retry waiting pods first, oldest first
                 self._queue.clear()

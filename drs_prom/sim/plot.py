@@ -24,7 +24,7 @@ def _moving_mean(values: list[float], k: int) -> list[float]:
     return out
 
 
-def plot_report(report: "BenchReport", path: str | Path) -> Path:
+def plot_report(report: BenchReport, path: str | Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -36,15 +36,25 @@ def plot_report(report: "BenchReport", path: str | Path) -> Path:
         if row.skipped or not row.runs:
             continue
         run = row.runs[0]
-        ax_u.plot(run.series_t, _moving_mean(run.series_utilisation, smooth),
-                  label=f"{row.policy} (mean {row.mean('utilisation'):.3f})", lw=1.2)
-        ax_i.plot(run.series_t, _moving_mean(run.series_imbalance, smooth),
-                  label=f"{row.policy} (mean {row.mean('imbalance'):.3f})", lw=1.2)
+        ax_u.plot(
+            run.series_t,
+            _moving_mean(run.series_utilisation, smooth),
+            label=f"{row.policy} (mean {row.mean('utilisation'):.3f})",
+            lw=1.2,
+        )
+        ax_i.plot(
+            run.series_t,
+            _moving_mean(run.series_imbalance, smooth),
+            label=f"{row.policy} (mean {row.mean('imbalance'):.3f})",
+            lw=1.2,
+        )
     seed = report.seeds[0] if report.seeds else 0
     ax_u.set_ylabel(f"mean utilisation\n(used / capacity, {smooth}-sample mean)")
     ax_i.set_ylabel(f"load imbalance\n(sum of per-feature std, {smooth}-sample mean)")
     ax_i.set_xlabel("simulated seconds")
-    ax_u.set_title(f"{report.scenario}: {report.n_nodes} nodes, {report.pods} pods; lines: seed {seed}, legend: mean of {len(report.seeds)} seeds")
+    ax_u.set_title(
+        f"{report.scenario}: {report.n_nodes} nodes, {report.pods} pods; lines: seed {seed}, legend: mean of {len(report.seeds)} seeds"
+    )
     for ax in (ax_u, ax_i):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="best")

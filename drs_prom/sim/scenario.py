@@ -22,8 +22,17 @@ from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError
 
 _SUFFIX = {
-    "": 1.0, "m": 1e-3, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
+    "": 1.0,
+    "m": 1e-3,
+    "k": 1e3,
+    "K": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
 }
 _QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]{0,2})\s*$")
 
@@ -110,8 +119,14 @@ class Demand(_Quantities):
     disk_write_bytes: float = Field(0.0, ge=0)
 
     def vector(self) -> tuple[float, float, float, float, float, float]:
-        return (self.cpu_cores, self.mem_bytes, self.net_rx_bytes, self.net_tx_bytes,
-                self.disk_read_bytes, self.disk_write_bytes)
+        return (
+            self.cpu_cores,
+            self.mem_bytes,
+            self.net_rx_bytes,
+            self.net_tx_bytes,
+            self.disk_read_bytes,
+            self.disk_write_bytes,
+        )
 
 
 class Requests(_Quantities):
@@ -128,7 +143,9 @@ class Profile(_Quantities):
     work_seconds: float = Field(gt=0)
     work_jitter: float = Field(0.2, ge=0, lt=1)
     demand_jitter: float = Field(
-        0.0, ge=0, lt=1,
+        0.0,
+        ge=0,
+        lt=1,
         description="Each pod's actual demand is the profile's times (1 +- jitter) per feature; policies only see the "
         "profile's (like DRS's fixed per-application features), so estimates can be wrong.",
     )
@@ -150,16 +167,20 @@ class Scenario(_M):
     description: str = ""
     normalisation: Normalisation | Literal["drs-paper", "default"] = "default"
     metric_window_seconds: float = Field(
-        0.0, ge=0, description="Load is seen as the average over this many past seconds (Prometheus rate windows); 0 = instant."
+        0.0,
+        ge=0,
+        description="Load is seen as the average over this many past seconds (Prometheus rate windows); 0 = instant.",
     )
-    settle_seconds: float = Field(5.0, ge=0, description="Delay after a bind at which the env measures load_after (DRS: 5 s).")
+    settle_seconds: float = Field(
+        5.0, ge=0, description="Delay after a bind at which the env measures load_after (DRS: 5 s)."
+    )
     sample_interval_seconds: float = Field(5.0, gt=0, description="Time-series resolution of the benchmark plot.")
     nodes: tuple[NodeType, ...] = Field(min_length=1)
     profiles: dict[str, Profile] = Field(min_length=1)
     arrivals: tuple[Phase, ...] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Scenario":
+    def _consistent(self) -> Scenario:
         names = [t.name for t in self.nodes]
         if len(set(names)) != len(names):
             raise ValueError("node type names must be unique")
@@ -192,7 +213,7 @@ class Scenario(_M):
     def n_pods(self) -> int:
         return sum(p.pods for p in self.arrivals)
 
-    def truncated(self, pods: int) -> "Scenario":
+    def truncated(self, pods: int) -> Scenario:
         """The first ``pods`` arrivals only (phases cut in order), for quick runs and CI."""
         if pods < 1:
             raise ConfigError("pods must be at least 1")
@@ -204,7 +225,7 @@ class Scenario(_M):
             left -= phase.pods
         return self.with_changes(arrivals=phases)
 
-    def with_changes(self, **changes: Any) -> "Scenario":
+    def with_changes(self, **changes: Any) -> Scenario:
         """A copy with top-level fields replaced and re-validated (e.g. fewer pods for a test)."""
         data = self.model_dump()
         data.update(changes)
@@ -221,9 +242,7 @@ def node_labels(node: NodeType, index: int) -> dict[str, str]:
 
 
 def _fits_empty(prof: Profile, node: NodeType) -> bool:
-    if not any(
-        all(node_labels(node, i).get(k) == v for k, v in prof.node_selector.items()) for i in range(node.count)
-    ):
+    if not any(all(node_labels(node, i).get(k) == v for k, v in prof.node_selector.items()) for i in range(node.count)):
         return False
     if any(t.effect in ("NoSchedule", "NoExecute") for t in node.taints):
         return False

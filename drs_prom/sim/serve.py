@@ -19,9 +19,10 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -45,8 +46,9 @@ class ScheduledBind:
 class LiveCluster:
     """The simulator on a wall clock. Thread-safe; every public call first catches up to now."""
 
-    def __init__(self, scenario: Scenario, speed: float = 1.0, slots: int = 4096,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, scenario: Scenario, speed: float = 1.0, slots: int = 4096, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         if speed <= 0:
             raise ConfigError("speed must be positive")
         self.scenario = scenario
@@ -105,20 +107,38 @@ class LiveCluster:
             raise ConfigError(f"node index {node} out of range")
         return int(node)
 
-    def bind(self, name: str, node: int | str, demand: Sequence[float], work_seconds: float,
-             cpu_m: int = 0, mem_bytes: int = 0) -> None:
+    def bind(
+        self,
+        name: str,
+        node: int | str,
+        demand: Sequence[float],
+        work_seconds: float,
+        cpu_m: int = 0,
+        mem_bytes: int = 0,
+    ) -> None:
         """Start a pod on ``node`` now: ``demand`` in absolute FEATURES units, ``work_seconds`` at full speed."""
         with self._lock:
             self._catch_up()
-            self._bind_now(ScheduledBind(self.cluster.t, name, self.node_index(node), tuple(float(x) for x in demand),
-                                         float(work_seconds), int(cpu_m), int(mem_bytes)))
+            self._bind_now(
+                ScheduledBind(
+                    self.cluster.t,
+                    name,
+                    self.node_index(node),
+                    tuple(float(x) for x in demand),
+                    float(work_seconds),
+                    int(cpu_m),
+                    int(mem_bytes),
+                )
+            )
 
     def bind_profile(self, name: str, node: int | str, profile: str) -> None:
         """Start a pod of one of the scenario's profiles (mean work) on ``node`` now."""
         prof = self.scenario.profiles.get(profile)
         if prof is None:
             raise ConfigError(f"unknown profile {profile!r}; scenario has {', '.join(self.scenario.profiles)}")
-        self.bind(name, node, prof.demand.vector(), prof.work_seconds, int(prof.requests.cpu_m), int(prof.requests.mem_bytes))
+        self.bind(
+            name, node, prof.demand.vector(), prof.work_seconds, int(prof.requests.cpu_m), int(prof.requests.mem_bytes)
+        )
 
     def _bind_now(self, b: ScheduledBind) -> None:
         c, wl = self.cluster, self._wl
@@ -145,8 +165,14 @@ class LiveCluster:
             return {self.pod_names[int(i)]: self.nodes.names[int(c.node_of[i])] for i in c.running}
 
     @classmethod
-    def replay(cls, scenario: Scenario, policy: Any, seed: int = 0, speed: float = 1.0,
-               clock: Callable[[], float] = time.monotonic) -> "LiveCluster":
+    def replay(
+        cls,
+        scenario: Scenario,
+        policy: Any,
+        seed: int = 0,
+        speed: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> LiveCluster:
         """Decide a whole episode with ``policy`` in SchedulingEnv, then replay its binds on the wall clock."""
         from drs_prom.sim.env import SchedulingEnv
 
@@ -157,8 +183,15 @@ class LiveCluster:
         index = {name: i for i, name in enumerate(wl.names)}
         live = cls(scenario, speed=speed, slots=max(64, len(wl)), clock=clock)
         live._schedule = [
-            ScheduledBind(t, name, node, tuple(wl.demand[index[name]]), float(wl.work[index[name]]),
-                          int(wl.cpu_m[index[name]]), int(wl.mem_bytes[index[name]]))
+            ScheduledBind(
+                t,
+                name,
+                node,
+                tuple(wl.demand[index[name]]),
+                float(wl.work[index[name]]),
+                int(wl.cpu_m[index[name]]),
+                int(wl.mem_bytes[index[name]]),
+            )
             for t, name, node in binds
         ]
         live.expected = env.result(policy.name)
@@ -179,8 +212,16 @@ class LiveCluster:
         k = max(1, int(math.ceil(cap[0] - 1e-9)))
         busy = cum[0] / k  # core-seconds busy per CPU
         s = 1.0 / self.speed
-        per_cpu = {"user": 0.85 * busy * s, "nice": 0.0, "system": 0.15 * busy * s, "idle": max(0.0, t - busy) * s,
-                   "iowait": 0.0, "irq": 0.0, "softirq": 0.0, "steal": 0.0}
+        per_cpu = {
+            "user": 0.85 * busy * s,
+            "nice": 0.0,
+            "system": 0.15 * busy * s,
+            "idle": max(0.0, t - busy) * s,
+            "iowait": 0.0,
+            "irq": 0.0,
+            "softirq": 0.0,
+            "steal": 0.0,
+        }
         return NodeCounters(
             cpu_seconds={str(i): per_cpu for i in range(k)},
             memory_total_bytes=float(cap[1]),
@@ -189,7 +230,13 @@ class LiveCluster:
             net_transmit_bytes={"eth0": cum[3] * s},
             disk_read_bytes={"sda": cum[4] * s},
             disk_written_bytes={"sda": cum[5] * s},
-            uname={"sysname": "Linux", "release": "drs-prom-sim", "version": "#1", "machine": "x86_64", "domainname": "(none)"},
+            uname={
+                "sysname": "Linux",
+                "release": "drs-prom-sim",
+                "version": "#1",
+                "machine": "x86_64",
+                "domainname": "(none)",
+            },
         )
 
     def features(self) -> np.ndarray:
@@ -202,8 +249,9 @@ class LiveCluster:
 class SimExporter:
     """HTTP endpoints for every node of a LiveCluster, on 127.0.0.1 by default."""
 
-    def __init__(self, live: LiveCluster, mode: Literal["ports", "paths"] = "ports", host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+    def __init__(
+        self, live: LiveCluster, mode: Literal["ports", "paths"] = "ports", host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         if mode not in ("ports", "paths"):
             raise ConfigError(f"mode must be 'ports' or 'paths', got {mode!r}")
         self.live, self.mode, self.host, self.port = live, mode, host, port
@@ -216,14 +264,16 @@ class SimExporter:
 
         return build_registry(NodeCollector(partial(self.live.counters, i), node_name=self.live.nodes.names[i]))
 
-    def start(self) -> "SimExporter":
+    def start(self) -> SimExporter:
         from prometheus_client import start_http_server
 
         names = self.live.nodes.names
         try:
             if self.mode == "ports":
                 for i, name in enumerate(names):
-                    httpd, thread = start_http_server(self.port if self.port and i == 0 else 0, self.host, registry=self._registry(i))
+                    httpd, thread = start_http_server(
+                        self.port if self.port and i == 0 else 0, self.host, registry=self._registry(i)
+                    )
                     self._servers.append((httpd, thread))
                     self.targets[name] = f"{self.host}:{httpd.server_port}"
                     self.paths[name] = "/metrics"
@@ -242,7 +292,9 @@ class SimExporter:
         from exporters.node_exporter import multi_node_app
 
         registries = {name: self._registry(i) for i, name in enumerate(names)}
-        httpd = make_server(self.host, self.port, multi_node_app(registries.get), ThreadingWSGIServer, handler_class=_SilentHandler)
+        httpd = make_server(
+            self.host, self.port, multi_node_app(registries.get), ThreadingWSGIServer, handler_class=_SilentHandler
+        )
         thread = threading.Thread(target=httpd.serve_forever, daemon=True, name="sim-exporter")
         thread.start()
         self._servers.append((httpd, thread))
@@ -270,16 +322,24 @@ class SimExporter:
             thread.join(timeout=5)
         self._servers.clear()
 
-    def __enter__(self) -> "SimExporter":
+    def __enter__(self) -> SimExporter:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
-def serve_scenario(scenario: Scenario, policy: Any, seed: int = 0, speed: float = 1.0,
-                   mode: Literal["ports", "paths"] = "ports", host: str = "127.0.0.1", port: int = 0,
-                   stop: threading.Event | None = None, echo: Callable[[str], None] = print) -> None:
+def serve_scenario(
+    scenario: Scenario,
+    policy: Any,
+    seed: int = 0,
+    speed: float = 1.0,
+    mode: Literal["ports", "paths"] = "ports",
+    host: str = "127.0.0.1",
+    port: int = 0,
+    stop: threading.Event | None = None,
+    echo: Callable[[str], None] = print,
+) -> None:
     """Replay one decided episode on the wall clock and serve it until SIGINT/SIGTERM (or ``stop``)."""
     import signal
 
@@ -291,8 +351,10 @@ def serve_scenario(scenario: Scenario, policy: Any, seed: int = 0, speed: float 
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
     with SimExporter(live, mode=mode, host=host, port=port) as exporter:
-        echo(f"serving {len(live.nodes)} simulated nodes of {scenario.name} (policy {policy.name}, seed {seed}, "
-             f"speed {speed:g}x); episode ends at simulated {live.expected.makespan:.0f} s. Prometheus job:")
+        echo(
+            f"serving {len(live.nodes)} simulated nodes of {scenario.name} (policy {policy.name}, seed {seed}, "
+            f"speed {speed:g}x); episode ends at simulated {live.expected.makespan:.0f} s. Prometheus job:"
+        )
         echo(yaml.safe_dump({"scrape_configs": [exporter.scrape_config("node")]}, sort_keys=False).rstrip())
         while not stop.wait(1.0):
             pass

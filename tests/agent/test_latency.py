@@ -14,8 +14,11 @@ def test_decision_latency_printed_and_choices_feasible(capsys):
     mine, base = measure(drs, repeats=100), measure(heur, repeats=100)
     with capsys.disabled():
         for n in mine:
-            print(f"\n[latency] drs {n} nodes: median {mine[n][0]:.0f} us p99 {mine[n][1]:.0f} us "
-                  f"({mine[n][0] / base[n][0]:.2f}x balanced-load)", end="")
+            print(
+                f"\n[latency] drs {n} nodes: median {mine[n][0]:.0f} us p99 {mine[n][1]:.0f} us "
+                f"({mine[n][0] / base[n][0]:.2f}x balanced-load)",
+                end="",
+            )
         print()
     for n in (4, 50, 500):
         ctx = synthetic_context(n, seed=n)

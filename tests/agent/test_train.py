@@ -18,8 +18,17 @@ TINY = load_scenario("drs-paper").truncated(25)
 
 def test_tiny_drs_training_saves_a_model_that_schedules(tmp_path):
     make, norm = scenario_env_factory(TINY)
-    cfg = TrainConfig(episodes=3, learning_starts=20, batch=16, eval_every=2, eval_seeds=1,
-                      imitate="balanced-load", imitate_episodes=1, imitate_steps=20, hidden=(16,))
+    cfg = TrainConfig(
+        episodes=3,
+        learning_starts=20,
+        batch=16,
+        eval_every=2,
+        eval_seeds=1,
+        imitate="balanced-load",
+        imitate_episodes=1,
+        imitate_steps=20,
+        hidden=(16,),
+    )
     result = train(make, cfg, progress=False)
     assert result.steps == 3 * 25 and len(result.returns) == 3 and result.n_nodes == 4
     assert result.notes["imitation"]["decisions"] == 25
@@ -56,8 +65,14 @@ def test_tiny_drs_original_training(tmp_path):
 
 def _cli(*args, cwd):
     exe = Path(sys.executable).with_name("drs-prom")
-    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return subprocess.run(
+        [str(exe), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
 
 
 def test_train_command_writes_model_json_and_curve(tmp_path):

@@ -9,9 +9,12 @@ import numpy as np
 from drs_prom.policy import DecisionContext
 from drs_prom.types import NodeInfo, PodRequest
 
-PROFILES = np.array(
-    [[1.0, 0.23, 0.11, 0.02, 0.0, 0.015], [0.54, 0.46, 0.8, 0.71, 0.0, 0.016], [1.0, 0.23, 0.13, 0.03, 0.0, 0.86]]
-) * 0.3
+PROFILES = (
+    np.array(
+        [[1.0, 0.23, 0.11, 0.02, 0.0, 0.015], [0.54, 0.46, 0.8, 0.71, 0.0, 0.016], [1.0, 0.23, 0.13, 0.03, 0.0, 0.86]]
+    )
+    * 0.3
+)
 
 
 @dataclass
@@ -30,7 +33,12 @@ class ToyEnv:
     def _ctx(self) -> DecisionContext:
         kind = int(self.rng.integers(0, 3))
         self.cur = PROFILES[kind]
-        nodes = [NodeInfo(name=f"n{i}", allocatable_cpu_m=4000, allocatable_mem_bytes=8 << 30, pod_count=len(self.running[i])) for i in range(self.n)]
+        nodes = [
+            NodeInfo(
+                name=f"n{i}", allocatable_cpu_m=4000, allocatable_mem_bytes=8 << 30, pod_count=len(self.running[i])
+            )
+            for i in range(self.n)
+        ]
         return DecisionContext(
             pod=PodRequest(name=f"p{self.t}", cpu_m=500),
             nodes=nodes,

@@ -14,7 +14,8 @@ Enable with ``pytest_plugins = ["tests.k8s.fixtures"]`` in tests/conftest.py.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 

@@ -43,8 +43,9 @@ import time
 import urllib.error
 import urllib.request
 import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -73,11 +74,12 @@ class ControlPlaneError(RuntimeError):
 # binaries
 # ---------------------------------------------------------------------------
 
+
 def k8s_version() -> str:
     """The ``k8s.io/kubernetes`` version pinned in tests/k8s/go.mod (e.g. ``v1.35.4``)."""
     text = (HERE / "go.mod").read_text()
-    m = re.search(r"^require\s+k8s\.io/kubernetes\s+(v\S+)", text, re.M) or re.search(
-        r"^\s*k8s\.io/kubernetes\s+(v\S+)", text, re.M
+    m = re.search(r"^require\s+k8s\.io/kubernetes\s+(v\S+)", text, re.MULTILINE) or re.search(
+        r"^\s*k8s\.io/kubernetes\s+(v\S+)", text, re.MULTILINE
     )
     if not m:
         raise ControlPlaneError("cannot find k8s.io/kubernetes version in tests/k8s/go.mod")
@@ -134,6 +136,7 @@ def build_binaries(timeout: float = 3600.0, log_path: str | os.PathLike | None =
 # ---------------------------------------------------------------------------
 # small utilities
 # ---------------------------------------------------------------------------
+
 
 def free_port() -> int:
     """A TCP port that was free on 127.0.0.1 a moment ago."""
@@ -248,6 +251,7 @@ def _kubeconfig(server: str, ca_pem: bytes, user: str, token: str, namespace: st
 # kubectl helpers (module-level so other tests can use them directly)
 # ---------------------------------------------------------------------------
 
+
 def kubectl(
     *args: str,
     kubeconfig: str | os.PathLike,
@@ -262,7 +266,12 @@ def kubectl(
         raise ControlPlaneError(f"kubectl not found at {exe}; run tests/k8s/build.sh")
     cmd = [str(exe), f"--kubeconfig={os.fspath(kubeconfig)}", *args]
     proc = subprocess.run(
-        cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False,
+        cmd,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
         env={**os.environ, "KUBECONFIG": os.fspath(kubeconfig)},
     )
     if check and proc.returncode != 0:
@@ -307,7 +316,7 @@ def can_i(
 # the control plane
 # ---------------------------------------------------------------------------
 
-_LIVE: "weakref.WeakSet[ControlPlane]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[ControlPlane] = weakref.WeakSet()
 
 
 def _stop_all_at_exit() -> None:
@@ -366,15 +375,15 @@ class ControlPlane:
         self._api_client = None
 
     # -- context manager ---------------------------------------------------
-    def __enter__(self) -> "ControlPlane":
+    def __enter__(self) -> ControlPlane:
         self.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- lifecycle ---------------------------------------------------------
-    def start(self) -> "ControlPlane":
+    def start(self) -> ControlPlane:
         if self.apiserver is not None:
             return self
         self.workdir = Path(tempfile.mkdtemp(prefix="drs-k8s-", dir=self._workdir_parent))
@@ -439,11 +448,25 @@ class ControlPlane:
         pki = self.workdir / "pki"
         pki.mkdir()
         o = self._openssl
-        o("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-          "-keyout", str(pki / "ca.key"), "-out", str(pki / "ca.crt"),
-          "-subj", "/CN=drs-test-ca",
-          "-addext", "basicConstraints=critical,CA:TRUE",
-          "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature")
+        o(
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-keyout",
+            str(pki / "ca.key"),
+            "-out",
+            str(pki / "ca.crt"),
+            "-subj",
+            "/CN=drs-test-ca",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+        )
         ext = pki / "serving.ext"
         ext.write_text(
             "basicConstraints=CA:FALSE\n"
@@ -452,11 +475,35 @@ class ControlPlane:
             "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,"
             "DNS:kubernetes.default,DNS:kubernetes.default.svc\n"
         )
-        o("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(pki / "apiserver.key"),
-          "-out", str(pki / "apiserver.csr"), "-subj", "/CN=kube-apiserver")
-        o("x509", "-req", "-in", str(pki / "apiserver.csr"), "-CA", str(pki / "ca.crt"),
-          "-CAkey", str(pki / "ca.key"), "-CAcreateserial", "-days", "2",
-          "-out", str(pki / "apiserver.crt"), "-extfile", str(ext))
+        o(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(pki / "apiserver.key"),
+            "-out",
+            str(pki / "apiserver.csr"),
+            "-subj",
+            "/CN=kube-apiserver",
+        )
+        o(
+            "x509",
+            "-req",
+            "-in",
+            str(pki / "apiserver.csr"),
+            "-CA",
+            str(pki / "ca.crt"),
+            "-CAkey",
+            str(pki / "ca.key"),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            str(pki / "apiserver.crt"),
+            "-extfile",
+            str(ext),
+        )
         o("genrsa", "-out", str(pki / "sa.key"), "2048")
         o("rsa", "-in", str(pki / "sa.key"), "-pubout", "-out", str(pki / "sa.pub"))
         self.ca_file = pki / "ca.crt"
@@ -539,8 +586,11 @@ class ControlPlane:
         self.apiserver = ManagedProcess("kube-apiserver", argv, self.workdir / "kube-apiserver.log")
         self.apiserver.port = port
         self._wait_http(
-            self.apiserver, f"{self.server}/readyz", ok=lambda b: b.strip() == b"ok",
-            token=self.admin_token, cafile=self.ca_file,
+            self.apiserver,
+            f"{self.server}/readyz",
+            ok=lambda b: b.strip() == b"ok",
+            token=self.admin_token,
+            cafile=self.ca_file,
         )
 
     # -- waiting -----------------------------------------------------------
@@ -696,11 +746,17 @@ class ControlPlane:
         v1.create_node(node)
         resources = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi"}
         resources.update(extra_resources or {})
-        now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
         def cond(t: str, status: str, reason: str) -> dict:
-            return {"type": t, "status": status, "reason": reason, "message": reason,
-                    "lastHeartbeatTime": now, "lastTransitionTime": now}
+            return {
+                "type": t,
+                "status": status,
+                "reason": reason,
+                "message": reason,
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+            }
 
         status = {
             "status": {
@@ -714,9 +770,15 @@ class ControlPlane:
                 ],
                 "addresses": [{"type": "InternalIP", "address": LOOPBACK}, {"type": "Hostname", "address": name}],
                 "nodeInfo": {
-                    "architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "fake",
-                    "kubeProxyVersion": "fake", "containerRuntimeVersion": "fake://0",
-                    "osImage": "fake", "kernelVersion": "fake", "machineID": name, "systemUUID": name,
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                    "kubeletVersion": "fake",
+                    "kubeProxyVersion": "fake",
+                    "containerRuntimeVersion": "fake://0",
+                    "osImage": "fake",
+                    "kernelVersion": "fake",
+                    "machineID": name,
+                    "systemUUID": name,
                     "bootID": name,
                 },
                 "phase": "Running",
@@ -777,8 +839,13 @@ class ControlPlane:
         self.schedulers.append(proc)
         if wait_ready:
             try:
-                self._wait_http(proc, f"https://{LOOPBACK}:{port}/healthz", ok=lambda b: b.strip() == b"ok",
-                                insecure=True, timeout=timeout)
+                self._wait_http(
+                    proc,
+                    f"https://{LOOPBACK}:{port}/healthz",
+                    ok=lambda b: b.strip() == b"ok",
+                    insecure=True,
+                    timeout=timeout,
+                )
             except BaseException:
                 proc.stop()
                 self.schedulers.remove(proc)
@@ -786,13 +853,27 @@ class ControlPlane:
         return proc
 
     # -- convenience -------------------------------------------------------
-    def kubectl(self, *args: str, kubeconfig: str | os.PathLike | None = None, **kw: Any) -> subprocess.CompletedProcess:
+    def kubectl(
+        self, *args: str, kubeconfig: str | os.PathLike | None = None, **kw: Any
+    ) -> subprocess.CompletedProcess:
         return kubectl(*args, kubeconfig=kubeconfig or self.admin_kubeconfig, bin_dir=self.bin_dir, **kw)
 
-    def can_i(self, verb: str, resource: str, kubeconfig: str | os.PathLike | None = None,
-              namespace: str | None = None, subresource: str | None = None) -> bool:
-        return can_i(verb, resource, kubeconfig or self.admin_kubeconfig, namespace=namespace,
-                     subresource=subresource, bin_dir=self.bin_dir)
+    def can_i(
+        self,
+        verb: str,
+        resource: str,
+        kubeconfig: str | os.PathLike | None = None,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> bool:
+        return can_i(
+            verb,
+            resource,
+            kubeconfig or self.admin_kubeconfig,
+            namespace=namespace,
+            subresource=subresource,
+            bin_dir=self.bin_dir,
+        )
 
     def logs(self) -> dict[str, Path]:
         """Log files of the processes started so far, by name."""

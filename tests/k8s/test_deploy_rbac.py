@@ -40,8 +40,11 @@ def test_configmap_holds_a_valid_settings_file(tmp_path):
 
 
 def test_workloads_and_daemonset_shape():
-    docs = {d["metadata"]["name"]: d for f in ("30-scheduler.yaml", "40-node-exporter.yaml")
-            for d in yaml.safe_load_all((DEPLOY / f).read_text())}
+    docs = {
+        d["metadata"]["name"]: d
+        for f in ("30-scheduler.yaml", "40-node-exporter.yaml")
+        for d in yaml.safe_load_all((DEPLOY / f).read_text())
+    }
     dep = docs["drs-scheduler"]["spec"]
     assert dep["replicas"] == 2
     c = dep["template"]["spec"]["containers"][0]
@@ -69,19 +72,36 @@ def _can(cp, kubeconfig, verb, resource, namespace):
 
 
 ALLOWED = [
-    ("get", "pods", None), ("list", "pods", None), ("watch", "pods", None),
-    ("get", "nodes", None), ("list", "nodes", None), ("watch", "nodes", None),
-    ("create", "pods:binding", "some-ns"), ("create", "events", "some-ns"), ("patch", "events", "some-ns"),
+    ("get", "pods", None),
+    ("list", "pods", None),
+    ("watch", "pods", None),
+    ("get", "nodes", None),
+    ("list", "nodes", None),
+    ("watch", "nodes", None),
+    ("create", "pods:binding", "some-ns"),
+    ("create", "events", "some-ns"),
+    ("patch", "events", "some-ns"),
     ("create", "events.events.k8s.io", "some-ns"),
     ("create", "leases.coordination.k8s.io", "drs-system"),
 ]
 REFUSED = [
-    ("get", "secrets", "drs-system"), ("list", "secrets", None), ("get", "configmaps", "kube-system"),
-    ("create", "pods", "some-ns"), ("delete", "pods", "some-ns"), ("update", "pods", "some-ns"), ("patch", "pods", "some-ns"),
-    ("update", "nodes", None), ("patch", "nodes", None), ("delete", "nodes", None), ("update", "nodes:status", None),
-    ("create", "leases.coordination.k8s.io", "kube-system"), ("list", "leases.coordination.k8s.io", "drs-system"),
-    ("delete", "leases.coordination.k8s.io", "drs-system"), ("create", "deployments.apps", "drs-system"),
-    ("create", "clusterrolebindings.rbac.authorization.k8s.io", None), ("create", "serviceaccounts:token", "drs-system"),
+    ("get", "secrets", "drs-system"),
+    ("list", "secrets", None),
+    ("get", "configmaps", "kube-system"),
+    ("create", "pods", "some-ns"),
+    ("delete", "pods", "some-ns"),
+    ("update", "pods", "some-ns"),
+    ("patch", "pods", "some-ns"),
+    ("update", "nodes", None),
+    ("patch", "nodes", None),
+    ("delete", "nodes", None),
+    ("update", "nodes:status", None),
+    ("create", "leases.coordination.k8s.io", "kube-system"),
+    ("list", "leases.coordination.k8s.io", "drs-system"),
+    ("delete", "leases.coordination.k8s.io", "drs-system"),
+    ("create", "deployments.apps", "drs-system"),
+    ("create", "clusterrolebindings.rbac.authorization.k8s.io", None),
+    ("create", "serviceaccounts:token", "drs-system"),
 ]
 
 

@@ -22,8 +22,12 @@ def test_apiserver_ready_and_fake_nodes(control_plane, k8s_admin_client, fake_no
     names = [_uniq("fake-node") for _ in range(2)]
     fake_nodes(names[0], cpu="4", memory="8Gi", labels={"zone": "a"})
     fake_nodes(
-        names[1], cpu="2", memory="4Gi", pods="10",
-        taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}], unschedulable=True,
+        names[1],
+        cpu="2",
+        memory="4Gi",
+        pods="10",
+        taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}],
+        unschedulable=True,
     )
     listed = {n.metadata.name: n for n in v1.list_node().items}
     assert set(names) <= set(listed)
@@ -66,10 +70,13 @@ profiles:
             spec=client.V1PodSpec(
                 scheduler_name="harness-scheduler",
                 node_selector={"drs-test/pool": ns},
-                containers=[client.V1Container(
-                    name="c", image="registry.invalid/pause:1",
-                    resources=client.V1ResourceRequirements(requests={"cpu": "100m", "memory": "64Mi"}),
-                )],
+                containers=[
+                    client.V1Container(
+                        name="c",
+                        image="registry.invalid/pause:1",
+                        resources=client.V1ResourceRequirements(requests={"cpu": "100m", "memory": "64Mi"}),
+                    )
+                ],
             ),
         )
         v1.create_namespaced_pod(ns, pod)
@@ -101,15 +108,21 @@ def test_sa_kubeconfig_rbac(control_plane, k8s_admin_client):
     assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
 
     rbac = client.RbacAuthorizationV1Api(k8s_admin_client)
-    rbac.create_namespaced_role(ns, client.V1Role(
-        metadata=client.V1ObjectMeta(name="pod-reader"),
-        rules=[client.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["get", "list", "watch"])],
-    ))
-    rbac.create_namespaced_role_binding(ns, client.V1RoleBinding(
-        metadata=client.V1ObjectMeta(name="pod-reader"),
-        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name="pod-reader"),
-        subjects=[client.RbacV1Subject(kind="ServiceAccount", name="reader", namespace=ns)],
-    ))
+    rbac.create_namespaced_role(
+        ns,
+        client.V1Role(
+            metadata=client.V1ObjectMeta(name="pod-reader"),
+            rules=[client.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["get", "list", "watch"])],
+        ),
+    )
+    rbac.create_namespaced_role_binding(
+        ns,
+        client.V1RoleBinding(
+            metadata=client.V1ObjectMeta(name="pod-reader"),
+            role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name="pod-reader"),
+            subjects=[client.RbacV1Subject(kind="ServiceAccount", name="reader", namespace=ns)],
+        ),
+    )
     wait_for(lambda: can_i("list", "pods", sa_kc, namespace=ns), timeout=20, what="RBAC to allow list pods")
     assert not can_i("list", "pods", sa_kc, namespace="default")
     assert not can_i("delete", "pods", sa_kc, namespace=ns)

@@ -34,9 +34,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import pytest
 import yaml
@@ -77,7 +78,9 @@ def wait_until(fn: Callable[[], Any], timeout: float = 30.0, what: str = "condit
         except Exception as exc:  # the thing polled may not be up yet
             last_exc = exc
         time.sleep(interval)
-    raise ServerError(f"timed out after {timeout:g}s waiting for {what}" + (f" (last error: {last_exc})" if last_exc else ""))
+    raise ServerError(
+        f"timed out after {timeout:g}s waiting for {what}" + (f" (last error: {last_exc})" if last_exc else "")
+    )
 
 
 def _http_ok(url: str) -> bool:
@@ -185,7 +188,11 @@ def start_prometheus(
     tmp_path.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config: dict[str, Any] = {
-        "global": {"scrape_interval": scrape_interval, "scrape_timeout": scrape_interval, "evaluation_interval": scrape_interval},
+        "global": {
+            "scrape_interval": scrape_interval,
+            "scrape_timeout": scrape_interval,
+            "evaluation_interval": scrape_interval,
+        },
         "scrape_configs": [],
     }
     if scrape_targets:
@@ -208,9 +215,20 @@ def start_prometheus(
     ]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    prom = PrometheusProc(proc=proc, log_path=log_path, url=f"http://127.0.0.1:{port}", config_path=config_path, data_dir=data_dir, config=config)
+    prom = PrometheusProc(
+        proc=proc,
+        log_path=log_path,
+        url=f"http://127.0.0.1:{port}",
+        config_path=config_path,
+        data_dir=data_dir,
+        config=config,
+    )
     try:
-        wait_until(lambda: _alive_or_raise(prom) and _http_ok(f"{prom.url}/-/ready"), timeout, f"prometheus at {prom.url} to be ready")
+        wait_until(
+            lambda: _alive_or_raise(prom) and _http_ok(f"{prom.url}/-/ready"),
+            timeout,
+            f"prometheus at {prom.url} to be ready",
+        )
     except ServerError as exc:
         prom.stop()
         raise ServerError(f"{exc}; log: {_log_tail(log_path)}") from None
@@ -223,7 +241,9 @@ def _alive_or_raise(p: _Proc) -> bool:
     return True
 
 
-def _start_exporter(cmd: list[str], port: int, node_name: str, log_path: Path, timeout: float, env: dict[str, str] | None = None) -> ExporterProc:
+def _start_exporter(
+    cmd: list[str], port: int, node_name: str, log_path: Path, timeout: float, env: dict[str, str] | None = None
+) -> ExporterProc:
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     exp = ExporterProc(proc=proc, log_path=log_path, target=f"127.0.0.1:{port}", node_name=node_name)
@@ -253,10 +273,21 @@ def start_node_exporter_real(log_dir: Path, timeout: float = STARTUP_TIMEOUT) ->
     return _start_exporter(cmd, port, socket.gethostname(), Path(log_dir) / f"node-exporter-{port}.log", timeout)
 
 
-def start_drs_exporter(log_dir: Path, node_name: str = "drs-test-node", extra_args: Sequence[str] = (), timeout: float = STARTUP_TIMEOUT) -> ExporterProc:
+def start_drs_exporter(
+    log_dir: Path, node_name: str = "drs-test-node", extra_args: Sequence[str] = (), timeout: float = STARTUP_TIMEOUT
+) -> ExporterProc:
     """Our exporter in a subprocess, exactly as ``drs-prom export`` runs it."""
     port = free_port()
-    cmd = [sys.executable, "-m", "exporters.node_exporter", "--listen", f"127.0.0.1:{port}", "--node-name", node_name, *extra_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "exporters.node_exporter",
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--node-name",
+        node_name,
+        *extra_args,
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return _start_exporter(cmd, port, node_name, Path(log_dir) / f"drs-exporter-{port}.log", timeout, env)
 
@@ -287,7 +318,9 @@ def drs_exporter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExporterP
 
 
 @pytest.fixture(scope="session")
-def prometheus_both(tmp_path_factory: pytest.TempPathFactory, node_exporter_real: ExporterProc, drs_exporter: ExporterProc) -> Iterator[PrometheusProc]:
+def prometheus_both(
+    tmp_path_factory: pytest.TempPathFactory, node_exporter_real: ExporterProc, drs_exporter: ExporterProc
+) -> Iterator[PrometheusProc]:
     """Prometheus scraping both exporters every 1 s with the drs rules; both targets up."""
     prom = _or_fail(
         lambda: start_prometheus(
@@ -298,7 +331,11 @@ def prometheus_both(tmp_path_factory: pytest.TempPathFactory, node_exporter_real
     )
     try:
         targets = {node_exporter_real.target, drs_exporter.target}
-        _or_fail(lambda: wait_until(lambda: all(prom.targets_up().get(t) == 1.0 for t in targets), 30, "both exporters to be up"))
+        _or_fail(
+            lambda: wait_until(
+                lambda: all(prom.targets_up().get(t) == 1.0 for t in targets), 30, "both exporters to be up"
+            )
+        )
         yield prom
     finally:
         prom.stop()

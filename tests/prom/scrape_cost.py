@@ -66,7 +66,13 @@ def cpu_share(pids: dict[str, int], urls: dict[str, str], seconds: float = 15.0)
 
 
 def measure(
-    ours_url: str, ours_pid: int, real_url: str, real_pid: int, n: int = 200, seconds: float = 15.0, scraped_elsewhere: bool = False
+    ours_url: str,
+    ours_pid: int,
+    real_url: str,
+    real_pid: int,
+    n: int = 200,
+    seconds: float = 15.0,
+    scraped_elsewhere: bool = False,
 ) -> tuple[Cost, Cost, float]:
     """``scraped_elsewhere``: a Prometheus already scrapes both at 1 s, so don't add scrapes."""
     urls = {} if scraped_elsewhere else {"ours": ours_url, "real": real_url}

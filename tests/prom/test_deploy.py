@@ -38,11 +38,15 @@ def run(*cmd: str, cwd: Path = DEPLOY) -> subprocess.CompletedProcess:
 
 
 def test_checked_in_rules_are_generated_from_promql():
-    assert (DEPLOY / "rules" / "drs.rules.yml").read_text() == promql.rules_yaml(), "run: drs-prom promql rules > deploy/prometheus/rules/drs.rules.yml"
+    assert (DEPLOY / "rules" / "drs.rules.yml").read_text() == promql.rules_yaml(), (
+        "run: drs-prom promql rules > deploy/prometheus/rules/drs.rules.yml"
+    )
 
 
 def test_checked_in_dashboard_is_generated_from_promql():
-    assert (DEPLOY / "grafana" / "drs-nodes.json").read_text() == promql.dashboard_json(), "run: drs-prom promql dashboard > deploy/prometheus/grafana/drs-nodes.json"
+    assert (DEPLOY / "grafana" / "drs-nodes.json").read_text() == promql.dashboard_json(), (
+        "run: drs-prom promql dashboard > deploy/prometheus/grafana/drs-nodes.json"
+    )
 
 
 def test_rules_use_the_same_strings_as_the_scheduler():
@@ -124,8 +128,13 @@ def test_scrape_config_matches_the_exporter_daemonset():
     assert sd["namespaces"]["names"] == [ds["metadata"]["namespace"]]
     key, _, value = sd["selectors"][0]["label"].partition("=")
     assert ds["spec"]["template"]["metadata"]["labels"][key] == value
-    port_rule = next(r for r in job["relabel_configs"] if r["source_labels"] == ["__meta_kubernetes_pod_container_port_name"])
+    port_rule = next(
+        r for r in job["relabel_configs"] if r["source_labels"] == ["__meta_kubernetes_pod_container_port_name"]
+    )
     ports = ds["spec"]["template"]["spec"]["containers"][0]["ports"]
     assert any(p["name"] == port_rule["regex"] and p["containerPort"] == 9105 for p in ports)
     env = ds["spec"]["template"]["spec"]["containers"][0]["env"]
-    assert {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}} in env  # nodename = k8s node
+    assert {
+        "name": "NODE_NAME",
+        "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+    } in env  # nodename = k8s node

@@ -53,7 +53,14 @@ def test_names_types_and_labels_match_node_exporter():
     assert reg.get_sample_value("node_network_transmit_bytes_total", {"device": "eth0"}) == 2000.0
     assert reg.get_sample_value("node_disk_read_bytes_total", {"device": "sda"}) == 4096.0
     assert reg.get_sample_value("node_disk_written_bytes_total", {"device": "nvme0n1"}) == 1024.0
-    uname = {"domainname": "(none)", "machine": "x86_64", "nodename": "node-a", "release": "6.1", "sysname": "Linux", "version": "#1"}
+    uname = {
+        "domainname": "(none)",
+        "machine": "x86_64",
+        "nodename": "node-a",
+        "release": "6.1",
+        "sysname": "Linux",
+        "version": "#1",
+    }
     assert reg.get_sample_value("node_uname_info", uname) == 1.0
     types = {f.name: f.type for f in text_string_to_metric_families(generate_latest(reg).decode())}
     assert types["node_cpu_seconds"] == "counter"  # parser strips _total from counter family names
@@ -121,8 +128,13 @@ def test_oserror_from_reader_fails_only_this_collector():
 
 def test_psutil_reader_reads_this_machine_fresh_per_scrape():
     reg = build_registry(NodeCollector(node_name="me"))
+
     def cpu_total() -> float:  # all modes together grow with wall time, busy or idle
-        return sum(reg.get_sample_value("node_cpu_seconds_total", {"cpu": str(i), "mode": m}) for i in range(os.cpu_count()) for m in CPU_MODES)
+        return sum(
+            reg.get_sample_value("node_cpu_seconds_total", {"cpu": str(i), "mode": m})
+            for i in range(os.cpu_count())
+            for m in CPU_MODES
+        )
 
     first = cpu_total()
     time.sleep(0.3)
@@ -181,7 +193,9 @@ def test_serve_stops_when_asked():
     t = threading.Thread(target=serve, args=(f"127.0.0.1:{port}", "x"), kwargs={"stop": stop, "read": lambda: COUNTERS})
     t.start()
     try:
-        body = wait_until(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read(), 10, "exporter")
+        body = wait_until(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read(), 10, "exporter"
+        )
         assert b'node_uname_info{domainname="(none)"' in body
     finally:
         stop.set()
@@ -199,7 +213,9 @@ def test_export_command_exits_cleanly_on_sigterm(tmp_path):
         stderr=subprocess.STDOUT,
     )
     try:
-        body = wait_until(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read(), 20, "exporter")
+        body = wait_until(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read(), 20, "exporter"
+        )
         assert b'nodename="sigterm-node"' in body
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
@@ -216,7 +232,9 @@ def test_export_command_reports_port_in_use():
         port = s.getsockname()[1]
         out = subprocess.run(
             [sys.executable, "-m", "exporters.node_exporter", "--listen", f"127.0.0.1:{port}"],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
     assert out.returncode == 2
     assert out.stderr.strip().splitlines()[-1].startswith(f"drs-prom: error: cannot listen on 127.0.0.1:{port}")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pandas as pd
@@ -80,8 +80,13 @@ def test_history_is_a_time_indexed_frame(prometheus_both, node_exporter_real, dr
         cpu = hist[(node, "cpu")].dropna()
         assert len(cpu) >= 5 and cpu.between(0, 1).all()
     at = features_at(hist, -1)
-    assert list(at.columns) == list(FEATURES) and set(at.index) >= {drs_exporter.node_name, node_exporter_real.node_name}
-    empty = source.history(datetime(2001, 1, 1, tzinfo=timezone.utc), datetime(2001, 1, 1, 0, 1, tzinfo=timezone.utc), 15)
+    assert list(at.columns) == list(FEATURES) and set(at.index) >= {
+        drs_exporter.node_name,
+        node_exporter_real.node_name,
+    }
+    empty = source.history(
+        datetime(2001, 1, 1, tzinfo=UTC), datetime(2001, 1, 1, 0, 1, tzinfo=UTC), 15
+    )
     assert empty.empty  # no data then: an empty frame, not an exception
     with pytest.raises(MetricsError, match="points"):
         source.history(0, end, step=1)
@@ -95,12 +100,16 @@ def test_stopped_exporter_turns_stale_not_zero(prometheus_factory, tmp_path):
         before = fresh_snapshot(source, {"drs-stale-node"})
         assert "drs-stale-node" not in before.stale
         exp.stop()
-        after = wait_until(lambda: (s := source.snapshot()) and "drs-stale-node" in s.stale and s, 20, "node to turn stale")
+        after = wait_until(
+            lambda: (s := source.snapshot()) and "drs-stale-node" in s.stale and s, 20, "node to turn stale"
+        )
         # Its series vanish at once (staleness marker), so features go missing first ...
         assert after.features.loc["drs-stale-node"].isna().all()  # never read as idle
         assert after.fresh().empty
         # ... and the node stays listed, stale, with a growing age past max age.
-        later = wait_until(lambda: (s := source.snapshot()).age_seconds.get("drs-stale-node", 0) > 3 and s, 20, "age > 3 s")
+        later = wait_until(
+            lambda: (s := source.snapshot()).age_seconds.get("drs-stale-node", 0) > 3 and s, 20, "age > 3 s"
+        )
         assert "drs-stale-node" in later.stale and later.features.loc["drs-stale-node"].isna().all()
     finally:
         exp.stop()
@@ -143,7 +152,7 @@ def test_nan_from_prometheus_raises(prometheus_both):
 class _Silent(BaseHTTPRequestHandler):
     """Fake Prometheus: a real server cannot be made to hang or to send junk on demand."""
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         if self.server.mode == "hang":  # type: ignore[attr-defined]
             time.sleep(3)
         try:
@@ -190,7 +199,10 @@ def test_malformed_response_raises_metrics_error(fake_prometheus):
 
 
 def test_state_command_prints_the_node_table(prometheus_both, node_exporter_real, drs_exporter):
-    fresh_snapshot(PrometheusSource.from_url(prometheus_both.url, window="5s"), {drs_exporter.node_name, node_exporter_real.node_name})
+    fresh_snapshot(
+        PrometheusSource.from_url(prometheus_both.url, window="5s"),
+        {drs_exporter.node_name, node_exporter_real.node_name},
+    )
     result = CliRunner().invoke(cli, ["state", "--prometheus", prometheus_both.url, "--window", "5s", "--normalised"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -205,7 +217,10 @@ def test_state_command_unreachable_is_one_line_exit_2():
     url = f"http://127.0.0.1:{free_port()}"
     out = subprocess.run(
         [sys.executable, "-c", "from drs_prom.cli import main; main()", "state", "--prometheus", url],
-        capture_output=True, text=True, timeout=60, env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
     )
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and out.stderr.startswith(f"drs-prom: error: Prometheus at {url} is unreachable")

@@ -101,6 +101,6 @@ def test_promql_matchers_and_quoting():
     assert promql.matchers('job="x",', 'mode="idle"') == '{job="x",mode="idle"}'
     assert promql.quote('a\\d"') == '"a\\\\d\\""'
     q = promql.net_rx("1m", 'job="n"', exclude="^lo$")
-    assert q.startswith("sum by(nodename) (rate(node_network_receive_bytes_total{job=\"n\",device!~\"^lo$\"}[1m])")
+    assert q.startswith('sum by(nodename) (rate(node_network_receive_bytes_total{job="n",device!~"^lo$"}[1m])')
     assert 'node_uname_info{job="n"}' in q
     assert "device" not in promql.net_rx("1m", exclude="")

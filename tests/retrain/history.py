@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -73,7 +73,9 @@ def write_openmetrics(
 
     path = Path(path)
     with path.open("w") as fh:
-        fh.write("# HELP node_cpu_seconds_total Seconds the CPUs spent in each mode.\n# TYPE node_cpu_seconds_total counter\n")
+        fh.write(
+            "# HELP node_cpu_seconds_total Seconds the CPUs spent in each mode.\n# TYPE node_cpu_seconds_total counter\n"
+        )
         for i, spec in enumerate(nodes):
             busy = counters[:, i, 0]  # each CPU carries the node's utilisation
             for c in range(spec.cores):
@@ -101,9 +103,17 @@ def write_openmetrics(
                 emit(fh, metric, i, f'{label}="{real}"', base + counters[:, i, col])
                 # an excluded device with heavy traffic: it must not count as node load
                 emit(fh, metric, i, f'{label}="{excluded}"', np.round(base + 5e6 * elapsed))
-        fh.write("# HELP node_uname_info Labeled system information as provided by the uname system call.\n# TYPE node_uname_info gauge\n")
+        fh.write(
+            "# HELP node_uname_info Labeled system information as provided by the uname system call.\n# TYPE node_uname_info gauge\n"
+        )
         for i, spec in enumerate(nodes):
-            emit(fh, "node_uname_info", i, f'machine="x86_64",nodename="{spec.name}",release="6.1.0",sysname="Linux"', np.ones(T))
+            emit(
+                fh,
+                "node_uname_info",
+                i,
+                f'machine="x86_64",nodename="{spec.name}",release="6.1.0",sysname="Linux"',
+                np.ones(T),
+            )
         fh.write("# EOF\n")
     return n_samples
 

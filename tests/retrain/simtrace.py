@@ -18,7 +18,6 @@ from drs_prom.journal import JOURNAL_SCHEMA, Decision, node_entries
 from drs_prom.policy import choose
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import Scenario
-
 from tests.retrain.history import NodeSpec
 
 
@@ -50,7 +49,9 @@ class SimRun:
         """(T, n, 6) integral of used load from 0 to sim time ``t`` (empty nodes idle after the end)."""
         t = np.asarray(t, dtype=np.float64)
         dt = self.seg_t1 - self.seg_t0
-        starts = np.concatenate([np.zeros((1,) + self.seg_used.shape[1:]), np.cumsum(self.seg_used * dt[:, None, None], axis=0)])
+        starts = np.concatenate(
+            [np.zeros((1,) + self.seg_used.shape[1:]), np.cumsum(self.seg_used * dt[:, None, None], axis=0)]
+        )
         s = self._seg(t)
         within = np.clip(t - self.seg_t0[s], 0.0, None)
         inside = t <= self.seg_t1[-1]

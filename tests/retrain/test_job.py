@@ -75,14 +75,26 @@ def test_exceptions_never_escape_and_are_counted():
 
 def test_prometheus_outage_is_an_error_result_not_an_exception(tmp_path):
     """A dead Prometheus during a run: result "error" with one line, metrics counted, the cursor untouched."""
-    from tests.prom.fixtures import free_port
-
     from drs_prom.journal import Decision
     from drs_prom.prometheus import PrometheusSource
+    from tests.prom.fixtures import free_port
 
     s = Settings.model_validate({"prometheus": {"url": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 1}})
     journal = Journal(tmp_path / "j.sqlite")
-    journal.append(Decision("u", "p", "default", [0.1] * 6, ["a", "b"], [True, True], "a", [1.0, 0.0], "least-loaded", ts=time.time() - 3600))
+    journal.append(
+        Decision(
+            "u",
+            "p",
+            "default",
+            [0.1] * 6,
+            ["a", "b"],
+            [True, True],
+            "a",
+            [1.0, 0.0],
+            "least-loaded",
+            ts=time.time() - 3600,
+        )
+    )
     store = ModelStore(tmp_path / "store")
     reg = CollectorRegistry()
     res = run_once(s, PrometheusSource(s.prometheus), journal, store, registry=reg)

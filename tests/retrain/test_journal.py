@@ -33,15 +33,44 @@ CREATE INDEX IF NOT EXISTS decisions_ts ON decisions(ts);
 """
 
 NODES = [
-    NodeInfo("a", allocatable_cpu_m=3900, allocatable_mem_bytes=15 * 2**30, allocatable_pods=110, requested_cpu_m=1250, requested_mem_bytes=3 * 2**30, pod_count=4),
-    NodeInfo("b", allocatable_cpu_m=7800, allocatable_mem_bytes=31 * 2**30, allocatable_pods=250, requested_cpu_m=0, requested_mem_bytes=0, pod_count=0),
+    NodeInfo(
+        "a",
+        allocatable_cpu_m=3900,
+        allocatable_mem_bytes=15 * 2**30,
+        allocatable_pods=110,
+        requested_cpu_m=1250,
+        requested_mem_bytes=3 * 2**30,
+        pod_count=4,
+    ),
+    NodeInfo(
+        "b",
+        allocatable_cpu_m=7800,
+        allocatable_mem_bytes=31 * 2**30,
+        allocatable_pods=250,
+        requested_cpu_m=0,
+        requested_mem_bytes=0,
+        pod_count=0,
+    ),
 ]
 
 
 def _d2(ts: float) -> Decision:
     return Decision(
-        "u2", "new", "default", [0.5, 2e8, 1.0, 2.0, 3.0, 4.0], ["a", "b"], [True, False], "a", [0.25, None], "drs",
-        ts=ts, owner="ReplicaSet/web", model_version="v7", nodes=node_entries(NODES), pod_cpu_m=250, pod_mem_bytes=2**28,
+        "u2",
+        "new",
+        "default",
+        [0.5, 2e8, 1.0, 2.0, 3.0, 4.0],
+        ["a", "b"],
+        [True, False],
+        "a",
+        [0.25, None],
+        "drs",
+        ts=ts,
+        owner="ReplicaSet/web",
+        model_version="v7",
+        nodes=node_entries(NODES),
+        pod_cpu_m=250,
+        pod_mem_bytes=2**28,
     )
 
 

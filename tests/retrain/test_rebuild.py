@@ -8,7 +8,9 @@ from drs_prom.config import Settings
 from drs_prom.journal import Decision, Journal
 from drs_prom.retrain import NodeHistory, gate, load_decisions, rebuild_transitions, reward_delay
 
-S = Settings.model_validate({"prometheus": {"window": "10s", "max_sample_age_seconds": 15}, "scheduler": {"settle_seconds": 5}})
+S = Settings.model_validate(
+    {"prometheus": {"window": "10s", "max_sample_age_seconds": 15}, "scheduler": {"settle_seconds": 5}}
+)
 NODES = ["a", "b"]
 
 
@@ -24,8 +26,19 @@ def _history(t_end: float = 300.0, missing: dict | None = None) -> NodeHistory:
     return NodeHistory(times, vals, {n: 4.0 for n in NODES}, {n: 16e9 for n in NODES})
 
 
-def _d(ts: float, chosen: str = "a", cands=NODES) -> Decision:  # noqa: ANN001
-    return Decision("u", f"p{ts:g}", "default", [1.2, 1e9, 0, 0, 0, 0], list(cands), [True] * len(cands), chosen, [0.0] * len(cands), "x", ts=ts)
+def _d(ts: float, chosen: str = "a", cands=NODES) -> Decision:
+    return Decision(
+        "u",
+        f"p{ts:g}",
+        "default",
+        [1.2, 1e9, 0, 0, 0, 0],
+        list(cands),
+        [True] * len(cands),
+        chosen,
+        [0.0] * len(cands),
+        "x",
+        ts=ts,
+    )
 
 
 def test_reward_is_read_after_the_settle_delay_and_window():
@@ -83,8 +96,22 @@ def test_journalled_node_requests_rebuild_the_models_request_columns():
     d = _d(95.0)
     d.pod_cpu_m, d.pod_mem_bytes = 500, 2**30
     d.nodes = [
-        {"allocatable_cpu_m": 3800, "allocatable_mem_bytes": 14 * 2**30, "allocatable_pods": 110, "requested_cpu_m": 1900, "requested_mem_bytes": 7 * 2**30, "pod_count": 10},
-        {"allocatable_cpu_m": 3800, "allocatable_mem_bytes": 14 * 2**30, "allocatable_pods": 20, "requested_cpu_m": 100, "requested_mem_bytes": 0, "pod_count": 19},
+        {
+            "allocatable_cpu_m": 3800,
+            "allocatable_mem_bytes": 14 * 2**30,
+            "allocatable_pods": 110,
+            "requested_cpu_m": 1900,
+            "requested_mem_bytes": 7 * 2**30,
+            "pod_count": 10,
+        },
+        {
+            "allocatable_cpu_m": 3800,
+            "allocatable_mem_bytes": 14 * 2**30,
+            "allocatable_pods": 20,
+            "requested_cpu_m": 100,
+            "requested_mem_bytes": 0,
+            "pod_count": 19,
+        },
     ]
     trans, skipped, _ = rebuild_transitions([d, _d(150.0, "b")], _history(), S)
     assert not skipped and trans[0].node_info and not trans[1].node_info
@@ -99,7 +126,9 @@ def test_journalled_node_requests_rebuild_the_models_request_columns():
 
     # schema 1 (no node info): Prometheus capacity, zero requests, the pod's requests unknown (0)
     old = decision_nodes(_d(150.0), _history())
-    assert [(n.allocatable_cpu_m, n.allocatable_mem_bytes, n.requested_cpu_m, n.pod_count) for n in old] == [(4000, 16_000_000_000, 0, 0)] * 2
+    assert [(n.allocatable_cpu_m, n.allocatable_mem_bytes, n.requested_cpu_m, n.pod_count) for n in old] == [
+        (4000, 16_000_000_000, 0, 0)
+    ] * 2
     m1 = candidate_matrix(trans[1].ctx)
     np.testing.assert_allclose(m1[:, col["cpu_req_after"]], [0.0, 0.0])
     np.testing.assert_allclose(m1[:, col["pods_after"]], [1 / 110, 1 / 110], rtol=1e-6)

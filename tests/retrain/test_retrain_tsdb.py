@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -55,7 +55,7 @@ def scenario():
     )
 
 
-def settings_for(tmp: Path, url: str, sc) -> Settings:  # noqa: ANN001
+def settings_for(tmp: Path, url: str, sc) -> Settings:
     return Settings.model_validate(
         {
             "prometheus": {"url": url, "window": f"{WINDOW:g}s", "max_sample_age_seconds": 60, "timeout_seconds": 30},
@@ -98,14 +98,23 @@ def world(tmp_path_factory):
     create_blocks(om, tmp / "tsdb")
     promtool_s = time.perf_counter() - t0
     prom = start_prometheus(tmp / "prom", storage_path=tmp / "tsdb", extra_args=["--storage.tsdb.retention.time=100y"])
-    print(f"\nbackfilled {samples} samples ({run.duration / 3600:.2f} h, {len(run.decisions)} decisions) with promtool in {promtool_s:.1f}s")
+    print(
+        f"\nbackfilled {samples} samples ({run.duration / 3600:.2f} h, {len(run.decisions)} decisions) with promtool in {promtool_s:.1f}s"
+    )
     try:
-        yield {"tmp": tmp, "sc": sc, "run": run, "prom": prom, "gone": gone, "settings": settings_for(tmp, prom.url, sc)}
+        yield {
+            "tmp": tmp,
+            "sc": sc,
+            "run": run,
+            "prom": prom,
+            "gone": gone,
+            "settings": settings_for(tmp, prom.url, sc),
+        }
     finally:
         prom.stop()
 
 
-def _write_journal(path: Path, rows) -> None:  # noqa: ANN001
+def _write_journal(path: Path, rows) -> None:
     j = Journal(path)
     for r in rows:
         j.append(r)
@@ -128,6 +137,7 @@ def test_transitions_match_the_simulator(world):
     trans, skipped, cursor = rebuild_transitions(decisions, history, s)
     used = {t.ts for t in trans}
     assert len(trans) > 150
+
     def clean(t_rel: float) -> bool:
         """Away from the series' edges, where rate() sees a partial window (start, gap end, node gone)."""
         margin = WINDOW + STEP
@@ -156,13 +166,20 @@ def test_transitions_match_the_simulator(world):
     ok = err[:, 0] == 1.0
     assert ok.sum() > 150
     worst_state, worst_after, worst_reward = err[ok, 1:].max(axis=0)
-    print(f"{int(ok.sum())} clean transitions: max |state - sim| {worst_state:.2e}, |after - sim| {worst_after:.2e}, |reward - sim| {worst_reward:.2e}")
+    print(
+        f"{int(ok.sum())} clean transitions: max |state - sim| {worst_state:.2e}, |after - sim| {worst_after:.2e}, |reward - sim| {worst_reward:.2e}"
+    )
     if (~ok).any():
         print(f"{int((~ok).sum())} at series edges (partial rate windows): max |state - sim| {err[~ok, 1].max():.3f}")
     assert worst_state < 1e-3 and worst_after < 1e-3 and worst_reward < 1e-3
 
     # what the simulated policy itself saw (window average at the exact decision instant)
-    sim_view = [np.nanmax(np.abs(d["load"] - t.ctx.load)) for d in run.decisions for t in trans if abs(run.epoch + d["t"] - t.ts) < 1e-6]
+    sim_view = [
+        np.nanmax(np.abs(d["load"] - t.ctx.load))
+        for d in run.decisions
+        for t in trans
+        if abs(run.epoch + d["t"] - t.ts) < 1e-6
+    ]
     print(f"median |state - sim policy's view| {np.median(sim_view):.3f} (grid {STEP:g}s vs exact decision time)")
 
     # bad data: skipped with its reason, never used
@@ -193,11 +210,13 @@ def test_transitions_match_the_simulator(world):
     old_trans, _, _ = rebuild_transitions(load_decisions(old, 0, float("inf"), 10**6)[0], history, s)
     assert len(old_trans) == len(trans) and not any(t.node_info for t in old_trans)
     old_err = max(float(np.abs(candidate_matrix(t.ctx)[:, REQUEST_COLUMNS] - seen[t.ts]).max()) for t in old_trans)
-    print(f"request columns vs the sim policy's input: schema 2 max err {req_err:.2e}, schema 1 (zero requests) {old_err:.3f}")
+    print(
+        f"request columns vs the sim policy's input: schema 2 max err {req_err:.2e}, schema 1 (zero requests) {old_err:.3f}"
+    )
     assert old_err > 0.05
 
 
-def _frame(raw, names):  # noqa: ANN001
+def _frame(raw, names):
     import pandas as pd
 
     from drs_prom.features import FEATURES
@@ -207,7 +226,16 @@ def _frame(raw, names):  # noqa: ANN001
 
 def _cli_once(cfg: Path) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-c", "from drs_prom.cli import main; main()", "retrain", "--once", "--json", "--config", str(cfg)],
+        [
+            sys.executable,
+            "-c",
+            "from drs_prom.cli import main; main()",
+            "retrain",
+            "--once",
+            "--json",
+            "--config",
+            str(cfg),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -274,7 +302,12 @@ def test_retrain_once_twice_gates_and_promotes(world):
     assert third["result"] == "insufficient_data" and third["version"] is None
     assert len(store.list()) == 2
 
-    out = subprocess.run([sys.executable, "-c", "from drs_prom.cli import main; main()", "model", "list", "--config", str(cfg)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", "from drs_prom.cli import main; main()", "model", "list", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0 and store.current() in out.stdout
 
 
@@ -296,7 +329,11 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
 
     tmp, run, base = world["tmp"], world["run"], world["settings"]
     # A wide gate margin: the first run must promote (it is judged against the shipped model).
-    s = base.model_copy(update={"retrain": base.retrain.model_copy(update={"model_store": str(tmp / "store-job"), "gate_margin": 1000.0})})
+    s = base.model_copy(
+        update={
+            "retrain": base.retrain.model_copy(update={"model_store": str(tmp / "store-job"), "gate_margin": 1000.0})
+        }
+    )
     jpath = tmp / "journal-job.sqlite"
     _write_journal(jpath, journal_rows(run, "least-loaded"))
     store = ModelStore(s.retrain.model_store, s.retrain.keep_versions)
@@ -305,8 +342,15 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     journal = Journal(jpath)
     results = []
 
-    def retrain():  # noqa: ANN202
-        res = run_once(s, source, journal, store, registry=reg, scenario=world["sc"].with_changes(arrivals=[{"pods": 40, "rate_per_second": 0.02}]))
+    def retrain():
+        res = run_once(
+            s,
+            source,
+            journal,
+            store,
+            registry=reg,
+            scenario=world["sc"].with_changes(arrivals=[{"pods": 40, "rate_per_second": 0.02}]),
+        )
         results.append(res)
         return res
 
@@ -330,7 +374,12 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     job = RetrainJob(s, retrain, registry=reg, trigger=IntervalTrigger(seconds=1))
     job.start()
     try:
-        wait_for(lambda: job.completed >= 2 and watcher.version is not None, 300, "two runs and a promoted model loaded", interval=0.05)
+        wait_for(
+            lambda: job.completed >= 2 and watcher.version is not None,
+            300,
+            "two runs and a promoted model loaded",
+            interval=0.05,
+        )
     finally:
         job.shutdown(wait=True)
         stop.set()
@@ -351,8 +400,10 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     assert reg.get_sample_value("drs_retrain_runs_total", {"result": "insufficient_data"}) >= 1
     assert reg.get_sample_value("drs_retrain_transitions_used") == results[0].transitions
     assert reg.get_sample_value("drs_retrain_last_success_timestamp_seconds") > time.time() - 600
-    assert reg.get_sample_value("drs_retrain_eval_score", {"benchmark": "holdout_td", "model": "candidate"}) == results[0].scores["holdout_td"]["candidate"]
-
+    assert (
+        reg.get_sample_value("drs_retrain_eval_score", {"benchmark": "holdout_td", "model": "candidate"})
+        == results[0].scores["holdout_td"]["candidate"]
+    )
 
 
 def test_speed_10k_decisions(world):
@@ -390,7 +441,9 @@ def test_speed_10k_decisions(world):
     t0 = time.perf_counter()
     _node_batch(trans, 4, s.prometheus.window_seconds)
     t_batch = time.perf_counter() - t0
-    one_epoch = s.model_copy(update={"retrain": s.retrain.model_copy(update={"epochs": 1, "batch_size": 64, "sim_replay_episodes": 0})})
+    one_epoch = s.model_copy(
+        update={"retrain": s.retrain.model_copy(update={"epochs": 1, "batch_size": 64, "sim_replay_episodes": 0})}
+    )
     trained = train_candidate(None, trans, one_epoch)
     samples = trained.steps * 64
     rebuild_rate = len(trans) / t_rebuild

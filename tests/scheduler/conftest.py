@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
-
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy" / "k8s"
@@ -39,7 +39,12 @@ def high_priority(control_plane) -> str:
 
     try:
         client.SchedulingV1Api(control_plane.admin_client).create_priority_class(
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "drs-test-high"}, "value": 1000}
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "drs-test-high"},
+                "value": 1000,
+            }
         )
     except ApiException as exc:
         if exc.status != 409:
@@ -75,8 +80,13 @@ def pod_body(name: str, cpu: str = "100m", mem: str = "64Mi", scheduler: str = "
         "metadata": {"name": name, **meta},
         "spec": {
             "schedulerName": scheduler,
-            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"requests": {"cpu": cpu, "memory": mem}}}],
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": cpu, "memory": mem}},
+                }
+            ],
             "terminationGracePeriodSeconds": 0,
             **spec,
         },
@@ -88,8 +98,9 @@ def list_pods(core, namespace: str) -> list[dict]:
 
 
 def events_for(core, namespace: str, pod: str) -> list[dict]:
-    data = json.loads(core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}",
-                                                 _preload_content=False).data)
+    data = json.loads(
+        core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}", _preload_content=False).data
+    )
     return data["items"]
 
 
@@ -104,22 +115,32 @@ def make_scheduler(drs_sa_kubeconfig, ns, tmp_path, control_plane) -> Iterator[C
     lease = "drs-scheduler"  # the only Lease the RBAC lets the ServiceAccount renew
 
     def make(source=None, policy=None, identity=None, overrides: dict | None = None, **kw: Any) -> Any:
-        settings = load_settings(None, {
-            "scheduler.namespace": ns,
-            "scheduler.lease_namespace": "drs-system",
-            "scheduler.lease_name": lease,
-            "scheduler.metrics_listen": "127.0.0.1:0",
-            "scheduler.backoff_initial_seconds": 0.5,
-            "scheduler.backoff_max_seconds": 4,
-            "scheduler.state_refresh_seconds": 1,
-            "scheduler.lease_duration_seconds": 4,
-            "scheduler.renew_deadline_seconds": 3,
-            "scheduler.retry_period_seconds": 0.5,
-            **(overrides or {}),
-        })
+        settings = load_settings(
+            None,
+            {
+                "scheduler.namespace": ns,
+                "scheduler.lease_namespace": "drs-system",
+                "scheduler.lease_name": lease,
+                "scheduler.metrics_listen": "127.0.0.1:0",
+                "scheduler.backoff_initial_seconds": 0.5,
+                "scheduler.backoff_max_seconds": 4,
+                "scheduler.state_refresh_seconds": 1,
+                "scheduler.lease_duration_seconds": 4,
+                "scheduler.renew_deadline_seconds": 3,
+                "scheduler.retry_period_seconds": 0.5,
+                **(overrides or {}),
+            },
+        )
         journal = Journal(tmp_path / f"journal-{len(started)}.sqlite")
-        sched = Scheduler(settings, control_plane.api_client(drs_sa_kubeconfig), source=source, policy=policy,
-                          journal=journal, identity=identity, **kw)
+        sched = Scheduler(
+            settings,
+            control_plane.api_client(drs_sa_kubeconfig),
+            source=source,
+            policy=policy,
+            journal=journal,
+            identity=identity,
+            **kw,
+        )
         started.append(sched)
         return sched.start()
 

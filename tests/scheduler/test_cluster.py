@@ -23,8 +23,13 @@ def bound(core, ns):
 def test_200_pods_over_5_nodes_all_bound_none_infeasible(core, ns, fake_nodes, make_scheduler, high_priority):
     fake_nodes("good-ssd", cpu="16", memory="64Gi", pods="150", labels={"disk": "ssd"})
     fake_nodes("good-hdd", cpu="16", memory="64Gi", pods="150", labels={"disk": "hdd"})
-    fake_nodes("tainted", cpu="64", memory="256Gi", labels={"disk": "ssd"},
-               taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+    fake_nodes(
+        "tainted",
+        cpu="64",
+        memory="256Gi",
+        labels={"disk": "ssd"},
+        taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
+    )
     fake_nodes("cordoned", cpu="64", memory="256Gi", labels={"disk": "ssd"}, unschedulable=True)
     fake_nodes("small", cpu="50m", memory="64Gi", labels={"disk": "ssd"})
     sched = make_scheduler()
@@ -71,8 +76,11 @@ def test_fits_nowhere_gets_failed_scheduling_then_binds_when_room_appears(core, 
     core.create_namespaced_pod(ns, pod_body("hog", cpu="1500m"), _preload_content=False)
     wait_for(lambda: bound(core, ns).get("hog"), 30, "hog bound")
     core.create_namespaced_pod(ns, pod_body("big", cpu="1"), _preload_content=False)
-    ev = wait_for(lambda: [e for e in events_for(core, ns, "big") if e["reason"] == "FailedScheduling"], 30,
-                  "FailedScheduling for big")
+    ev = wait_for(
+        lambda: [e for e in events_for(core, ns, "big") if e["reason"] == "FailedScheduling"],
+        30,
+        "FailedScheduling for big",
+    )
     assert ev[0]["type"] == "Warning"
     assert ev[0]["message"].startswith("0/1 nodes are available: 1 Insufficient cpu")
     time.sleep(1.5)  # it keeps being retried (with backoff), not dropped
@@ -120,7 +128,9 @@ def test_two_replicas_never_double_bind(core, ns, fake_nodes, make_scheduler):
     wait_for(lambda: (v := bound(core, ns)) and len(v) == 60 and all(v.values()), 60, "all 60 bound")
     assert standby.is_leader()
     assert leader.bound_count + standby.bound_count == 60  # each pod bound exactly once
-    conflicts = sum(s.metrics.registry.get_sample_value("drs_binds_total", {"outcome": "conflict"}) or 0 for s in (a, b))
+    conflicts = sum(
+        s.metrics.registry.get_sample_value("drs_binds_total", {"outcome": "conflict"}) or 0 for s in (a, b)
+    )
     assert conflicts == 0
     both = [r.pod_uid for s in (a, b) for r in s.journal.since(0) if r.outcome == "bound"]
     assert len(both) == len(set(both)) == 60

@@ -66,14 +66,17 @@ def test_model_decides_when_metrics_are_fresh():
     assert (c.index, c.reason, c.policy.name) == (1, None, "prefers-b") and d.model_version == "v-test"
 
 
-@pytest.mark.parametrize("source,policy,reason,fallback_name", [
-    (Snap([], fail=True), Prefers(), "prometheus_unreachable", "kube-default"),
-    (None, Prefers(), "prometheus_unreachable", "kube-default"),
-    (Snap([[0.1] * 6, [0.1] * 6], stale={"b"}), Prefers(), "metrics_stale", "kube-default"),
-    (Snap([[0.1] * 6]), Prefers(), "metrics_stale", "kube-default"),  # b has no row at all
-    (Snap([[0.1] * 6, [0.1] * 6]), None, "no_model", "least-loaded"),
-    (Snap([[0.1] * 6, [0.1] * 6]), Prefers(fail=True), "model_error", "least-loaded"),
-])
+@pytest.mark.parametrize(
+    "source,policy,reason,fallback_name",
+    [
+        (Snap([], fail=True), Prefers(), "prometheus_unreachable", "kube-default"),
+        (None, Prefers(), "prometheus_unreachable", "kube-default"),
+        (Snap([[0.1] * 6, [0.1] * 6], stale={"b"}), Prefers(), "metrics_stale", "kube-default"),
+        (Snap([[0.1] * 6]), Prefers(), "metrics_stale", "kube-default"),  # b has no row at all
+        (Snap([[0.1] * 6, [0.1] * 6]), None, "no_model", "least-loaded"),
+        (Snap([[0.1] * 6, [0.1] * 6]), Prefers(fail=True), "model_error", "least-loaded"),
+    ],
+)
 def test_fallback_reasons(source, policy, reason, fallback_name):
     d = decider(source, policy)
     c = d.decide(POD, DEMAND, NODES, FEASIBLE)

@@ -42,14 +42,20 @@ def _extender(settings_overrides=None, cache=None, source=None):
 
 
 def node_json(name, cpu="4", taints=None):
-    return {"metadata": {"name": name, "labels": {}}, "spec": {"taints": taints or []},
-            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    return {
+        "metadata": {"name": name, "labels": {}},
+        "spec": {"taints": taints or []},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
 
 
 def post(port, verb, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/{verb}", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/{verb}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.load(resp)
 
@@ -61,8 +67,13 @@ def test_verbs_on_literal_extender_args():
     try:
         pod = pod_body("p", cpu="2")
         pod["metadata"]["namespace"] = "ns"
-        nodes = {"items": [node_json("ex-a"), node_json("ex-b", cpu="1"),
-                           node_json("ex-c", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])]}
+        nodes = {
+            "items": [
+                node_json("ex-a"),
+                node_json("ex-b", cpu="1"),
+                node_json("ex-c", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+            ]
+        }
         out = post(server.port, "filter", {"Pod": pod, "Nodes": nodes, "NodeNames": None})
         assert [n["metadata"]["name"] for n in out["Nodes"]["items"]] == ["ex-a"]
         assert out["FailedNodes"] == {"ex-b": "Insufficient cpu", "ex-c": "node(s) had untolerated taint {k: v}"}
@@ -80,7 +91,9 @@ def test_verbs_on_literal_extender_args():
 
 @pytest.mark.integration
 @pytest.mark.parametrize("node_cache_capable", [True, False])
-def test_real_kube_scheduler_uses_the_extender(control_plane, core, ns, fake_nodes, drs_sa_kubeconfig, node_cache_capable):
+def test_real_kube_scheduler_uses_the_extender(
+    control_plane, core, ns, fake_nodes, drs_sa_kubeconfig, node_cache_capable
+):
     from kubernetes import client as kclient
 
     from drs_prom.scheduler.cache import ClusterCache
@@ -108,8 +121,11 @@ extenders:
 """)
         for i in range(8):
             core.create_namespaced_pod(ns, pod_body(f"e{i}", scheduler=sched_name), _preload_content=False)
-        wait_for(lambda: (ps := list_pods(core, ns)) and all(p["spec"].get("nodeName") for p in ps) and len(ps) == 8,
-                 60, "kube-scheduler bound all 8 pods")
+        wait_for(
+            lambda: (ps := list_pods(core, ns)) and all(p["spec"].get("nodeName") for p in ps) and len(ps) == 8,
+            60,
+            "kube-scheduler bound all 8 pods",
+        )
         placed = {p["spec"]["nodeName"] for p in list_pods(core, ns) if p["spec"].get("nodeName")}
         assert placed == {"ex-b"}  # drs-prom's scores decided (kube-scheduler alone would spread them)
         reg = decider.metrics.registry

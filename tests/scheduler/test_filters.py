@@ -3,7 +3,18 @@
 import numpy as np
 
 from drs_prom import filters
-from drs_prom.types import NodeInfo, NodeSelectorRequirement as Req, NodeSelectorTerm as Term, PodRequest, Taint, Toleration
+from drs_prom.types import (
+    NodeInfo,
+    PodRequest,
+    Taint,
+    Toleration,
+)
+from drs_prom.types import (
+    NodeSelectorRequirement as Req,
+)
+from drs_prom.types import (
+    NodeSelectorTerm as Term,
+)
 
 
 def node(name="n", cpu=4000, mem=8 << 30, **kw):
@@ -39,7 +50,9 @@ def test_taints_noschedule_noexecute_prefer():
     assert filters.check(pod(), node(taints=(gpu,))) == ["node(s) had untolerated taint {gpu: true}"]
     assert filters.check(pod(), node(taints=(Taint("x", "", "NoExecute"),))) == ["node(s) had untolerated taint {x: }"]
     assert filters.check(pod(), node(taints=(Taint("soft", "1", "PreferNoSchedule"),))) == []
-    assert filters.check(pod(tolerations=(Toleration("gpu", "Equal", "true", "NoSchedule"),)), node(taints=(gpu,))) == []
+    assert (
+        filters.check(pod(tolerations=(Toleration("gpu", "Equal", "true", "NoSchedule"),)), node(taints=(gpu,))) == []
+    )
     assert filters.check(pod(tolerations=(Toleration("gpu", "Equal", "false"),)), node(taints=(gpu,))) != []
     assert filters.check(pod(tolerations=(Toleration("gpu", "Equal", "true", "NoExecute"),)), node(taints=(gpu,))) != []
     assert filters.check(pod(tolerations=(Toleration(operator="Exists"),)), node(taints=(gpu,))) == []  # tolerate all
@@ -58,11 +71,18 @@ def test_node_selector_and_affinity_operators():
     assert filters.check(pod(node_selector={"zone": "a"}), n) == []
     assert filters.check(pod(node_selector={"zone": "b"}), n) == [filters.R_AFFINITY]
     cases = {
-        ("zone", "In", ("a", "b")): True, ("zone", "In", ("c",)): False,
-        ("zone", "NotIn", ("c",)): True, ("zone", "NotIn", ("a",)): False, ("nolabel", "NotIn", ("a",)): True,
-        ("disk", "Exists", ()): True, ("gpu", "Exists", ()): False,
-        ("gpu", "DoesNotExist", ()): True, ("disk", "DoesNotExist", ()): False,
-        ("cores", "Gt", ("4",)): True, ("cores", "Gt", ("8",)): False, ("cores", "Lt", ("16",)): True,
+        ("zone", "In", ("a", "b")): True,
+        ("zone", "In", ("c",)): False,
+        ("zone", "NotIn", ("c",)): True,
+        ("zone", "NotIn", ("a",)): False,
+        ("nolabel", "NotIn", ("a",)): True,
+        ("disk", "Exists", ()): True,
+        ("gpu", "Exists", ()): False,
+        ("gpu", "DoesNotExist", ()): True,
+        ("disk", "DoesNotExist", ()): False,
+        ("cores", "Gt", ("4",)): True,
+        ("cores", "Gt", ("8",)): False,
+        ("cores", "Lt", ("16",)): True,
         ("zone", "Gt", ("1",)): False,  # not an integer
     }
     for (key, op, values), want in cases.items():

@@ -8,7 +8,10 @@ from drs_prom.scheduler.extender import scale_scores
 
 def pod_json(**spec):
     meta = spec.pop("meta", {})
-    return {"metadata": {"name": "p", "namespace": "ns", "uid": "u1", **meta}, "spec": {"schedulerName": "drs-scheduler", **spec}}
+    return {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u1", **meta},
+        "spec": {"schedulerName": "drs-scheduler", **spec},
+    }
 
 
 def ctr(cpu=None, mem=None, limits=None):
@@ -19,8 +22,11 @@ def ctr(cpu=None, mem=None, limits=None):
 
 
 def test_pod_requests_sum_init_max_overhead_and_limit_default():
-    p = pod_json(containers=[ctr("250m", "256Mi"), ctr("0.5", "1Gi")], initContainers=[ctr("1", "64Mi")],
-                 overhead={"cpu": "100m"})
+    p = pod_json(
+        containers=[ctr("250m", "256Mi"), ctr("0.5", "1Gi")],
+        initContainers=[ctr("1", "64Mi")],
+        overhead={"cpu": "100m"},
+    )
     assert kube.pod_requests(p) == (1100, 256 * 2**20 + 2**30)
     assert kube.pod_requests(pod_json(containers=[ctr(limits={"cpu": "2"})])) == (2000, 0)
     assert kube.pod_requests(pod_json(containers=[ctr("bogus")])) == (0, 0)  # malformed: zero, not a crash
@@ -28,24 +34,43 @@ def test_pod_requests_sum_init_max_overhead_and_limit_default():
 
 def test_to_pod_request_constraints():
     p = pod_json(
-        containers=[ctr("500m")], priority=7, nodeSelector={"disk": "ssd"},
+        containers=[ctr("500m")],
+        priority=7,
+        nodeSelector={"disk": "ssd"},
         tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
-        meta={"annotations": {"drs.io/profile": "video"},
-              "ownerReferences": [{"kind": "ReplicaSet", "name": "web-1", "controller": True}]},
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]
+                }
+            }
+        },
+        meta={
+            "annotations": {"drs.io/profile": "video"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "web-1", "controller": True}],
+        },
     )
     r = kube.to_pod_request(p)
-    assert (r.cpu_m, r.priority, r.node_selector, r.profile, r.owner) == (500, 7, {"disk": "ssd"}, "video", "ReplicaSet/web-1")
+    assert (r.cpu_m, r.priority, r.node_selector, r.profile, r.owner) == (
+        500,
+        7,
+        {"disk": "ssd"},
+        "video",
+        "ReplicaSet/web-1",
+    )
     assert r.tolerations[0].key == "gpu" and r.tolerations[0].operator == "Exists"
     assert r.affinity_terms[0].match_expressions[0].values == ("a",)
 
 
 def test_node_info_and_readiness():
-    node = {"metadata": {"name": "n1", "labels": {"a": "b"}},
-            "spec": {"unschedulable": True, "taints": [{"key": "k", "effect": "NoExecute"}]},
-            "status": {"allocatable": {"cpu": "3500m", "memory": "7Gi", "pods": "20"},
-                       "conditions": [{"type": "Ready", "status": "False"}]}}
+    node = {
+        "metadata": {"name": "n1", "labels": {"a": "b"}},
+        "spec": {"unschedulable": True, "taints": [{"key": "k", "effect": "NoExecute"}]},
+        "status": {
+            "allocatable": {"cpu": "3500m", "memory": "7Gi", "pods": "20"},
+            "conditions": [{"type": "Ready", "status": "False"}],
+        },
+    }
     info = kube.to_node_info(node, [(500, 1 << 30), (250, 0)])
     assert (info.allocatable_cpu_m, info.allocatable_mem_bytes, info.allocatable_pods) == (3500, 7 << 30, 20)
     assert (info.requested_cpu_m, info.requested_mem_bytes, info.pod_count) == (750, 1 << 30, 2)
@@ -72,8 +97,10 @@ class FakeObserved:
 
 def test_demand_resolution_order():
     owner = {"ownerReferences": [{"kind": "ReplicaSet", "name": "w-1", "controller": True}]}
-    explicit = pod_json(containers=[ctr("1")], meta={"annotations": {"drs.io/demand": "cpu=0.5,mem=1Gi,net_tx=2M",
-                                                                     "drs.io/profile": "video"}})
+    explicit = pod_json(
+        containers=[ctr("1")],
+        meta={"annotations": {"drs.io/demand": "cpu=0.5,mem=1Gi,net_tx=2M", "drs.io/profile": "video"}},
+    )
     assert pod_features.resolve(explicit) == pod_features.PodDemand((0.5, 2**30, 0, 2e6, 0, 0), "annotation")
     prof = pod_json(containers=[ctr("1")], meta={"annotations": {"drs.io/profile": "disk"}})
     got = pod_features.resolve(prof)
@@ -86,7 +113,10 @@ def test_demand_resolution_order():
     assert pod_features.resolve(bare, obs) == pod_features.PodDemand((0.3, 1e8, 1, 2, 3, 4), "observed")
     assert obs.calls == [("ns", "ReplicaSet/w-1")]
     assert pod_features.resolve(bare, FakeObserved(None)).source == "default"
-    assert pod_features.resolve(pod_json(containers=[ctr()], meta={"annotations": {"drs.io/profile": "nope"}})).source == "default"
+    assert (
+        pod_features.resolve(pod_json(containers=[ctr()], meta={"annotations": {"drs.io/profile": "nope"}})).source
+        == "default"
+    )
 
 
 def test_parse_demand_rejects_bad_keys():

@@ -37,8 +37,12 @@ def test_rewards_measured_after_settle_delay(tmp_path):
         assert rec.flush() == 0 and src.calls == 0  # not settled yet: nothing measured
         time.sleep(0.25)
         assert rec.flush() == 2 and src.calls == 1  # one snapshot for all settled binds; stale row skipped
-        rows = sqlite3.connect(tmp_path / "t.sqlite").execute("SELECT pod_uid, node, reward FROM transitions").fetchall()
+        rows = (
+            sqlite3.connect(tmp_path / "t.sqlite").execute("SELECT pod_uid, node, reward FROM transitions").fetchall()
+        )
         want = drs_reward(node_matrix(src.frame, settings.normalisation, ["a", "b"]))
-        assert [(u, n) for u, n, _ in rows] == [("u1", "a"), ("u2", "a")] and all(abs(r - want) < 1e-9 for *_, r in rows)
+        assert [(u, n) for u, n, _ in rows] == [("u1", "a"), ("u2", "a")] and all(
+            abs(r - want) < 1e-9 for *_, r in rows
+        )
     finally:
         rec.stop()

@@ -39,18 +39,29 @@ def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, ma
     fake_nodes("pm-tainted", cpu="64", memory="256Gi", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}])
     prom = start_prometheus(tmp_path / "prom", scrape_targets=[e.target for e in exporters], scrape_interval="1s")
     try:
-        source = PrometheusSource(PrometheusSettings(url=prom.url, window="5s", max_sample_age_seconds=10, timeout_seconds=1),
-                                  expected_nodes=lambda: (*NODES, "pm-tainted"))
-        wait_until(lambda: (s := source.snapshot()).stale == {"pm-tainted"} and len(s.fresh()) == 3, 30,
-                   "fresh metrics for the 3 exporter nodes")
+        source = PrometheusSource(
+            PrometheusSettings(url=prom.url, window="5s", max_sample_age_seconds=10, timeout_seconds=1),
+            expected_nodes=lambda: (*NODES, "pm-tainted"),
+        )
+        wait_until(
+            lambda: (s := source.snapshot()).stale == {"pm-tainted"} and len(s.fresh()) == 3,
+            30,
+            "fresh metrics for the 3 exporter nodes",
+        )
         model = load_policy()  # the shipped model (models/drs-v1.keras)
         sched = make_scheduler(source=source, policy=model)
-        fallback = lambda reason: sched.metrics.registry.get_sample_value(  # noqa: E731
-            "drs_fallback_decisions_total", {"reason": reason}) or 0.0
+        fallback = lambda reason: (
+            sched.metrics.registry.get_sample_value(
+                "drs_fallback_decisions_total", {"reason": reason}
+            )
+            or 0.0
+        )
 
         for i in range(10):
             core.create_namespaced_pod(ns, pod_body(f"before{i}"), _preload_content=False)
-        wait_for(lambda: sum(1 for p in list_pods(core, ns) if p["spec"].get("nodeName")) == 10, 30, "10 bound with metrics")
+        wait_for(
+            lambda: sum(1 for p in list_pods(core, ns) if p["spec"].get("nodeName")) == 10, 30, "10 bound with metrics"
+        )
         assert fallback("prometheus_unreachable") == 0 and fallback("metrics_stale") == 0
         before = list(sched.journal.since(0))
         assert {(r.policy, r.fallback_reason, r.model_version) for r in before} == {(model.name, None, model.version)}
@@ -61,12 +72,18 @@ def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, ma
         assert sched_event and f"by {model.name}; top Q-values: " in sched_event[0]["message"]
 
         prom.stop()  # Prometheus dies mid-run
-        wait_for(lambda: (sched.metrics.registry.get_sample_value("drs_prometheus_errors_total") or 0) > 0, 15,
-                 "a failed state refresh")
+        wait_for(
+            lambda: (sched.metrics.registry.get_sample_value("drs_prometheus_errors_total") or 0) > 0,
+            15,
+            "a failed state refresh",
+        )
         for i in range(10):
             core.create_namespaced_pod(ns, pod_body(f"after{i}"), _preload_content=False)
-        wait_for(lambda: all(p["spec"].get("nodeName") for p in list_pods(core, ns)) and len(list_pods(core, ns)) == 20,
-                 30, "all 20 bound after Prometheus died")
+        wait_for(
+            lambda: all(p["spec"].get("nodeName") for p in list_pods(core, ns)) and len(list_pods(core, ns)) == 20,
+            30,
+            "all 20 bound after Prometheus died",
+        )
         assert fallback("prometheus_unreachable") == 10
         after = [r for r in sched.journal.since(0) if r.pod_name.startswith("after")]
         assert {(r.policy, r.fallback_reason) for r in after} == {("kube-default", "prometheus_unreachable")}

@@ -66,8 +66,13 @@ def _post(url: str, body: dict) -> dict:
 def test_too_old_resource_version_raises_watch_expired(etcd_watch_plane, core, ns):
     core.create_namespaced_pod(ns, pod_body("churn"), _preload_content=False)
     compact_etcd(etcd_watch_plane)
-    r = Reflector("pods", functools.partial(core.list_namespaced_pod, ns), lambda items: None, lambda k, o: None,
-                  watch_timeout_seconds=5)
+    r = Reflector(
+        "pods",
+        functools.partial(core.list_namespaced_pod, ns),
+        lambda items: None,
+        lambda k, o: None,
+        watch_timeout_seconds=5,
+    )
     r.resource_version = "1"  # compacted away
     with pytest.raises(WatchExpired):
         r._watch()
@@ -92,8 +97,13 @@ def test_relists_after_410_and_keeps_following_changes(etcd_watch_plane, core, n
     core.create_namespaced_pod(ns, pod_body("before"), _preload_content=False)
     compact_etcd(etcd_watch_plane)
     existing = len(list_pods(core, ns))
-    r = Reflector("pods", list_fn, lambda items: lists.append(len(items)),
-                  lambda kind, obj: seen.__setitem__(obj["metadata"]["name"], kind), watch_timeout_seconds=30)
+    r = Reflector(
+        "pods",
+        list_fn,
+        lambda items: lists.append(len(items)),
+        lambda kind, obj: seen.__setitem__(obj["metadata"]["name"], kind),
+        watch_timeout_seconds=30,
+    )
     r.start()
     try:
         wait_for(lambda: r.relists >= 1 and calls["list"] >= 2, 20, "a relist after 410")

@@ -5,11 +5,24 @@ from __future__ import annotations
 from drs_prom.sim.scenario import Scenario, parse_scenario
 
 
-def tiny(nodes: int = 2, cores: float = 1, pods: int = 4, rate: float = 1.0, process: str = "uniform",
-         work: float = 10.0, cpu: float = 1.0, req_cpu_m: int = 100, alloc_cpu_m: int | None = None,
-         window: float = 0.0, settle: float = 5.0, jitter: float = 0.0, extra_profiles: str = "") -> Scenario:
+def tiny(
+    nodes: int = 2,
+    cores: float = 1,
+    pods: int = 4,
+    rate: float = 1.0,
+    process: str = "uniform",
+    work: float = 10.0,
+    cpu: float = 1.0,
+    req_cpu_m: int = 100,
+    alloc_cpu_m: int | None = None,
+    window: float = 0.0,
+    settle: float = 5.0,
+    jitter: float = 0.0,
+    extra_profiles: str = "",
+) -> Scenario:
     alloc = f"\n    allocatable_cpu_m: {alloc_cpu_m}" if alloc_cpu_m else ""
-    return parse_scenario(f"""
+    return parse_scenario(
+        f"""
 name: tiny
 normalisation: default
 metric_window_seconds: {window}
@@ -34,4 +47,6 @@ profiles:
 {extra_profiles}
 arrivals:
   - {{pods: {pods}, rate_per_second: {rate}, process: {process}}}
-""", "tiny")
+""",
+        "tiny",
+    )

@@ -101,7 +101,9 @@ def test_round_robin_cycles_and_skips_infeasible():
 
 def test_registry():
     names = policies_by_name()
-    assert {"kube-default", "least-loaded", "balanced-load", "random", "round-robin", "drs", "drs-original"} <= set(names)
+    assert {"kube-default", "least-loaded", "balanced-load", "random", "round-robin", "drs", "drs-original"} <= set(
+        names
+    )
     assert make_policy("random", 1).name == "random"
     with pytest.raises(ConfigError, match="unknown policy 'nope'"):
         make_policy("nope")
@@ -112,8 +114,14 @@ def test_least_loaded_counts_its_own_placements_the_metrics_do_not_show_yet():
     pod_load = np.tile([0.3, 0, 0, 0, 0, 0], (2, 1))
 
     def ctx_at(now, load):
-        return DecisionContext(pod=PodRequest(name="p"), nodes=nodes, feasible=np.ones(2, bool),
-                               load=np.asarray(load, np.float32), pod_load=pod_load.astype(np.float32), now=now)
+        return DecisionContext(
+            pod=PodRequest(name="p"),
+            nodes=nodes,
+            feasible=np.ones(2, bool),
+            load=np.asarray(load, np.float32),
+            pod_load=pod_load.astype(np.float32),
+            now=now,
+        )
 
     idle = [[0.0] * 6, [0.05, 0, 0, 0, 0, 0]]
     lagging, blind = LeastLoaded(metric_window_seconds=30), LeastLoaded(metric_window_seconds=0)
@@ -133,12 +141,24 @@ def test_recent_binds_record_a_bind_the_policy_did_not_choose():
 
     nodes = [NodeInfo(f"n{i}", 4000, 8 * GI) for i in range(3)]
     pod_load = np.tile([0.2, 0.1, 0, 0, 0, 0], (3, 1)).astype(np.float32)
-    ctx = DecisionContext(pod=PodRequest(name="p"), nodes=nodes, feasible=np.ones(3, bool),
-                          load=np.zeros((3, 6), np.float32), pod_load=pod_load, now=10.0)
+    ctx = DecisionContext(
+        pod=PodRequest(name="p"),
+        nodes=nodes,
+        feasible=np.ones(3, bool),
+        load=np.zeros((3, 6), np.float32),
+        pod_load=pod_load,
+        now=10.0,
+    )
     memory = RecentBinds(20.0)
     memory.record(ctx, 2)
-    later = DecisionContext(pod=PodRequest(name="q"), nodes=nodes, feasible=np.ones(3, bool),
-                            load=np.zeros((3, 6), np.float32), pod_load=pod_load, now=15.0)
+    later = DecisionContext(
+        pod=PodRequest(name="q"),
+        nodes=nodes,
+        feasible=np.ones(3, bool),
+        load=np.zeros((3, 6), np.float32),
+        pod_load=pod_load,
+        now=15.0,
+    )
     pending = memory.pending(later)
     assert pending[:2].sum() == 0.0
     assert pending[2] == pytest.approx(pod_load[2] * (1 - 5.0 / 20.0))

@@ -13,8 +13,23 @@ from drs_prom.sim.scenario import load_scenario
 
 def test_bench_cli_smoke(tmp_path):
     out = tmp_path / "bench"
-    result = CliRunner().invoke(cli, ["bench", "--scenario", "drs-paper", "--seeds", "2", "--pods", "12",
-                                      "--policies", "random,round-robin", "--out", str(out), "--no-progress"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            "--scenario",
+            "drs-paper",
+            "--seeds",
+            "2",
+            "--pods",
+            "12",
+            "--policies",
+            "random,round-robin",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].startswith("scenario drs-paper: 4 nodes, 12 pods x 2 seeds")
@@ -24,7 +39,9 @@ def test_bench_cli_smoke(tmp_path):
     assert set(data["policies"]) == {"kube-default", "random", "round-robin"}
     rr = data["policies"]["round-robin"]
     assert len(rr["runs"]) == 2 and rr["runs"][0]["decisions"] == 12
-    assert rr["ratio_to_reference"]["imbalance"] == pytest.approx(rr["mean"]["imbalance"] / data["policies"]["kube-default"]["mean"]["imbalance"])
+    assert rr["ratio_to_reference"]["imbalance"] == pytest.approx(
+        rr["mean"]["imbalance"] / data["policies"]["kube-default"]["mean"]["imbalance"]
+    )
     assert (out / "bench-drs-paper.png").stat().st_size > 10_000
 
 
@@ -42,7 +59,11 @@ def test_bench_cli_errors_are_one_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nnodes: []\nprofiles: {}\narrivals: []\n")
     proc = _drs_prom("bench", "--scenario", str(bad), "--out", str(tmp_path), cwd=tmp_path)
-    assert proc.returncode == 2 and proc.stderr.startswith("drs-prom: error: invalid scenario") and proc.stderr.count("\n") == 1
+    assert (
+        proc.returncode == 2
+        and proc.stderr.startswith("drs-prom: error: invalid scenario")
+        and proc.stderr.count("\n") == 1
+    )
 
 
 def test_unavailable_policy_is_skipped_with_its_reason():
@@ -57,7 +78,7 @@ def test_unavailable_policy_is_skipped_with_its_reason():
 
     report = run_bench(load_scenario("drs-paper").truncated(5), [0], ["kube-default", "drs"], builder, progress=False)
     assert report.row("drs").skipped == "no trained model"
-    assert re.search(r"^drs +skipped: no trained model$", format_table(report), re.M)
+    assert re.search(r"^drs +skipped: no trained model$", format_table(report), re.MULTILINE)
     assert report.to_json()["policies"]["drs"] == {"skipped": "no trained model"}
 
 

@@ -155,7 +155,9 @@ def test_node_selectors_go_through_the_filters():
 """
     env = SchedulingEnv(tiny(nodes=3, pods=30, rate=2, extra_profiles=pinned), seed=0)
     landed = {}
-    env.run(make_policy("random", 0), on_step=lambda info: landed.setdefault(info.pod.split("-")[0], set()).add(info.node))
+    env.run(
+        make_policy("random", 0), on_step=lambda info: landed.setdefault(info.pod.split("-")[0], set()).add(info.node)
+    )
     assert landed["pinned"] == {"n-2"}
     assert landed["job"] == {"n-1", "n-2", "n-3"}
 

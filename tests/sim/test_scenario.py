@@ -19,10 +19,15 @@ def test_packaged_scenarios_load():
 def test_drs_paper_profiles_read_as_drs_numbers_under_drs_scales():
     sc = load_scenario("drs-paper")
     node = sc.nodes[0]
-    drs = {"video": (100, 23.0, 11.25, 2.49, 0.0, 1.54), "net": (54.0, 46.2, 80.04, 71.4, 0.0, 1.58),
-           "disk": (100, 22.96, 12.6, 2.73, 0.0, 86.26)}
+    drs = {
+        "video": (100, 23.0, 11.25, 2.49, 0.0, 1.54),
+        "net": (54.0, 46.2, 80.04, 71.4, 0.0, 1.58),
+        "disk": (100, 22.96, 12.6, 2.73, 0.0, 86.26),
+    }
     for name, expected in drs.items():
-        got = pod_matrix(sc.profiles[name].demand.vector(), [node.cpu_cores], [node.mem_bytes], Normalisation.drs_paper())[0]
+        got = pod_matrix(
+            sc.profiles[name].demand.vector(), [node.cpu_cores], [node.mem_bytes], Normalisation.drs_paper()
+        )[0]
         assert got * 100 == pytest.approx(expected, abs=0.01)
 
 

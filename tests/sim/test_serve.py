@@ -35,7 +35,7 @@ def test_replay_reproduces_the_simulated_episode():
     live = LiveCluster.replay(sc, make_policy("round-robin"), seed=0, speed=1.0, clock=lambda: now[0])
     now[0] = 1e6
     assert live.sim_time == pytest.approx(1e6)
-    wl_finish = live.cluster.finish[: 10]
+    wl_finish = live.cluster.finish[:10]
     assert np.nanmax(wl_finish) == pytest.approx(live.expected.makespan + 0.0, rel=1e-9)
 
 
@@ -44,7 +44,11 @@ def test_replay_reproduces_the_simulated_episode():
 def test_real_prometheus_scrapes_simulated_nodes(tmp_path, mode, speed):
     sc = load_scenario("drs-paper")
     live = LiveCluster(sc, speed=speed)
-    for name, node, prof in (("net-1", "worker-1", "net"), ("disk-1", "worker-2", "disk"), ("video-1", "worker-3", "video")):
+    for name, node, prof in (
+        ("net-1", "worker-1", "net"),
+        ("disk-1", "worker-2", "disk"),
+        ("video-1", "worker-3", "video"),
+    ):
         p = sc.profiles[prof]
         live.bind(name, node, p.demand.vector(), work_seconds=10_000, cpu_m=500, mem_bytes=2**29)
     with SimExporter(live, mode=mode) as exporter:
@@ -60,8 +64,11 @@ def test_real_prometheus_scrapes_simulated_nodes(tmp_path, mode, speed):
 
             snap = wait_until(complete, 30, "rates for all 4 simulated nodes")
             # let the 4 s window fill with samples at constant rates
-            wait_until(lambda: len(prom.query('node_network_receive_bytes_total{instance="worker-1"}[6s]')[0]["values"]) >= 6,
-                       30, "6 s of samples")
+            wait_until(
+                lambda: len(prom.query('node_network_receive_bytes_total{instance="worker-1"}[6s]')[0]["values"]) >= 6,
+                30,
+                "6 s of samples",
+            )
             snap = source.snapshot()
             expected = live.features()
             got = snap.features.loc[list(live.nodes.names), list(FEATURES)].to_numpy()
@@ -90,8 +97,11 @@ def test_serve_scenario_prints_a_scrape_config_and_stops_on_request():
     lines: list[str] = []
     stop = threading.Event()
     sc = load_scenario("drs-paper").truncated(5)
-    thread = threading.Thread(target=serve_scenario, args=(sc, make_policy("round-robin")),
-                              kwargs={"speed": 50.0, "mode": "paths", "stop": stop, "echo": lines.append})
+    thread = threading.Thread(
+        target=serve_scenario,
+        args=(sc, make_policy("round-robin")),
+        kwargs={"speed": 50.0, "mode": "paths", "stop": stop, "echo": lines.append},
+    )
     thread.start()
     try:
         wait_until(lambda: len(lines) >= 2, 30, "the scrape config")

@@ -10,7 +10,9 @@ from drs_prom.sim.scenario import load_scenario
 @pytest.mark.parametrize("scenario, pods", [("drs-paper", 100), ("cluster-50", 500), ("cluster-500", 500)])
 def test_placements_per_second(benchmark, scenario, pods):
     sc = load_scenario(scenario).truncated(pods)
-    result = benchmark.pedantic(lambda: SchedulingEnv(sc, seed=0).run(make_policy("least-loaded")), rounds=1, iterations=1)
+    result = benchmark.pedantic(
+        lambda: SchedulingEnv(sc, seed=0).run(make_policy("least-loaded")), rounds=1, iterations=1
+    )
     assert result.decisions == pods
     rate = result.placements_per_second
     sim_share = 1 - result.policy_seconds / result.wall_seconds
