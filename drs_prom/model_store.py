@@ -15,6 +15,7 @@ name (they are written under ``.staging-*`` and renamed).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -79,10 +80,8 @@ def _atomic_write_text(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     _fsync_dir(path.parent)
 
@@ -320,7 +319,7 @@ class ModelWatcher(Generic[T]):
                 return False
             try:
                 model = self.loader(self.store.get(name).path)
-            except Exception as exc:  # keep serving with the old model
+            except Exception as exc:  # noqa: BLE001 - reload boundary: logged, kept in last_error; keep serving the old model
                 self._failed = name
                 self.last_error = f"cannot load model {name}: {exc}"
                 log.warning("%s; keeping %s", self.last_error, self.version)

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
 from drs_prom.config import Normalisation
 from drs_prom.errors import ModelError
@@ -134,7 +136,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         raise ModelError(f"{mp}: drs-original model without an integer n_nodes")
     try:
         Normalisation.model_validate(meta.get("normalisation"))
-    except Exception:
+    except ValidationError:
         raise ModelError(f"{mp}: invalid normalisation section") from None
     return meta
 
@@ -178,7 +180,7 @@ def load_model(path: str | Path | None = None) -> LoadedModel:
     try:
         model = keras.saving.load_model(path, compile=False, safe_mode=True)
         layers = export_dense(model)
-    except Exception as exc:  # keras raises many types for damaged archives
+    except Exception as exc:  # noqa: BLE001 - keras raises many types for damaged archives: all become ModelError
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"model file {path} could not be loaded: {first[:200]}") from None
     want_in = len(CANDIDATE_COLUMNS) if meta["policy"] == "drs" else drs_state_dim(meta["n_nodes"])

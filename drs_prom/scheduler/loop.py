@@ -311,7 +311,7 @@ class Scheduler:
                     outcome=outcome,
                 )
             )
-        except Exception as exc:  # a full disk must not stop binding
+        except Exception as exc:  # noqa: BLE001 - journal boundary: logged; a full disk must not stop binding
             log.warning("journal append failed: %s", exc)
 
 

@@ -16,6 +16,7 @@ never worse than its base policy. It finds an achievable schedule, not the optim
 from __future__ import annotations
 
 import copy
+import itertools
 import time
 from collections.abc import Callable
 
@@ -178,7 +179,7 @@ def migration_floor(scenario: Scenario, seed: int) -> float:
     events = np.unique(np.concatenate([start, finish]))
     cache: dict[tuple[int, ...], float] = {}
     total = 0.0
-    for t0, t1 in zip(events[:-1], events[1:]):
+    for t0, t1 in itertools.pairwise(events):
         running = (start <= t0) & (finish > t0)
         counts = tuple(int(c) for c in np.bincount(kind[running], minlength=len(kinds)))
         if counts not in cache:

@@ -207,7 +207,7 @@ class LiveCluster:
             t = c.t
             used_mem = float(c.used()[node, 1])
         cap = self.nodes.capacity[node]
-        k = max(1, int(math.ceil(cap[0] - 1e-9)))
+        k = max(1, math.ceil(cap[0] - 1e-9))
         busy = cum[0] / k  # core-seconds busy per CPU
         s = 1.0 / self.speed
         per_cpu = {

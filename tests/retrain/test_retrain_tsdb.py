@@ -135,8 +135,8 @@ def test_transitions_match_the_simulator(world):
     history = fetch_history(src, decisions[0].ts - 100, decisions[-1].ts + delay + 100, STEP)
     src.close()
     assert set(history.values) == set(run.names)
-    assert history.cores == {n: 4.0 for n in run.names}
-    trans, skipped, cursor = rebuild_transitions(decisions, history, s)
+    assert history.cores == dict.fromkeys(run.names, 4.0)
+    trans, skipped, _cursor = rebuild_transitions(decisions, history, s)
     used = {t.ts for t in trans}
     assert len(trans) > 150
 
