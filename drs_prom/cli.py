@@ -7,10 +7,17 @@ needs them so ``drs-prom --help`` and ``drs-prom export`` start fast.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from drs_prom.errors import DrsError
+
+if TYPE_CHECKING:  # the store (and the agent package it loads) is imported by the model subcommands only
+    from drs_prom.model_store import ModelStore
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group(context_settings={"auto_envvar_prefix": "DRS_PROM", "help_option_names": ["-h", "--help"]})
@@ -325,7 +332,7 @@ def model_group() -> None:
     """Versions in the model store: list, current, rollback."""
 
 
-def _store(config_path: str | None, store_path: str | None):  # type: ignore[no-untyped-def]
+def _store(config_path: str | None, store_path: str | None) -> ModelStore:
     from drs_prom.config import load_settings
     from drs_prom.model_store import ModelStore
 
@@ -339,7 +346,7 @@ _store_options = [
 ]
 
 
-def _with_store_options(fn):  # type: ignore[no-untyped-def]
+def _with_store_options(fn: F) -> F:
     for opt in reversed(_store_options):
         fn = opt(fn)
     return fn

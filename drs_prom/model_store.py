@@ -15,6 +15,7 @@ name (they are written under ``.staging-*`` and renamed).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import logging
@@ -224,7 +225,7 @@ class ModelStore:
             raise ModelError(f"model version {version} not found in {self.versions_dir}")
         return path
 
-    def _scan(self) -> list[VersionInfo]:
+    def _scan(self) -> builtins.list[VersionInfo]:
         if not self.versions_dir.is_dir():
             return []
         out = []
@@ -253,7 +254,7 @@ class ModelStore:
             return None
         return name or None
 
-    def _promotions(self) -> list[dict[str, Any]]:
+    def _promotions(self) -> builtins.list[dict[str, Any]]:
         try:
             lines = self.log_path.read_text().splitlines()
         except FileNotFoundError:

@@ -121,7 +121,7 @@ class Extender:
         if not node_objs:
             return []
         demand = resolve(pod, self.observed)
-        req = kube.to_pod_request(pod, demand.demand)  # type: ignore[arg-type]
+        req = kube.to_pod_request(pod, demand.demand)
         infos = self._infos(node_objs)
         feasible = np.ones(len(infos), dtype=bool)  # kube-scheduler only prioritises nodes that passed filtering
         choice = self.decider.decide(req, demand.demand, infos, feasible)

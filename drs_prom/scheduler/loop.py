@@ -179,7 +179,7 @@ class Scheduler:
             self.queue.done(item, scheduled=True)
             return "gone"
         demand = resolve(pod, self.observed)
-        req = kube.to_pod_request(pod, demand.demand)  # type: ignore[arg-type]
+        req = kube.to_pod_request(pod, demand.demand)
         nodes = self.cache.node_infos()
         result = filters.filter_nodes(req, nodes)
         if not result.any:

@@ -76,12 +76,12 @@ def clairvoyant_actions(env: SchedulingEnv, seed: int, base: Policy) -> list[int
     taken: list[int] = []
     while env.ctx is not None:
         ctx = env.ctx
-        for node in np.flatnonzero(ctx.feasible):
+        for candidate in np.flatnonzero(ctx.feasible):
             fork = _fork(env)
-            fork.step(int(node))
-            cost, tail = _play_out(fork, _told(copy.deepcopy(base), ctx, int(node)))
+            fork.step(int(candidate))
+            cost, tail = _play_out(fork, _told(copy.deepcopy(base), ctx, int(candidate)))
             if cost < best_cost - 1e-12:
-                best_cost, best = cost, [*taken, int(node), *tail]
+                best_cost, best = cost, [*taken, int(candidate), *tail]
         node = best[len(taken)]
         taken.append(node)
         _told(base, ctx, node)

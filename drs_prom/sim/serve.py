@@ -28,7 +28,7 @@ import numpy as np
 
 from drs_prom.errors import ConfigError
 from drs_prom.sim.cluster import Cluster, Nodes
-from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload
 from exporters.node_exporter import NodeCollector, NodeCounters, build_registry, multi_node_app
@@ -74,6 +74,7 @@ class LiveCluster:
         self._schedule: list[ScheduledBind] = []
         self._lock = threading.Lock()
         self._t0 = clock()
+        self.expected: EpisodeResult | None = None  # set by replay(): what SchedulingEnv measured for the episode
 
     # --- time --------------------------------------------------------------------------
     @property
@@ -344,10 +345,11 @@ def serve_scenario(
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
+    makespan = live.expected.makespan if live.expected is not None else math.nan
     with SimExporter(live, mode=mode, host=host, port=port) as exporter:
         echo(
             f"serving {len(live.nodes)} simulated nodes of {scenario.name} (policy {policy.name}, seed {seed}, "
-            f"speed {speed:g}x); episode ends at simulated {live.expected.makespan:.0f} s. Prometheus job:"
+            f"speed {speed:g}x); episode ends at simulated {makespan:.0f} s. Prometheus job:"
         )
         echo(yaml.safe_dump({"scrape_configs": [exporter.scrape_config("node")]}, sort_keys=False).rstrip())
         while not stop.wait(1.0):
