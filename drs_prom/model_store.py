@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from drs_prom.agent import LearnedPolicy, load_policy
 from drs_prom.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -273,10 +274,8 @@ class ModelStore:
                 shutil.rmtree(entry, ignore_errors=True)
 
 
-def load_version_policy(version_dir: Path) -> Any:
+def load_version_policy(version_dir: Path) -> LearnedPolicy:
     """The policy stored in one version directory (the loader the scheduler gives ModelWatcher)."""
-    from drs_prom.agent import load_policy
-
     policy = load_policy(Path(version_dir) / MODEL_FILE)
     policy.version = Path(version_dir).name
     return policy

@@ -25,8 +25,10 @@ from functools import partial
 from typing import Any, Literal
 
 import numpy as np
+from prometheus_client import CollectorRegistry
 
 from drs_prom.errors import ConfigError
+from drs_prom.policy import Policy
 from drs_prom.sim.cluster import Cluster, Nodes
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv
 from drs_prom.sim.scenario import Scenario
@@ -171,7 +173,7 @@ class LiveCluster:
     def replay(
         cls,
         scenario: Scenario,
-        policy: Any,
+        policy: Policy,
         seed: int = 0,
         speed: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
@@ -258,7 +260,7 @@ class SimExporter:
         self.targets: dict[str, str] = {}  # node name -> host:port
         self.paths: dict[str, str] = {}  # node name -> metrics path
 
-    def _registry(self, i: int) -> Any:
+    def _registry(self, i: int) -> CollectorRegistry:
         return build_registry(NodeCollector(partial(self.live.counters, i), node_name=self.live.nodes.names[i]))
 
     def start(self) -> SimExporter:
@@ -326,7 +328,7 @@ class SimExporter:
 
 def serve_scenario(
     scenario: Scenario,
-    policy: Any,
+    policy: Policy,
     seed: int = 0,
     speed: float = 1.0,
     mode: Literal["ports", "paths"] = "ports",
