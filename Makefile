@@ -27,13 +27,14 @@ demo: $(VENV)/.installed
 test-deps:
 	scripts/install-test-deps.sh
 
-## lint: ruff (rules + format), mypy (strict on the pure layers), import-linter contracts, no import cycles
+## lint: ruff (rules + format), mypy (strict on the pure layers), import-linter contracts, no import cycles, module sizes
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import_cycles.py
+	$(BIN)/python scripts/module_sizes.py
 
 ## test: lint, everything the suite needs, then the whole suite (integration tests included)
 test: lint $(VENV)/.installed-test test-deps

@@ -6,6 +6,8 @@ Prometheus serves them; the matching journal is written; ``drs-prom retrain --on
 twice (first half, then the rest); the rebuilt transitions must equal the simulator's
 exact load integrals, the bad rows must be skipped and counted by reason, and each run
 must end with a stored, gated version promoted exactly when the gate's scores say so.
+
+Over 400 lines because every test here shares one expensive module fixture (the backfilled TSDB).
 """
 
 from __future__ import annotations
