@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-deps venv clean
+.PHONY: demo test test-deps lint venv clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,17 @@ demo: $(VENV)/.installed
 test-deps:
 	scripts/install-test-deps.sh
 
-## test: everything the suite needs, then the whole suite (integration tests included)
-test: $(VENV)/.installed-test test-deps
+## lint: ruff (rules + format), mypy (strict on the pure layers), import-linter contracts, no import cycles, module sizes
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/python scripts/import_cycles.py
+	$(BIN)/python scripts/module_sizes.py
+
+## test: lint, everything the suite needs, then the whole suite (integration tests included)
+test: lint $(VENV)/.installed-test test-deps
 	$(BIN)/python -m pytest
 
 clean:

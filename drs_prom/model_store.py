@@ -15,6 +15,8 @@ name (they are written under ``.staging-*`` and renamed).
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import json
 import logging
 import os
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from drs_prom.agent import LearnedPolicy, load_policy
 from drs_prom.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -79,10 +82,8 @@ def _atomic_write_text(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     _fsync_dir(path.parent)
 
@@ -225,7 +226,7 @@ class ModelStore:
             raise ModelError(f"model version {version} not found in {self.versions_dir}")
         return path
 
-    def _scan(self) -> list[VersionInfo]:
+    def _scan(self) -> builtins.list[VersionInfo]:
         if not self.versions_dir.is_dir():
             return []
         out = []
@@ -254,7 +255,7 @@ class ModelStore:
             return None
         return name or None
 
-    def _promotions(self) -> list[dict[str, Any]]:
+    def _promotions(self) -> builtins.list[dict[str, Any]]:
         try:
             lines = self.log_path.read_text().splitlines()
         except FileNotFoundError:
@@ -273,10 +274,8 @@ class ModelStore:
                 shutil.rmtree(entry, ignore_errors=True)
 
 
-def load_version_policy(version_dir: Path) -> Any:
+def load_version_policy(version_dir: Path) -> LearnedPolicy:
     """The policy stored in one version directory (the loader the scheduler gives ModelWatcher)."""
-    from drs_prom.agent import load_policy
-
     policy = load_policy(Path(version_dir) / MODEL_FILE)
     policy.version = Path(version_dir).name
     return policy
@@ -320,7 +319,7 @@ class ModelWatcher(Generic[T]):
                 return False
             try:
                 model = self.loader(self.store.get(name).path)
-            except Exception as exc:  # keep serving with the old model
+            except Exception as exc:  # noqa: BLE001 - reload boundary: logged, kept in last_error; keep serving the old model
                 self._failed = name
                 self.last_error = f"cannot load model {name}: {exc}"
                 log.warning("%s; keeping %s", self.last_error, self.version)

@@ -15,6 +15,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import pandas as pd
 import requests
@@ -55,6 +56,9 @@ def _server_error(exc: PrometheusApiClientException) -> str:
         pass
     detail = detail or ast.literal_eval(found.group(2))[:200].decode(errors="replace")
     return f"HTTP {found.group(1)}: " + " ".join(detail.split())
+
+
+T = TypeVar("T")
 
 
 class PrometheusSource:
@@ -98,7 +102,7 @@ class PrometheusSource:
 
     # -- I/O boundary --------------------------------------------------------------
 
-    def _call(self, query: str, fetch: Callable[[], object]) -> object:
+    def _call(self, query: str, fetch: Callable[[], T]) -> T:
         where = f"Prometheus at {self.url}"
         try:
             return fetch()
@@ -131,7 +135,7 @@ class PrometheusSource:
             params["time"] = f"{at:.3f}"
         result = self._call(query, lambda: self._client.custom_query(query, params=params))
         try:
-            series = vector_series(result)  # type: ignore[arg-type]
+            series = vector_series(result)
         except ResultError as exc:
             raise MetricsError(f"Prometheus at {self.url} returned unusable data ({exc}) for query: {query}") from None
         bad = [n for n, v in series.items() if not math.isfinite(v)]
@@ -166,7 +170,7 @@ class PrometheusSource:
             ),
         )
         try:
-            return matrix_frame(result)  # type: ignore[arg-type]
+            return matrix_frame(result)
         except ResultError as exc:
             raise MetricsError(f"Prometheus at {self.url} returned unusable data ({exc}) for query: {query}") from None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import pandas as pd
@@ -68,16 +68,16 @@ def node_matrix(features: pd.DataFrame, norm: Normalisation, nodes: Sequence[str
     frame = features.reindex(columns=list(FEATURES))
     if nodes is not None:
         frame = frame.reindex(index=list(nodes))
-    values = frame.to_numpy(dtype=np.float64) / scales(norm)
+    values: np.ndarray = frame.to_numpy(dtype=np.float64) / scales(norm)
     if norm.clip:
         values = np.clip(values, 0.0, 1.0)
     return values.astype(np.float32)
 
 
 def pod_matrix(
-    demand: Sequence[float],
-    node_cpu_cores: Sequence[float],
-    node_mem_bytes: Sequence[float],
+    demand: Sequence[float] | np.ndarray,
+    node_cpu_cores: Sequence[float] | np.ndarray,
+    node_mem_bytes: Sequence[float] | np.ndarray,
     norm: Normalisation,
 ) -> np.ndarray:
     """The pod's expected load as each candidate node would see it: (n_nodes, 6) float32.
@@ -128,7 +128,7 @@ def _key(item: object, label: str) -> str:
     return key
 
 
-def vector_series(result: Sequence[dict], label: str = "nodename") -> pd.Series:
+def vector_series(result: Sequence[dict[str, Any]], label: str = "nodename") -> pd.Series:
     """An instant-vector result (``PrometheusConnect.custom_query``) -> float Series by ``label``.
 
     Empty results give an empty Series (prometheus-api-client's DataFrame helpers raise
@@ -150,7 +150,7 @@ def vector_series(result: Sequence[dict], label: str = "nodename") -> pd.Series:
     return pd.Series(values, dtype="float64", name=None).sort_index()
 
 
-def matrix_frame(result: Sequence[dict], label: str = "nodename") -> pd.DataFrame:
+def matrix_frame(result: Sequence[dict[str, Any]], label: str = "nodename") -> pd.DataFrame:
     """A range-vector result (``custom_query_range``) -> frame indexed by UTC time, a column per ``label``.
 
     Timestamps missing for a series are NaN (a gap, not zero). Empty result -> empty frame.
@@ -205,10 +205,10 @@ def history_frame(per_feature: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return frame.sort_index()
 
 
-def features_at(history: pd.DataFrame, when: object) -> pd.DataFrame:
+def features_at(history: pd.DataFrame, when: pd.Timestamp | int) -> pd.DataFrame:
     """One row of a ``history_frame`` as a features frame (index node, columns FEATURES)."""
     row = history.loc[when] if not isinstance(when, int) else history.iloc[when]
-    frame = row.unstack("feature").reindex(columns=list(FEATURES))
+    frame = cast(pd.DataFrame, row.unstack("feature")).reindex(columns=list(FEATURES))  # (node, feature) -> a frame
     frame.index.name = "node"
     frame.columns.name = None
     return frame

@@ -208,20 +208,20 @@ class NodeCollector(Collector):
         if c.uname is not None:
             labels = {k: str(c.uname.get(k, "")) for k in UNAME_LABELS}
             labels["nodename"] = self.node_name
-            fam = GaugeMetricFamily(
+            uname = GaugeMetricFamily(
                 "node_uname_info",
                 "Labeled system information as provided by the uname system call.",
                 labels=list(UNAME_LABELS),
             )
-            fam.add_metric([labels[k] for k in UNAME_LABELS], 1.0)
-            yield fam
+            uname.add_metric([labels[k] for k in UNAME_LABELS], 1.0)
+            yield uname
 
-        fam = GaugeMetricFamily(
+        collector_success = GaugeMetricFamily(
             "node_scrape_collector_success", "node_exporter: Whether a collector succeeded.", labels=["collector"]
         )
         for name, success in ok.items():
-            fam.add_metric([name], 1.0 if success else 0.0)
-        yield fam
+            collector_success.add_metric([name], 1.0 if success else 0.0)
+        yield collector_success
 
     @staticmethod
     def _per_device(

@@ -12,14 +12,14 @@ file do. Inference is a numpy forward pass.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from drs_prom.agent.persistence import default_model_path, default_original_path, load_model, read_metadata
+from drs_prom.agent.policy import LearnedPolicy
 
-__all__ = ["default_model_path", "default_original_path", "load_model", "load_policy", "read_metadata"]
+__all__ = ["LearnedPolicy", "default_model_path", "default_original_path", "load_model", "load_policy", "read_metadata"]
 
 
-def load_policy(path: str | Path | None = None) -> Any:
+def load_policy(path: str | Path | None = None) -> LearnedPolicy:
     """The model at ``path`` (default: the shipped ``drs`` model) as a Policy; ModelError if unusable.
 
     The policy carries ``version`` (file stem and creation time) for the journal and

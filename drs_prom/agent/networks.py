@@ -12,6 +12,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from drs_prom.errors import ModelError
+
 _configured = False
 
 
@@ -78,6 +80,6 @@ def export_dense(model: Any) -> list[tuple[Any, Any, str]]:
         kernel, bias = (w.astype("float32") for w in layer.get_weights())
         act = layer.get_config().get("activation", "linear")
         if act not in ("relu", "linear"):
-            raise ValueError(f"unsupported activation {act!r} in layer {layer.name}")
+            raise ModelError(f"unsupported activation {act!r} in layer {layer.name} (relu and linear are exported)")
         layers.append((kernel, bias, act))
     return layers

@@ -17,9 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
+from drs_prom.agent.policy import DRSOriginalPolicy, LearnedPolicy, NodeAgentPolicy
 from drs_prom.config import Normalisation
-from drs_prom.errors import ModelError
+from drs_prom.errors import ConfigError, ModelError
 from drs_prom.features import FEATURE_SCHEMA_VERSION
 
 FORMAT = "drs-prom-model"
@@ -44,7 +47,7 @@ def meta_path(model_path: str | Path) -> Path:
 def base_metadata(policy: str, norm: Normalisation, n_nodes: int | None = None) -> dict[str, Any]:
     """The fields load_model checks; training adds its own sections."""
     if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}")
+        raise ConfigError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
     meta: dict[str, Any] = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -58,7 +61,7 @@ def base_metadata(policy: str, norm: Normalisation, n_nodes: int | None = None) 
         meta["input_columns"] = list(CANDIDATE_COLUMNS)
     else:
         if not n_nodes:
-            raise ValueError("drs-original needs its node count")
+            raise ConfigError("a drs-original model needs its node count")
         meta["n_nodes"] = int(n_nodes)
     return meta
 
@@ -134,7 +137,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         raise ModelError(f"{mp}: drs-original model without an integer n_nodes")
     try:
         Normalisation.model_validate(meta.get("normalisation"))
-    except Exception:
+    except ValidationError:
         raise ModelError(f"{mp}: invalid normalisation section") from None
     return meta
 
@@ -153,10 +156,8 @@ class LoadedModel:
     def normalisation(self) -> Normalisation:
         return Normalisation.model_validate(self.meta["normalisation"])
 
-    def policy(self) -> Any:
+    def policy(self) -> LearnedPolicy:
         """The model as a drs_prom.policy.Policy (numpy forward pass)."""
-        from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
-
         if self.policy_name == "drs":
             return NodeAgentPolicy(self.layers)
         return DRSOriginalPolicy(self.layers, int(self.meta["n_nodes"]))
@@ -178,7 +179,7 @@ def load_model(path: str | Path | None = None) -> LoadedModel:
     try:
         model = keras.saving.load_model(path, compile=False, safe_mode=True)
         layers = export_dense(model)
-    except Exception as exc:  # keras raises many types for damaged archives
+    except Exception as exc:  # noqa: BLE001 - keras raises many types for damaged archives: all become ModelError
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"model file {path} could not be loaded: {first[:200]}") from None
     want_in = len(CANDIDATE_COLUMNS) if meta["policy"] == "drs" else drs_state_dim(meta["n_nodes"])

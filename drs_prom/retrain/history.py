@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,8 @@ def history_from_frame(frame: pd.DataFrame, capacity: Mapping[str, tuple[float, 
     values: dict[str, np.ndarray] = {}
     if len(frame.columns):
         for node in frame.columns.get_level_values("node").unique():
-            sub = frame.xs(node, axis=1, level="node").reindex(columns=list(FEATURES))
+            per_node = cast(pd.DataFrame, frame.xs(node, axis=1, level="node"))  # a column level: always a frame
+            sub = per_node.reindex(columns=list(FEATURES))
             values[str(node)] = sub.to_numpy(dtype=np.float64)
     cap = capacity or {}
     return NodeHistory(

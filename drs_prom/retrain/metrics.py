@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client import Counter as C
@@ -13,7 +14,7 @@ from prometheus_client import Gauge as G
 class RetrainMetrics:
     """The job's Prometheus metrics; one instance per registry."""
 
-    _by_registry: dict[int, RetrainMetrics] = {}
+    _by_registry: ClassVar[dict[int, RetrainMetrics]] = {}
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.runs = C("drs_retrain_runs", "Retraining runs by outcome.", ["result"], registry=registry)

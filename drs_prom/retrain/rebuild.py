@@ -181,7 +181,18 @@ def decision_nodes(d: Decision, history: NodeHistory) -> list[NodeInfo]:
     requests are zero, which skews the request columns of the model input.
     """
     if d.nodes is not None:
-        return [NodeInfo(name=n, **{k: int(e[k]) for k in NODE_KEYS}) for n, e in zip(d.candidates, d.nodes)]
+        return [
+            NodeInfo(
+                name=n,
+                allocatable_cpu_m=int(e["allocatable_cpu_m"]),
+                allocatable_mem_bytes=int(e["allocatable_mem_bytes"]),
+                allocatable_pods=int(e["allocatable_pods"]),
+                requested_cpu_m=int(e["requested_cpu_m"]),
+                requested_mem_bytes=int(e["requested_mem_bytes"]),
+                pod_count=int(e["pod_count"]),
+            )
+            for n, e in zip(d.candidates, d.nodes)
+        ]
     out = []
     for n in d.candidates:
         c, m = history.cores.get(n, float("nan")), history.mem_bytes.get(n, float("nan"))

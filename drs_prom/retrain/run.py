@@ -178,7 +178,7 @@ def advance_cursor(store: ModelStore, decisions: list[Decision], settled: float 
 
 def split_holdout(trans: list[Transition], fraction: float) -> tuple[list[Transition], list[Transition]]:
     """Oldest for training, newest held out (time order: the gate asks "does it handle what comes next")."""
-    k = min(len(trans) - 1, max(1, int(round(len(trans) * fraction))))
+    k = min(len(trans) - 1, max(1, round(len(trans) * fraction)))
     return trans[: len(trans) - k], trans[len(trans) - k :]
 
 

@@ -10,6 +10,7 @@ row never both count on the same free capacity.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -92,14 +93,11 @@ class Reflector:
         """Unblock a watch read from another thread (socket shutdown, then close)."""
         resp = self._resp
         if resp is not None:
-            try:
+            # best effort from another thread: whatever fails here means the read is already over
+            with contextlib.suppress(Exception):
                 resp.shutdown() if hasattr(resp, "shutdown") else None
-            except Exception:
-                pass
-            try:
+            with contextlib.suppress(Exception):
                 resp.close()
-            except Exception:
-                pass
 
     def run(self) -> None:
         delay = self.backoff_initial
@@ -115,7 +113,7 @@ class Reflector:
                 log.info("%s: resourceVersion %s expired (410), relisting", self.name, self.resource_version)
                 self.relists += 1
                 need_list = True
-            except Exception as exc:  # network, apiserver restart, auth: back off and retry
+            except Exception as exc:  # noqa: BLE001 - watch loop boundary: logged, counted in reconnects, retried with backoff
                 if self._stop.is_set():
                     break
                 self.reconnects += 1
@@ -167,11 +165,9 @@ class Reflector:
                     log.exception("%s: handler failed on %s event", self.name, kind)
         finally:
             self._resp = None
-            try:  # close, not just release: an unfinished watch must not stay open on the server
+            with contextlib.suppress(Exception):  # close, not just release: no unfinished watch left on the server
                 resp.close()
                 resp.release_conn()
-            except Exception:
-                pass
 
 
 def _one_line(exc: BaseException) -> str:

@@ -116,7 +116,7 @@ class Decider:
                 log.info("node state refresh recovered")
             self._state = _State(snapshot=snap)
             self.metrics.state_age.set(max(0.0, time.time() - snap.taken_at))
-        except Exception as exc:  # MetricsError mostly; anything else also means "no metrics"
+        except Exception as exc:  # noqa: BLE001 - metrics boundary: counted in prom_errors, logged, decided by the fallback
             self.metrics.prom_errors.inc()
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if self._state.error is None:
@@ -190,7 +190,7 @@ class Decider:
                 idx, scores = choose(policy, ctx)  # type: ignore[arg-type]
                 self.metrics.decisions.labels(str(getattr(policy, "name", "?"))).inc()
                 return Choice(idx, scores, policy, None)  # type: ignore[arg-type]
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - model boundary: logged, counted as fallback reason model_error
                 log.warning("model failed on %s/%s (%s); using the fallback", pod.namespace, pod.name, exc)
                 reason = "model_error"
         fb = self.fallback(reason)

@@ -121,7 +121,7 @@ class Extender:
         if not node_objs:
             return []
         demand = resolve(pod, self.observed)
-        req = kube.to_pod_request(pod, demand.demand)  # type: ignore[arg-type]
+        req = kube.to_pod_request(pod, demand.demand)
         infos = self._infos(node_objs)
         feasible = np.ones(len(infos), dtype=bool)  # kube-scheduler only prioritises nodes that passed filtering
         choice = self.decider.decide(req, demand.demand, infos, feasible)
@@ -149,11 +149,13 @@ class ExtenderServer(BackgroundServer):
                         body = ext.prioritize(args)
                     else:
                         ext.requests.labels(verb[:20], "unknown").inc()
-                        return self._send(404, {"Error": f"unknown verb {verb!r}"})
+                        self._send(404, {"Error": f"unknown verb {verb!r}"})
+                        return
                 except Exception as exc:  # answer with Error rather than dropping the connection
                     log.exception("extender %s failed", verb)
                     ext.requests.labels(verb, "error").inc()
-                    return self._send(200 if verb == "filter" else 500, {"Error": f"{type(exc).__name__}: {exc}"})
+                    self._send(200 if verb == "filter" else 500, {"Error": f"{type(exc).__name__}: {exc}"})
+                    return
                 ext.requests.labels(verb, "ok").inc()
                 self._send(200, body)
 

@@ -28,11 +28,11 @@ def parse_quantity(q: Any) -> Decimal:
 
 
 def cpu_millis(q: Any) -> int:
-    return int(math.ceil(parse_quantity(q) * 1000))
+    return math.ceil(parse_quantity(q) * 1000)
 
 
 def mem_bytes(q: Any) -> int:
-    return int(math.ceil(parse_quantity(q)))
+    return math.ceil(parse_quantity(q))
 
 
 def _container_requests(c: Mapping[str, Any]) -> tuple[int, int]:

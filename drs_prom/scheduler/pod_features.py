@@ -97,13 +97,13 @@ class ObservedUsage:
             hit = self._cache.get(key)
             if hit and now - hit[0] < self.ttl:
                 return hit[1]
-        kind, _, name = owner.partition("/")
+        _kind, _, name = owner.partition("/")
         queries = promql.owner_usage_queries(namespace, promql.owner_pod_regex(name), self.window)
         demand: Demand | None
         try:
             values = [self._query(queries[f]) for f in FEATURES]
             demand = None if values[0] is None and values[1] is None else tuple(v or 0.0 for v in values)  # type: ignore[assignment]
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - observed usage is optional: logged, the next source in the chain answers
             log.info(
                 "observed usage for %s/%s unavailable: %s",
                 namespace,

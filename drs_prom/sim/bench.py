@@ -115,7 +115,7 @@ def format_table(report: BenchReport) -> str:
             r = report.ratio(row.policy, key)
             cells.append(f"{_fmt(row.mean(key), key)} ({r:.2f}x)" if not math.isnan(r) else _fmt(row.mean(key), key))
         lines.append(cells)
-    widths = [max(len(l[i]) for l in lines if len(l) > i and len(l) == len(head)) for i in range(len(head))]
+    widths = [max(len(row[i]) for row in lines if len(row) > i and len(row) == len(head)) for i in range(len(head))]
     out = []
     for i, cells in enumerate(lines):
         if len(cells) != len(head):

@@ -16,6 +16,7 @@ never worse than its base policy. It finds an achievable schedule, not the optim
 from __future__ import annotations
 
 import copy
+import itertools
 import time
 from collections.abc import Callable
 
@@ -75,12 +76,12 @@ def clairvoyant_actions(env: SchedulingEnv, seed: int, base: Policy) -> list[int
     taken: list[int] = []
     while env.ctx is not None:
         ctx = env.ctx
-        for node in np.flatnonzero(ctx.feasible):
+        for candidate in np.flatnonzero(ctx.feasible):
             fork = _fork(env)
-            fork.step(int(node))
-            cost, tail = _play_out(fork, _told(copy.deepcopy(base), ctx, int(node)))
+            fork.step(int(candidate))
+            cost, tail = _play_out(fork, _told(copy.deepcopy(base), ctx, int(candidate)))
             if cost < best_cost - 1e-12:
-                best_cost, best = cost, [*taken, int(node), *tail]
+                best_cost, best = cost, [*taken, int(candidate), *tail]
         node = best[len(taken)]
         taken.append(node)
         _told(base, ctx, node)
@@ -178,7 +179,7 @@ def migration_floor(scenario: Scenario, seed: int) -> float:
     events = np.unique(np.concatenate([start, finish]))
     cache: dict[tuple[int, ...], float] = {}
     total = 0.0
-    for t0, t1 in zip(events[:-1], events[1:]):
+    for t0, t1 in itertools.pairwise(events):
         running = (start <= t0) & (finish > t0)
         counts = tuple(int(c) for c in np.bincount(kind[running], minlength=len(kinds)))
         if counts not in cache:

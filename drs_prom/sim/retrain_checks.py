@@ -17,6 +17,7 @@ from drs_prom.agent.features import candidate_matrix
 from drs_prom.agent.policy import Layers, NodeAgentPolicy
 from drs_prom.agent.replay import NodeReplay
 from drs_prom.config import Settings
+from drs_prom.policy import DecisionContext
 from drs_prom.recent_binds import RecentBinds
 from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.env import SchedulingEnv
@@ -68,7 +69,7 @@ class SimulatorChecks:
         env = SchedulingEnv(self.scenario, seed=settings.retrain.seed + 7919, norm=settings.normalisation)
         added = 0
         for _ in range(episodes):
-            ctx = env.reset()
+            ctx: DecisionContext | None = env.reset()
             done = False
             while not done and ctx is not None:
                 cands = candidate_matrix(ctx, recent.pending(ctx))
@@ -79,15 +80,12 @@ class SimulatorChecks:
                     a = int(np.argmax(np.where(mask, learner.q_values(cands), -np.inf)))
                 recent.record(ctx, a)
                 nxt, info, done = env.step(a)
-                nc = None if done or nxt is None else candidate_matrix(nxt, recent.pending(nxt))
+                if done or nxt is None:
+                    nc, next_mask = None, None
+                else:
+                    nc, next_mask = candidate_matrix(nxt, recent.pending(nxt)), nxt.feasible
                 if len(cands) <= replay.max_nodes and (nc is None or len(nc) <= replay.max_nodes):
-                    replay.add(
-                        cands[a],
-                        step_reward(info, "drs", settings.reward),
-                        nc,
-                        None if nc is None else nxt.feasible,
-                        done,
-                    )
+                    replay.add(cands[a], step_reward(info, "drs", settings.reward), nc, next_mask, done)
                     added += 1
                 ctx = nxt
         return added

@@ -25,10 +25,12 @@ from functools import partial
 from typing import Any, Literal
 
 import numpy as np
+from prometheus_client import CollectorRegistry
 
 from drs_prom.errors import ConfigError
+from drs_prom.policy import Policy
 from drs_prom.sim.cluster import Cluster, Nodes
-from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload
 from exporters.node_exporter import NodeCollector, NodeCounters, build_registry, multi_node_app
@@ -74,6 +76,7 @@ class LiveCluster:
         self._schedule: list[ScheduledBind] = []
         self._lock = threading.Lock()
         self._t0 = clock()
+        self.expected: EpisodeResult | None = None  # set by replay(): what SchedulingEnv measured for the episode
 
     # --- time --------------------------------------------------------------------------
     @property
@@ -170,7 +173,7 @@ class LiveCluster:
     def replay(
         cls,
         scenario: Scenario,
-        policy: Any,
+        policy: Policy,
         seed: int = 0,
         speed: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
@@ -207,7 +210,7 @@ class LiveCluster:
             t = c.t
             used_mem = float(c.used()[node, 1])
         cap = self.nodes.capacity[node]
-        k = max(1, int(math.ceil(cap[0] - 1e-9)))
+        k = max(1, math.ceil(cap[0] - 1e-9))
         busy = cum[0] / k  # core-seconds busy per CPU
         s = 1.0 / self.speed
         per_cpu = {
@@ -257,7 +260,7 @@ class SimExporter:
         self.targets: dict[str, str] = {}  # node name -> host:port
         self.paths: dict[str, str] = {}  # node name -> metrics path
 
-    def _registry(self, i: int) -> Any:
+    def _registry(self, i: int) -> CollectorRegistry:
         return build_registry(NodeCollector(partial(self.live.counters, i), node_name=self.live.nodes.names[i]))
 
     def start(self) -> SimExporter:
@@ -325,7 +328,7 @@ class SimExporter:
 
 def serve_scenario(
     scenario: Scenario,
-    policy: Any,
+    policy: Policy,
     seed: int = 0,
     speed: float = 1.0,
     mode: Literal["ports", "paths"] = "ports",
@@ -344,10 +347,11 @@ def serve_scenario(
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
+    makespan = live.expected.makespan if live.expected is not None else math.nan
     with SimExporter(live, mode=mode, host=host, port=port) as exporter:
         echo(
             f"serving {len(live.nodes)} simulated nodes of {scenario.name} (policy {policy.name}, seed {seed}, "
-            f"speed {speed:g}x); episode ends at simulated {live.expected.makespan:.0f} s. Prometheus job:"
+            f"speed {speed:g}x); episode ends at simulated {makespan:.0f} s. Prometheus job:"
         )
         echo(yaml.safe_dump({"scrape_configs": [exporter.scrape_config("node")]}, sort_keys=False).rstrip())
         while not stop.wait(1.0):

@@ -20,6 +20,7 @@ from drs_prom.agent.networks import configure_tf, export_dense
 from drs_prom.agent.policy import NodeAgentPolicy
 from drs_prom.agent.replay import FlatReplay, NodeReplay
 from drs_prom.config import RewardSettings
+from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.recent_binds import RecentBinds, default_window
 from drs_prom.registry import make_policy
@@ -104,7 +105,7 @@ def train(make_env: EnvFactory, cfg: TrainConfig, progress: bool = True) -> Trai
         return _train_node(make_env, cfg, progress)
     if cfg.policy == "drs-original":
         return _train_drs(make_env, cfg, progress)
-    raise ValueError(f"unknown policy {cfg.policy!r} (drs, drs-original)")
+    raise ConfigError(f"unknown policy {cfg.policy!r} (drs, drs-original)")
 
 
 def _episode_seed(cfg: TrainConfig, ep: int) -> int:
@@ -279,7 +280,7 @@ def _train_drs(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> TrainR
         env = make_env(_episode_seed(cfg, ep + 1000))
         ctx = env.reset()
         if len(ctx.nodes) != n_nodes:
-            raise ValueError("drs-original needs a fixed node count across episodes")
+            raise ConfigError("drs-original needs a fixed node count across episodes")
         state = drs_state(ctx)
         ret, imb, n = 0.0, 0.0, 0
         done = False

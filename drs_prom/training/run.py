@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -47,7 +46,9 @@ def save_result(result: TrainResult, cfg: TrainConfig, out: str | Path, norm: No
     return path
 
 
-def scenario_env_factory(scenario: Any, norm: Normalisation | None = None) -> tuple[EnvFactory, Normalisation]:
+def scenario_env_factory(
+    scenario: str | Scenario, norm: Normalisation | None = None
+) -> tuple[EnvFactory, Normalisation]:
     """Env factory over a simulator scenario (name, path or Scenario), and the normalisation it uses.
 
     ``"a,b"`` mixes scenarios: episode seed s uses the (s mod 2)-th. They must share a

@@ -11,7 +11,7 @@ from drs_prom.sim.scenario import load_scenario
 
 
 def benchmark_summary(
-    policy: Any,
+    policy: Policy,
     scenario: str,
     seeds: int,
     others: tuple[str, ...] = ("kube-default", "balanced-load", "least-loaded", "random"),

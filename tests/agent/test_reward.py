@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from drs_prom.config import RewardSettings
 from drs_prom.reward import drs_reward, imbalance_term, reward
@@ -30,5 +31,5 @@ def test_slowdown_and_utilisation_terms():
 
 
 def test_invalid_mode_is_rejected_by_settings():
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         RewardSettings(imbalance_mode="bogus")

@@ -105,12 +105,12 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("verb,resource,namespace", ALLOWED)
+@pytest.mark.parametrize(("verb", "resource", "namespace"), ALLOWED)
 def test_service_account_may(control_plane, sa_kubeconfig, verb, resource, namespace):
     assert _can(control_plane, sa_kubeconfig, verb, resource, namespace)
 
 
-@pytest.mark.parametrize("verb,resource,namespace", REFUSED)
+@pytest.mark.parametrize(("verb", "resource", "namespace"), REFUSED)
 def test_service_account_may_not(control_plane, sa_kubeconfig, verb, resource, namespace):
     assert not _can(control_plane, sa_kubeconfig, verb, resource, namespace)
 

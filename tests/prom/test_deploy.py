@@ -113,7 +113,9 @@ def test_dashboard_expressions_parse_and_run(prometheus_both, drs_exporter):
     # The feature panels read recording rules: once evaluated, each has our node.
     for expr in exprs[:6]:
         wait_until(
-            lambda: any(r["metric"].get("nodename") == drs_exporter.node_name for r in prometheus_both.query(expr)),
+            lambda expr=expr: any(
+                r["metric"].get("nodename") == drs_exporter.node_name for r in prometheus_both.query(expr)
+            ),
             40,
             f"dashboard expression to return data: {expr}",
         )

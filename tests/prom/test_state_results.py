@@ -35,7 +35,7 @@ def test_vector_series_keys_by_nodename_and_keeps_nan():
 
 
 @pytest.mark.parametrize(
-    "bad, match",
+    ("bad", "match"),
     [
         ({"data": 1}, "vector"),
         ([["1", "2"]], "vector of series"),

@@ -50,7 +50,7 @@ class SimRun:
         t = np.asarray(t, dtype=np.float64)
         dt = self.seg_t1 - self.seg_t0
         starts = np.concatenate(
-            [np.zeros((1,) + self.seg_used.shape[1:]), np.cumsum(self.seg_used * dt[:, None, None], axis=0)]
+            [np.zeros((1, *self.seg_used.shape[1:])), np.cumsum(self.seg_used * dt[:, None, None], axis=0)]
         )
         s = self._seg(t)
         within = np.clip(t - self.seg_t0[s], 0.0, None)

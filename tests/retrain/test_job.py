@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -38,7 +39,7 @@ def test_fires_on_interval_and_a_slow_run_blocks_the_next():
     assert job.max_running == 1
     assert job.failed == 0 and job.fired == job.completed
     assert job.missed >= 3  # ~4 triggers per run hit max_instances=1
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert min(gaps) >= 1.0  # the next run starts only after the previous one ended
     assert job.last_result == "ok"
 
@@ -111,7 +112,7 @@ def test_trigger_from_config():
 
     from drs_prom.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="retrain.cron"):
+    with pytest.raises(ConfigError, match=r"retrain\.cron"):
         make_trigger(_settings(cron="61 * * * *"))
 
 

@@ -24,7 +24,7 @@ def _history(t_end: float = 300.0, missing: dict | None = None) -> NodeHistory:
         for lo, hi in (missing or {}).get(n, []):
             v[(times >= lo) & (times < hi)] = np.nan
         vals[n] = v
-    return NodeHistory(times, vals, {n: 4.0 for n in NODES}, {n: 16e9 for n in NODES})
+    return NodeHistory(times, vals, dict.fromkeys(NODES, 4.0), dict.fromkeys(NODES, 16000000000.0))
 
 
 def _d(ts: float, chosen: str = "a", cands=NODES) -> Decision:

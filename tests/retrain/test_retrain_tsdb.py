@@ -6,6 +6,8 @@ Prometheus serves them; the matching journal is written; ``drs-prom retrain --on
 twice (first half, then the rest); the rebuilt transitions must equal the simulator's
 exact load integrals, the bad rows must be skipped and counted by reason, and each run
 must end with a stored, gated version promoted exactly when the gate's scores say so.
+
+Over 400 lines because every test here shares one expensive module fixture (the backfilled TSDB).
 """
 
 from __future__ import annotations
@@ -135,8 +137,8 @@ def test_transitions_match_the_simulator(world):
     history = fetch_history(src, decisions[0].ts - 100, decisions[-1].ts + delay + 100, STEP)
     src.close()
     assert set(history.values) == set(run.names)
-    assert history.cores == {n: 4.0 for n in run.names}
-    trans, skipped, cursor = rebuild_transitions(decisions, history, s)
+    assert history.cores == dict.fromkeys(run.names, 4.0)
+    trans, skipped, _cursor = rebuild_transitions(decisions, history, s)
     used = {t.ts for t in trans}
     assert len(trans) > 150
 

@@ -4,6 +4,7 @@ per-test namespaces/nodes that are cleaned up after each test."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -66,10 +67,8 @@ def ns(control_plane, core) -> Iterator[str]:
     try:
         yield name
     finally:
-        try:
+        with contextlib.suppress(Exception):  # best-effort cleanup of the test's pods; must not hide the test result
             core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
-        except Exception:
-            pass
 
 
 def pod_body(name: str, cpu: str = "100m", mem: str = "64Mi", scheduler: str = "drs-scheduler", **spec: Any) -> dict:

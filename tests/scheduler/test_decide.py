@@ -67,7 +67,7 @@ def test_model_decides_when_metrics_are_fresh():
 
 
 @pytest.mark.parametrize(
-    "source,policy,reason,fallback_name",
+    ("source", "policy", "reason", "fallback_name"),
     [
         (Snap([], fail=True), Prefers(), "prometheus_unreachable", "kube-default"),
         (None, Prefers(), "prometheus_unreachable", "kube-default"),

@@ -120,7 +120,7 @@ def test_demand_resolution_order():
 
 
 def test_parse_demand_rejects_bad_keys():
-    with pytest.raises(ValueError, match="bad drs.io/demand entry"):
+    with pytest.raises(ValueError, match=r"bad drs\.io/demand entry"):
         pod_features.parse_demand("gpu=1")
 
 

@@ -1,4 +1,5 @@
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -111,7 +112,7 @@ def test_pods_never_land_on_infeasible_nodes_and_queue_when_nothing_fits():
     for node in (0, 1):
         idx = np.flatnonzero(c.node_of == node)
         spans = sorted(zip(c.start[idx], c.finish[idx]))
-        assert all(s2 >= f1 - 1e-9 for (_, f1), (s2, _) in zip(spans, spans[1:]))
+        assert all(s2 >= f1 - 1e-9 for (_, f1), (s2, _) in itertools.pairwise(spans))
     assert result.completion_mean > 10.0  # waiting counts in completion time
 
 

@@ -40,7 +40,7 @@ def test_replay_reproduces_the_simulated_episode():
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("mode, speed", [("ports", 1.0), ("paths", 10.0)])
+@pytest.mark.parametrize(("mode", "speed"), [("ports", 1.0), ("paths", 10.0)])
 def test_real_prometheus_scrapes_simulated_nodes(tmp_path, mode, speed):
     sc = load_scenario("drs-paper")
     live = LiveCluster(sc, speed=speed)

@@ -7,7 +7,7 @@ from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import load_scenario
 
 
-@pytest.mark.parametrize("scenario, pods", [("drs-paper", 100), ("cluster-50", 500), ("cluster-500", 500)])
+@pytest.mark.parametrize(("scenario", "pods"), [("drs-paper", 100), ("cluster-50", 500), ("cluster-500", 500)])
 def test_placements_per_second(benchmark, scenario, pods):
     sc = load_scenario(scenario).truncated(pods)
     result = benchmark.pedantic(
