@@ -201,7 +201,7 @@ def agreement_rate(window: str, job: str = SCHEDULER_JOB) -> str:
     """Share of shadow-compared decisions where the model and the heuristic chose the same node."""
     sel = f"job={quote(job)}"
     agree = f'sum(rate(drs_shadow_comparisons_total{{{sel},agree="true"}}[{window}]))'
-    return f"{agree} / clamp_min(sum(rate(drs_shadow_comparisons_total{{{sel}}}[{window}])), 1e-9)"
+    return f"({agree} or vector(0)) / clamp_min(sum(rate(drs_shadow_comparisons_total{{{sel}}}[{window}])), 1e-9)"
 
 
 # ---------------------------------------------------------------------------

@@ -79,6 +79,8 @@ class RolloutMetrics:
             ["agree"],
             registry=r,
         )
+        for agree in ("true", "false"):  # both series exist from the start, so rate() sees the first one
+            self.comparisons.labels(agree)
         self.agreement = Gauge(
             "drs_shadow_agreement_ratio", "Share of the last 200 compared decisions where both arms agreed.", registry=r
         )
