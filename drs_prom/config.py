@@ -216,12 +216,8 @@ class GuardrailSettings(_Section):
     lookback: str = Field("2m", description="Range the time-based rules average over (PromQL duration).")
     step: str = Field("10s", description="Subquery resolution of the time-based rules.")
     hot_cpu: float = Field(0.9, gt=0, le=1, description="A node is hot while its CPU utilisation is above this.")
-    hot_node_time: float = Field(
-        0.5, ge=0, le=1, description="Max share of the lookback any node may spend hot."
-    )
-    imbalance: float = Field(
-        0.8, ge=0, description="Max node-relative CPU imbalance, stddev/mean across nodes."
-    )
+    hot_node_time: float = Field(0.5, ge=0, le=1, description="Max share of the lookback any node may spend hot.")
+    imbalance: float = Field(0.8, ge=0, description="Max node-relative CPU imbalance, stddev/mean across nodes.")
     fallback_rate: float = Field(
         0.5, ge=0, le=1, description="Max share of decisions made by the fallback for other reasons."
     )

@@ -276,7 +276,9 @@ def guardrail_alerts(p: RuleParams) -> list[dict[str, Any]]:
                 "labels": {"severity": "warning", "guardrail": name},
                 "annotations": {
                     "summary": f"drs-prom guardrail {name} breached",
-                    "description": _GUARD_TEXT[name].replace("{hot}", f"{p.hot_cpu:g}").replace("{lookback}", p.guard_lookback)
+                    "description": _GUARD_TEXT[name]
+                    .replace("{hot}", f"{p.hot_cpu:g}")
+                    .replace("{lookback}", p.guard_lookback)
                     + f" (threshold {threshold:g}); while the model decides, the scheduler falls back.",
                 },
             }

@@ -143,7 +143,9 @@ class PromotionJudge:
             try:
                 to = self.store.rollback()
             except ModelError as exc:
-                log.error("promotion %s made the cluster worse (%s) but cannot be rolled back: %s", version, reasons, exc)
+                log.error(
+                    "promotion %s made the cluster worse (%s) but cannot be rolled back: %s", version, reasons, exc
+                )
                 detail["rollback_error"] = str(exc)
             else:
                 verdict = Verdict(version, True, reasons, before, after, promoted_at, rolled_back_to=to)

@@ -28,8 +28,8 @@ from drs_prom.journal import Decision, Journal, node_entries
 from drs_prom.policy import Policy
 from drs_prom.scheduler import bind as binder
 from drs_prom.scheduler import kube
-from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.arms import Choice
+from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.decide import Decider
 from drs_prom.scheduler.metrics import HealthServer, SchedulerMetrics
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve

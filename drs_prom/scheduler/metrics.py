@@ -93,7 +93,9 @@ class RolloutMetrics:
             registry=r,
         )
         self.guard_value = Gauge(
-            "drs_guardrail_value", "Last evaluated guardrail value (its signal averaged over the lookback).", ["rule"],
+            "drs_guardrail_value",
+            "Last evaluated guardrail value (its signal averaged over the lookback).",
+            ["rule"],
             registry=r,
         )
         self.guard_threshold = Gauge("drs_guardrail_threshold", "Guardrail thresholds.", ["rule"], registry=r)
@@ -104,7 +106,10 @@ class RolloutMetrics:
             "drs_guardrail_tripped", "1 while the scheduler falls back because this rule tripped.", ["rule"], registry=r
         )
         self.guard_trips = Counter(
-            "drs_guardrail_trips_total", "Times a guardrail switched the scheduler to its fallback.", ["rule"], registry=r
+            "drs_guardrail_trips_total",
+            "Times a guardrail switched the scheduler to its fallback.",
+            ["rule"],
+            registry=r,
         )
         self.guard_errors = Counter(
             "drs_guardrail_errors_total", "Guardrail evaluations that could not query Prometheus.", registry=r

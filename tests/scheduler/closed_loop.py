@@ -105,11 +105,13 @@ class Loop:
         core.create_namespaced_pod(ns, pod_body(name, cpu=cpu, mem="64Mi", metadata=meta), _preload_content=False)
         self.created.append(name)
 
-    def feed(self, core: Any, ns: str, prefix: str, per_second: float, stop: threading.Event, limit: int) -> None:
+    def feed(
+        self, core: Any, ns: str, prefix: str, per_second: float, stop: threading.Event, limit: int, cpu: str = "100m"
+    ) -> None:
         """Create pods at a steady rate until ``stop`` or ``limit`` (run in a thread)."""
         i = 0
         while not stop.is_set() and i < limit:
-            self.create(core, ns, f"{prefix}{i:03d}")
+            self.create(core, ns, f"{prefix}{i:03d}", cpu=cpu)
             i += 1
             stop.wait(1.0 / per_second)
 

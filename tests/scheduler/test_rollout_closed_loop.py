@@ -13,9 +13,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from drs_prom import promql
 from drs_prom.agent.persistence import load_model
+from drs_prom.cli import cli
 from drs_prom.model_store import MODEL_FILE, ModelStore, ModelWatcher, load_version_policy
 from drs_prom.scheduler.arms import HEURISTIC, MODEL, assign_arm
 from tests.scheduler.closed_loop import balancing_model, piling_model, start_loop
@@ -36,6 +38,30 @@ def _policy(path, version):
     return p
 
 
+def _report(sched, loop, tmp_path, store=None):
+    """`drs-prom report` on the run just made; returns its numbers."""
+    out = tmp_path / "report"
+    args = [
+        "report",
+        "--since",
+        "10m",
+        "--journal",
+        sched.journal.path,
+        "--prometheus",
+        loop.prom.url,
+        "--out",
+        str(out),
+    ]
+    args += ["--store", str(store.root if store else tmp_path / "no-store")]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    for name in ("index.html", "decisions.png", "agreement.png", "cluster.png", "fallbacks.png", "numbers.json"):
+        assert (out / name).stat().st_size > 0, name
+    numbers = json.loads((out / "numbers.json").read_text())
+    assert "prometheus_error" not in numbers and numbers["imbalance (stddev/mean cpu)_max"] is not None
+    return numbers
+
+
 def _lease_events(core, reason):
     data = json.loads(
         core.list_namespaced_event(
@@ -47,7 +73,9 @@ def _lease_events(core, reason):
 
 def test_shadow_mode_binds_like_the_heuristic_and_journals_both_choices(core, ns, loop, make_scheduler, tmp_path):
     bad = _policy(piling_model(tmp_path / "pile.keras"), "pile-1")
-    sched = make_scheduler(source=loop.source, policy=bad, recorder=loop.mirror, overrides=loop.overrides(mode="shadow"))
+    sched = make_scheduler(
+        source=loop.source, policy=bad, recorder=loop.mirror, overrides=loop.overrides(mode="shadow")
+    )
     for i in range(30):
         loop.create(core, ns, f"s{i:03d}")
         time.sleep(0.1)
@@ -72,13 +100,17 @@ def test_shadow_mode_binds_like_the_heuristic_and_journals_both_choices(core, ns
     for r in rows:  # the journalled shadow choice is the model's own argmax
         best = max((s, -i) for i, s in enumerate(r.shadow_scores) if s is not None)
         assert r.shadow_choice == r.candidates[-best[1]]
-    print(f"\nshadow: bound per node {dict(bound_nodes)}; model would have chosen {dict(shadow_nodes)}; agree {agree}/30")
+    print(
+        f"\nshadow: bound per node {dict(bound_nodes)}; model would have chosen {dict(shadow_nodes)}; agree {agree}/30"
+    )
     reg = sched.metrics.registry
     assert (reg.get_sample_value("drs_shadow_comparisons_total", {"agree": "true"}) or 0) == agree
     assert (reg.get_sample_value("drs_shadow_comparisons_total", {"agree": "false"}) or 0) == 30 - agree
     assert reg.get_sample_value("drs_decisions_total", {"policy": "least-loaded", "arm": "heuristic"}) == 30
     msg = next(e["message"] for e in events_for(core, ns, "s000") if e["reason"] == "Scheduled")
     assert "by least-loaded" in msg and "arm heuristic; model drs would pick " in msg
+    numbers = _report(sched, loop, tmp_path)
+    assert numbers["compared"] == 30 and numbers["agreement"] == agree / 30 and numbers["by_arm"] == {"heuristic": 30}
     # the agreement rate as Prometheus computes it from the scraped counters (generated PromQL)
     expr = promql.agreement_rate("30s")
     (rate,) = wait_for(lambda: (v,) if (v := loop.query(expr)) is not None else None, 20, "agreement in Prometheus")
@@ -106,7 +138,9 @@ def test_canary_half_splits_decisions_within_binomial_bounds(core, ns, loop, mak
         assert r.shadow_policy == ("least-loaded" if r.arm == MODEL else "drs")
     reg = sched.metrics.registry
     assert reg.get_sample_value("drs_decisions_total", {"policy": "drs", "arm": "model"}) == arms[MODEL]
-    assert reg.get_sample_value("drs_decisions_total", {"policy": "least-loaded", "arm": "heuristic"}) == arms[HEURISTIC]
+    assert (
+        reg.get_sample_value("drs_decisions_total", {"policy": "least-loaded", "arm": "heuristic"}) == arms[HEURISTIC]
+    )
     model_pod = next(r.pod_name for r in rows if r.arm == MODEL)
     msg = next(e["message"] for e in events_for(core, ns, model_pod) if e["reason"] == "Scheduled")
     assert "by drs;" in msg and "arm model; heuristic least-loaded would pick" in msg
@@ -166,6 +200,11 @@ def test_piling_model_trips_the_guardrail_and_falls_back_without_losing_pods(cor
     )
     ev = [e for e in _lease_events(core, "GuardrailTripped") if "pile-1" in e["message"]]
     assert ev and ev[0]["type"] == "Warning"
+    numbers = _report(sched, loop, tmp_path)
+    assert numbers["bound"] == len(loop.created) and numbers["fallback_reasons"]["guardrail"] == len(after) + sum(
+        1 for r in rows if trip.ts <= r.ts <= trip.ts + 0.5 and r.fallback_reason == "guardrail"
+    )
+    assert numbers["guardrail_trips"][0]["rule"] == d["rule"]
 
 
 def test_bad_promotion_is_rolled_back_automatically(core, ns, loop, make_scheduler, tmp_path):
@@ -208,22 +247,29 @@ def test_bad_promotion_is_rolled_back_automatically(core, ns, loop, make_schedul
     v1 = wait_for(lambda: sched.journal.events(0, kind="promotion_verdict"), 30, "verdict on the first version")[0]
     assert v1.version == good and not v1.detail["worse"]
     stop = threading.Event()
-    feeder = threading.Thread(target=loop.feed, args=(core, ns, "r", 2.0, stop, 200), daemon=True)
+    feeder = threading.Thread(target=loop.feed, args=(core, ns, "r", 2.0, stop, 60, "250m"), daemon=True)
     feeder.start()
     try:
         time.sleep(2 * window)  # the balancing model places a steady stream
         bad = add(piling_model(tmp_path / "pile.keras"))  # the retraining job promotes a bad candidate
         wait_for(lambda: sched.decider.model_version == bad, 15, "hot reload of the bad version")
-        rb = wait_for(lambda: sched.journal.events(0, kind="rollback"), 4 * window, "an automatic rollback")[0]
+        verdict = wait_for(
+            lambda: [e for e in sched.journal.events(0, kind="promotion_verdict") if e.version == bad],
+            4 * window,
+            "a verdict on the bad version",
+        )[0]
+        print(
+            f"\nrollback: before {verdict.detail['before']} after {verdict.detail['after']} -> {verdict.detail['reasons']}"
+        )
+        assert verdict.detail["worse"], verdict.detail
+        (rb,) = sched.journal.events(0, kind="rollback")
         wait_for(lambda: sched.decider.model_version == good, 15, "hot reload of the rolled-back version")
         time.sleep(2)
     finally:
         stop.set()
         feeder.join(10)
     wait_for(lambda: loop.all_bound(core, ns), 60, "every created pod bound")
-    (verdict,) = [e for e in sched.journal.events(0, kind="promotion_verdict") if e.version == bad]
-    print(f"\nrollback: before {verdict.detail['before']} after {verdict.detail['after']} -> {verdict.detail['reasons']}")
-    assert verdict.detail["worse"] and rb.detail["from"] == bad and rb.detail["rolled_back_to"] == good
+    assert rb.detail["from"] == bad and rb.detail["rolled_back_to"] == good
     assert store.current() == good and [e["action"] for e in store.history()] == ["promote", "promote", "rollback"]
     rows = sorted((r for r in sched.journal.since(0) if r.outcome == "bound"), key=lambda r: r.ts)
     by_bad = [r for r in rows if r.model_version == bad]
@@ -234,3 +280,10 @@ def test_bad_promotion_is_rolled_back_automatically(core, ns, loop, make_schedul
     assert reg.get_sample_value("drs_promotion_verdicts_total", {"verdict": "rolled_back"}) == 1
     assert [e for e in _lease_events(core, "ModelRolledBack") if bad in e["message"]]
     np.testing.assert_array_equal(sorted(loop.mirror.bound), sorted(loop.created))
+    numbers = _report(sched, loop, tmp_path, store)
+    assert numbers["events"]["rollback"] == 1 and [p["action"] for p in numbers["promotions"]] == [
+        "promote",
+        "promote",
+        "rollback",
+    ]
+    assert set(numbers["model_versions"]) == {good, bad}
