@@ -102,19 +102,44 @@ def _bins(since: float, until: float, n: int = 40) -> np.ndarray:
     return np.linspace(since, max(until, since + 1), n + 1)
 
 
-def _rel(t: Any, t0: float) -> Any:
-    return (np.asarray(t, dtype=float) - t0) / 60.0
+@dataclass(frozen=True)
+class _Axis:
+    """Time axis of the plots: from shortly before the first decision (or the period's
+    start), in minutes, or seconds when the span is under five minutes."""
+
+    t0: float
+    until: float
+
+    @classmethod
+    def of(cls, data: ReportData) -> _Axis:
+        stamps = [d.ts for d in data.decisions] + [e.ts for e in data.events]
+        if not stamps:
+            return cls(data.since, data.until)
+        return cls(max(data.since, min(stamps) - 10.0), min(data.until, max(stamps) + 10.0))
+
+    @property
+    def unit(self) -> float:
+        return 60.0 if self.until - self.t0 > 300 else 1.0
+
+    @property
+    def label(self) -> str:
+        return (
+            f"{'minutes' if self.unit == 60 else 'seconds'} since {time.strftime('%H:%M:%S UTC', time.gmtime(self.t0))}"
+        )
+
+    def __call__(self, t: Any) -> Any:
+        return (np.asarray(t, dtype=float) - self.t0) / self.unit
 
 
-def _markers(ax: Any, data: ReportData) -> None:
+def _markers(ax: Any, data: ReportData, axis: _Axis) -> None:
     seen: set[str] = set()
     points = [(float(p["ts"]), p.get("action", "promote"), p.get("version")) for p in data.promotions]
     points += [(e.ts, "guardrail_trip", e.version) for e in data.events if e.kind == "guardrail_trip"]
     for ts, kind, _version in points:
-        if not data.since <= ts <= data.until or kind not in MARKERS:
+        if not axis.t0 <= ts <= axis.until or kind not in MARKERS:
             continue
         color, label = MARKERS[kind]
-        ax.axvline(_rel(ts, data.since), color=color, ls="--", lw=1.2, label=None if label in seen else label)
+        ax.axvline(axis(ts), color=color, ls="--", lw=1.2, label=None if label in seen else label)
         seen.add(label)
 
 
@@ -126,9 +151,10 @@ def plot(data: ReportData, out: Path) -> dict[str, Path]:
 
     paths: dict[str, Path] = {}
     bound = [d for d in data.decisions if d.outcome == "bound"]
-    edges = _bins(data.since, data.until)
-    mids = _rel((edges[:-1] + edges[1:]) / 2, data.since)
-    width = (edges[1] - edges[0]) / 60.0
+    axis = _Axis.of(data)
+    edges = _bins(axis.t0, axis.until)
+    mids = axis((edges[:-1] + edges[1:]) / 2)
+    width = (edges[1] - edges[0]) / axis.unit
 
     fig, ax = plt.subplots(figsize=(9, 3.8))
     groups = sorted({who(d) for d in bound}) or ["model"]
@@ -137,8 +163,8 @@ def plot(data: ReportData, out: Path) -> dict[str, Path]:
         counts, _ = np.histogram([d.ts for d in bound if who(d) == g], bins=edges)
         ax.bar(mids, counts, width=width * 0.95, bottom=bottom, label=g)
         bottom += counts
-    _markers(ax, data)
-    ax.set(xlabel="minutes since start of report", ylabel="pods bound per bin", title="Decisions by arm / decider")
+    _markers(ax, data, axis)
+    ax.set(xlabel=axis.label, ylabel="pods bound per bin", title="Decisions by arm / decider")
     ax.legend(fontsize=8, loc="upper left")
     paths["decisions"] = _save(fig, out / "decisions.png")
 
@@ -155,14 +181,15 @@ def plot(data: ReportData, out: Path) -> dict[str, Path]:
     else:
         ax.text(0.5, 0.5, "no shadow comparisons in this period (mode normal)", ha="center", transform=ax.transAxes)
         ax.set_title("Model/heuristic agreement")
-    _markers(ax, data)
-    ax.set(xlabel="minutes since start of report", ylabel="agreement")
+    _markers(ax, data, axis)
+    ax.set(xlabel=axis.label, ylabel="agreement")
     paths["agreement"] = _save(fig, out / "agreement.png")
 
     fig, ax = plt.subplots(figsize=(9, 3.8))
     if data.series:
         for name, (t, v) in data.series.items():
-            ax.plot(_rel(t, data.since), v, label=name)
+            keep = (np.asarray(t) >= axis.t0) & (np.asarray(t) <= axis.until)
+            ax.plot(axis(np.asarray(t)[keep]), np.asarray(v)[keep], label=name)
         ax.set_title("Cluster during the period (from Prometheus)")
     else:
         ax.text(
@@ -174,8 +201,8 @@ def plot(data: ReportData, out: Path) -> dict[str, Path]:
             wrap=True,
         )
         ax.set_title("Cluster during the period")
-    _markers(ax, data)
-    ax.set(xlabel="minutes since start of report", ylabel="value")
+    _markers(ax, data, axis)
+    ax.set(xlabel=axis.label, ylabel="value")
     ax.legend(fontsize=8, loc="upper left")
     paths["cluster"] = _save(fig, out / "cluster.png")
 
@@ -267,7 +294,7 @@ def prometheus_range(source: Any) -> Callable[[str, float, float, float], tuple[
         if frame.empty:
             return np.array([]), np.array([])
         col = frame.iloc[:, 0]
-        return col.index.asi8 / 1e9, col.to_numpy(dtype=float)
+        return np.array([t.timestamp() for t in col.index]), col.to_numpy(dtype=float)
 
     return query
 

@@ -93,6 +93,7 @@ class PromotionJudge:
         query_at: Callable[[str, float], float | None],
         signals: Mapping[str, str],
         on_verdict: Callable[[Verdict], None] | None = None,
+        started_at: float | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -101,6 +102,12 @@ class PromotionJudge:
         self.signals = dict(signals)
         self.on_verdict = on_verdict
         self._judged: set[str] = set()
+        # A promotion is judged only when this judge saw its whole before-window (the previous
+        # version deciding); a restart in between leaves it unjudged rather than misjudged.
+        self.started_at = started_at
+        # The after-window starts once the new version can show in the metrics: a hot reload
+        # (one state refresh) plus one rate window.
+        self.lag_seconds = settings.prometheus.window_seconds + settings.scheduler.state_refresh_seconds
 
     def pending(self) -> tuple[str, float] | None:
         """(version, promoted_at) of the current version when it was promoted and not judged yet."""
@@ -120,13 +127,23 @@ class PromotionJudge:
         if todo is None:
             return None
         version, promoted_at = todo
-        if now < promoted_at + rb.window_seconds:
+        after_end = promoted_at + self.lag_seconds + rb.window_seconds
+        if now < after_end:
+            return None
+        self._judged.add(version)
+        if self.started_at is not None and promoted_at - rb.window_seconds < self.started_at:
+            detail = {
+                "worse": False,
+                "skipped": "the before-window predates this scheduler",
+                "promoted_at": promoted_at,
+            }
+            self.journal.append_event(RolloutEvent(VERDICT, detail, version=version, ts=now))
+            log.info("promotion of %s not judged: it happened before a full window of this scheduler", version)
             return None
         step = self.settings.rollout.guardrails.step
         before = window_values(self.query_at, self.signals, promoted_at, rb.window_seconds, step)
-        after = window_values(self.query_at, self.signals, promoted_at + rb.window_seconds, rb.window_seconds, step)
+        after = window_values(self.query_at, self.signals, after_end, rb.window_seconds, step)
         reasons = judge(before, after, rb.margin, rb.absolute_margin)
-        self._judged.add(version)
         verdict = Verdict(version, bool(reasons), reasons, before, after, promoted_at)
         detail = {
             "worse": verdict.worse,
@@ -135,6 +152,7 @@ class PromotionJudge:
             "after": after,
             "promoted_at": promoted_at,
             "window_seconds": rb.window_seconds,
+            "after_starts": promoted_at + self.lag_seconds,
             "margin": rb.margin,
             "absolute_margin": rb.absolute_margin,
         }

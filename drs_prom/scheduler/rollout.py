@@ -211,7 +211,9 @@ class RolloutWatcher:
         )
         decider.rollout.guardrails = self.guardrails
         self.judge = (
-            PromotionJudge(settings, store, journal, query_at, signals(settings), on_verdict=self._on_verdict)
+            PromotionJudge(
+                settings, store, journal, query_at, signals(settings), on_verdict=self._on_verdict, started_at=clock()
+            )
             if r.rollback.enabled and store is not None and journal is not None
             else None
         )

@@ -229,7 +229,7 @@ def test_bad_promotion_is_rolled_back_automatically(core, ns, loop, make_schedul
         watcher.reload_if_changed()
         return watcher.model
 
-    window = 6
+    window = 8
     sched = make_scheduler(
         source=loop.source,
         policy=watcher.model,
@@ -238,24 +238,24 @@ def test_bad_promotion_is_rolled_back_automatically(core, ns, loop, make_schedul
         overrides={
             **loop.overrides(
                 guardrails={"evaluate_seconds": 1, "step": "1s"},
-                rollback={"enabled": True, "window_seconds": window, "margin": 0.2, "absolute_margin": 0.05},
+                rollback={"enabled": True, "window_seconds": window, "margin": 0.2, "absolute_margin": 0.1},
             ),
             "retrain.model_store": str(store.root),
         },
     )
-    # the first version runs on an idle cluster for one window and is kept
-    v1 = wait_for(lambda: sched.journal.events(0, kind="promotion_verdict"), 30, "verdict on the first version")[0]
-    assert v1.version == good and not v1.detail["worse"]
     stop = threading.Event()
-    feeder = threading.Thread(target=loop.feed, args=(core, ns, "r", 2.0, stop, 60, "250m"), daemon=True)
+    feeder = threading.Thread(target=loop.feed, args=(core, ns, "r", 2.0, stop, 120, "200m"), daemon=True)
     feeder.start()
     try:
-        time.sleep(2 * window)  # the balancing model places a steady stream
+        # the first version was promoted before this scheduler ran: not judged (no before-window seen)
+        v1 = wait_for(lambda: sched.journal.events(0, kind="promotion_verdict"), 60, "the first version passed")[0]
+        assert v1.version == good and v1.detail["skipped"] and not v1.detail["worse"]
+        time.sleep(max(0.0, 2 * window - (time.time() - v1.detail["promoted_at"])))  # the balancing model places
         bad = add(piling_model(tmp_path / "pile.keras"))  # the retraining job promotes a bad candidate
         wait_for(lambda: sched.decider.model_version == bad, 15, "hot reload of the bad version")
         verdict = wait_for(
             lambda: [e for e in sched.journal.events(0, kind="promotion_verdict") if e.version == bad],
-            4 * window,
+            4 * window + 10,
             "a verdict on the bad version",
         )[0]
         print(
@@ -273,7 +273,8 @@ def test_bad_promotion_is_rolled_back_automatically(core, ns, loop, make_schedul
     assert store.current() == good and [e["action"] for e in store.history()] == ["promote", "promote", "rollback"]
     rows = sorted((r for r in sched.journal.since(0) if r.outcome == "bound"), key=lambda r: r.ts)
     by_bad = [r for r in rows if r.model_version == bad]
-    assert by_bad and len({r.chosen for r in by_bad}) == 1  # the bad version piled
+    # the bad version piled (onto the next node too once the first was full by requests)
+    assert by_bad and Counter(r.chosen for r in by_bad).most_common(1)[0][1] >= min(len(by_bad), 12)
     assert any(r.model_version == good and r.ts > rb.ts for r in rows)  # the good one decides again
     reg = sched.metrics.registry
     assert reg.get_sample_value("drs_model_rollbacks_total") == 1
