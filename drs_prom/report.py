@@ -49,10 +49,11 @@ class ReportData:
 
 
 def who(d: Decision) -> str:
-    """model | heuristic | fallback:<reason>: who placed this pod."""
+    """``model <version>`` | heuristic | fallback:<reason>: who placed this pod."""
     if d.fallback_reason:
         return f"fallback:{d.fallback_reason}"
-    return d.arm or "model"
+    arm = d.arm or "model"
+    return f"{arm} {d.model_version}" if arm == "model" and d.model_version else arm
 
 
 def collect(data: ReportData) -> dict[str, Any]:

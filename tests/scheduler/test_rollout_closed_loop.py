@@ -41,10 +41,14 @@ def _policy(path, version):
 def _report(sched, loop, tmp_path, store=None):
     """`drs-prom report` on the run just made; returns its numbers."""
     out = tmp_path / "report"
+    config = tmp_path / "report-settings.yaml"  # the scheduler's rate window, so the plots show what it saw
+    config.write_text(f"prometheus:\n  window: {sched.settings.prometheus.window}\n")
     args = [
         "report",
         "--since",
         "10m",
+        "--config",
+        str(config),
         "--journal",
         sched.journal.path,
         "--prometheus",
