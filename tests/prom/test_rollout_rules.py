@@ -35,3 +35,22 @@ def test_alerts_and_scheduler_share_signals_and_thresholds():
     text = promql.rules_yaml()
     for rule in rules_for(Settings()):
         assert f"{rule.expr} > {rule.threshold:g}" in text, rule.name
+
+
+def test_prometheus_scrapes_the_scheduler_under_the_job_the_guardrails_read():
+    import yaml
+
+    from tests.prom.fixtures import REPO
+
+    dep = yaml.safe_load((REPO / "deploy" / "k8s" / "30-scheduler.yaml").read_text())
+    jobs = {j["job_name"]: j for j in yaml.safe_load((DEPLOY / "prometheus.yml").read_text())["scrape_configs"]}
+    job = jobs[promql.SCHEDULER_JOB]
+    key, _, value = job["kubernetes_sd_configs"][0]["selectors"][0]["label"].partition("=")
+    assert dep["spec"]["template"]["metadata"]["labels"][key] == value
+    port = next(
+        r for r in job["relabel_configs"] if r["source_labels"] == ["__meta_kubernetes_pod_container_port_name"]
+    )
+    ports = dep["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert any(p["name"] == port["regex"] and p["containerPort"] == 10259 for p in ports)
+    static = yaml.safe_load((DEPLOY / "prometheus-static.yml").read_text())["scrape_configs"]
+    assert promql.SCHEDULER_JOB in {j["job_name"] for j in static}
