@@ -164,3 +164,20 @@ def test_decider_normal_mode_is_unchanged_model_decides_with_arm_model():
     d.refresh()
     c = d.decide(PodRequest(name="p", uid="u"), DEMAND, NODES, FEASIBLE)
     assert (c.index, c.policy.name, c.reason, c.arm, c.shadow) == (1, "prefers-b", None, MODEL, None)
+
+
+def test_shadow_policy_remembers_the_node_actually_bound():
+    """A policy that only scored (shadow) must not count its own choice as a recent bind."""
+    from drs_prom.policy import DecisionContext, choose
+    from drs_prom.registry import make_policy
+    from drs_prom.scheduler.rollout import _bind_memory_to
+
+    shadow = make_policy("least-loaded", seed=0)
+    load = np.array([[0.1] * 6, [0.5] * 6])
+    pod_load = np.array([[0.2] * 6, [0.2] * 6])
+    ctx = DecisionContext(PodRequest(name="p"), NODES, FEASIBLE, load, pod_load, now=100.0)
+    idx, _ = choose(shadow, ctx)
+    assert idx == 0 and shadow.recent.pending(ctx)[0, 0] > 0  # it remembered its own choice
+    _bind_memory_to(shadow, ctx, idx, 1)  # but node b was bound
+    pending = shadow.recent.pending(ctx)
+    assert pending[0, 0] == 0 and pending[1, 0] == pytest.approx(0.2)
