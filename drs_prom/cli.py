@@ -397,7 +397,79 @@ def model_rollback(version: str | None, config_path: str | None, store_path: str
     click.echo(f"current: {now} (was {before})")
 
 
-@cli.command("sim-serve")
+@cli.command("report")
+@click.option("--since", default="6h", show_default=True, help="Period to report, ending now (Prometheus duration).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML.")
+@click.option("--journal", "journal_path", default=None, help="Decision journal (default: scheduler.journal_path).")
+@click.option("--prometheus", "prom_url", default=None, help="Prometheus URL (default: prometheus.url).")
+@click.option(
+    "--store", "store_path", default=None, help="Model store for promotion markers (default: retrain.model_store)."
+)
+@click.option(
+    "--out", "out_dir", default="drs-report", show_default=True, help="Directory for index.html and the PNGs."
+)
+@click.option("--no-prometheus", is_flag=True, help="Journal only (no cluster plot).")
+def report_cmd(
+    since: str,
+    config_path: str | None,
+    journal_path: str | None,
+    prom_url: str | None,
+    store_path: str | None,
+    out_dir: str,
+    no_prometheus: bool,
+) -> None:
+    """HTML report of the rollout: decisions per arm, agreement, imbalance/hot nodes with
+    promotion, rollback and guardrail markers, fallback reasons."""
+    import time as _time
+    from pathlib import Path
+
+    from drs_prom.config import duration_seconds, load_settings
+    from drs_prom.errors import ConfigError
+    from drs_prom.journal import Journal
+    from drs_prom.model_store import ModelStore
+    from drs_prom.report import build, gather, prometheus_range
+    from drs_prom.scheduler.guardrails import signals
+
+    settings = load_settings(
+        config_path,
+        {"scheduler.journal_path": journal_path, "prometheus.url": prom_url, "retrain.model_store": store_path},
+    )
+    span = duration_seconds(since)
+    if span <= 0:
+        raise ConfigError(f"--since must be a positive duration such as 30m or 6h, got {since!r}")
+    if not Path(settings.scheduler.journal_path).is_file():
+        raise ConfigError(f"journal not found: {settings.scheduler.journal_path}")
+    until = _time.time()
+    start = until - span
+    journal = Journal(settings.scheduler.journal_path)
+    source = None
+    try:
+        query = None
+        if not no_prometheus:
+            from drs_prom.prometheus import PrometheusSource
+
+            source = PrometheusSource(settings.prometheus)
+            query = prometheus_range(source)
+        sig = signals(settings)
+        data = gather(
+            journal,
+            start,
+            until,
+            ModelStore(settings.retrain.model_store).history(),
+            query,
+            {"imbalance (stddev/mean cpu)": sig["imbalance"], "hot node (any node > hot_cpu)": sig["hot_node"]},
+            step=max(1.0, span / 600),
+        )
+        page = build(data, out_dir)
+    finally:
+        journal.close()
+        if source is not None:
+            source.close()
+    click.echo(f"wrote {page} ({len(data.decisions)} decisions, {len(data.events)} rollout events)")
+    if data.prometheus_error:
+        click.echo(f"warning: no cluster plot: {data.prometheus_error}", err=True)
+
+
 @click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
 @click.option("--policy", default="kube-default", show_default=True, help="Policy that places the episode's pods.")
 @click.option("--seed", default=0, show_default=True, type=int)

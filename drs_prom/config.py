@@ -29,6 +29,28 @@ def duration_seconds(text: str) -> float:
     return sum(float(n) * _DURATION_UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)", text))
 
 
+_SELECTOR_TERM = re.compile(r"^\s*(!?)([A-Za-z0-9._/-]+)\s*(?:(==|=|!=)\s*([A-Za-z0-9._-]*))?\s*$")
+
+
+def parse_selector(text: str) -> tuple[tuple[str, str, str], ...]:
+    """A Kubernetes equality label selector (``a=b,c!=d,e,!f``) as (key, op, value) terms.
+
+    ``op`` is ``=``, ``!=``, ``exists`` or ``!exists``. Set-based terms (``in``/``notin``)
+    are not supported; a term that does not parse raises ValueError naming it.
+    """
+    terms = []
+    for raw in (t for t in text.split(",") if t.strip()):
+        m = _SELECTOR_TERM.match(raw)
+        if not m or (m.group(1) and m.group(3)):
+            raise ValueError(f"bad label selector term {raw.strip()!r}")
+        neg, key, op, value = m.groups()
+        if op is None:
+            terms.append((key, "!exists" if neg else "exists", ""))
+        else:
+            terms.append((key, "!=" if op == "!=" else "=", value or ""))
+    return tuple(terms)
+
+
 class PrometheusSettings(_Section):
     url: str = Field("http://127.0.0.1:9090", description="Base URL of the Prometheus HTTP API.")
     timeout_seconds: float = Field(
@@ -175,12 +197,96 @@ class RewardSettings(_Section):
     )
 
 
+class GuardrailSettings(_Section):
+    """Live-cluster limits a deciding model must keep (drs_prom.scheduler.guardrails).
+
+    Each rule is one PromQL value from drs_prom.promql compared with its threshold; a rule
+    breached for ``breach_window_seconds`` in a row while the model decides switches the
+    scheduler to ``scheduler.fallback`` (fallback reason ``guardrail``) until another model
+    version is loaded or the process restarts. ``rules`` lists the rules in force.
+    """
+
+    enabled: bool = Field(False, description="Evaluate the guardrails while the model decides.")
+    rules: list[str] = Field(
+        default_factory=lambda: ["hot_node", "imbalance", "fallback_rate", "stuck_pods"],
+        description="Rules in force: hot_node, imbalance, fallback_rate, stuck_pods.",
+    )
+    evaluate_seconds: float = Field(10.0, gt=0, description="How often the rules are queried.")
+    breach_window_seconds: float = Field(60.0, ge=0, description="How long a breach must last before the trip.")
+    lookback: str = Field("2m", description="Range the time-based rules average over (PromQL duration).")
+    step: str = Field("10s", description="Subquery resolution of the time-based rules.")
+    hot_cpu: float = Field(0.9, gt=0, le=1, description="A node is hot while its CPU utilisation is above this.")
+    hot_node_time: float = Field(0.5, ge=0, le=1, description="Max share of the lookback any node may spend hot.")
+    imbalance: float = Field(0.8, ge=0, description="Max node-relative CPU imbalance, stddev/mean across nodes.")
+    fallback_rate: float = Field(
+        0.5, ge=0, le=1, description="Max share of decisions made by the fallback for other reasons."
+    )
+    pending_seconds: float = Field(120.0, ge=0, description="A pod queued longer than this counts as stuck.")
+    pending_pods: float = Field(0.0, ge=0, description="Max pods queued longer than pending_seconds (on average).")
+    scheduler_job: str = Field("drs-scheduler", description="Prometheus job that scrapes the scheduler's /metrics.")
+
+    @field_validator("lookback", "step")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not re.fullmatch(r"(\d+(ms|s|m|h))+", value):
+            raise ValueError("must be a Prometheus duration such as 30s or 2m")
+        return value
+
+    @field_validator("rules")
+    @classmethod
+    def _known_rules(cls, value: list[str]) -> list[str]:
+        known = ("hot_node", "imbalance", "fallback_rate", "stuck_pods")
+        bad = [r for r in value if r not in known]
+        if bad:
+            raise ValueError(f"unknown guardrail rule {bad[0]!r}; known: {', '.join(known)}")
+        return value
+
+
+class RollbackSettings(_Section):
+    """Automatic rollback of a promotion that made the live cluster worse (drs_prom.rollback)."""
+
+    enabled: bool = Field(False, description="Judge every promotion and roll back a harmful one.")
+    window_seconds: float = Field(
+        900.0, gt=0, description="Compare this long after the promotion with as long before it."
+    )
+    margin: float = Field(
+        0.2, ge=0, description="Worse means after > before * (1 + margin) + absolute_margin on any guardrail value."
+    )
+    absolute_margin: float = Field(0.05, ge=0, description="Slack for values near zero.")
+
+
+class RolloutSettings(_Section):
+    """How much the model is trusted (drs_prom.scheduler.arms): normal, shadow or canary."""
+
+    mode: str = Field(
+        "normal",
+        pattern="^(normal|shadow|canary)$",
+        description="normal: the model decides; shadow: the heuristic binds, the model only scores; "
+        "canary: the model decides for a share of pods or the selected ones.",
+    )
+    heuristic: str = Field("", description="Policy of the heuristic arm; empty uses scheduler.fallback.")
+    canary_share: float = Field(0.1, ge=0, le=1, description="Share of pods (by uid hash) the model decides in canary.")
+    canary_namespaces: list[str] = Field(
+        default_factory=list, description="Pods in these namespaces always go to the model arm in canary."
+    )
+    canary_selector: str = Field("", description="Label selector (a=b,c!=d,e) whose pods go to the model arm.")
+    guardrails: GuardrailSettings = GuardrailSettings()
+    rollback: RollbackSettings = RollbackSettings()
+
+    @field_validator("canary_selector")
+    @classmethod
+    def _selector(cls, value: str) -> str:
+        parse_selector(value)  # raises ValueError naming the bad term
+        return value
+
+
 class Settings(_Section):
     prometheus: PrometheusSettings = PrometheusSettings()
     normalisation: Normalisation = Normalisation()
     scheduler: SchedulerSettings = SchedulerSettings()
     retrain: RetrainSettings = RetrainSettings()
     reward: RewardSettings = RewardSettings()
+    rollout: RolloutSettings = RolloutSettings()
 
 
 ENV_PREFIX = "DRS_PROM_"

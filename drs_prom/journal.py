@@ -8,6 +8,12 @@ Schema 2 adds what the model saw per candidate node besides metrics (requests an
 allocatable at decision time, ``nodes``) and the pod's own requests, so retraining
 rebuilds the same input the scheduler scored. Older files are upgraded in place on
 open (nullable columns added); their schema-1 rows read back with ``nodes=None``.
+
+Schema 3 adds the rollout (drs_prom.scheduler.arms): the pod's ``arm`` (model | heuristic)
+and, when the other arm scored the same decision (shadow/canary), its policy, choice and
+score vector plus the counterfactual imbalance estimate of both choices. The
+``rollout_events`` table records guardrail trips, promotion verdicts and rollbacks with
+their reasons, for ``drs-prom report`` and for people reading the file.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 
 from drs_prom.types import NodeInfo
 
-JOURNAL_SCHEMA = 2
+JOURNAL_SCHEMA = 3
 
 # Columns added after schema 1, by the schema that introduced them: created on new files
 # and ALTER TABLE-added (nullable) to older ones, so their rows stay readable.
@@ -32,6 +38,13 @@ _ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
         ("nodes", "TEXT"),  # JSON list aligned with candidates, NODE_KEYS per entry
         ("pod_cpu_m", "INTEGER"),  # the pod's requests
         ("pod_mem_bytes", "INTEGER"),
+    ),
+    3: (
+        ("arm", "TEXT"),  # model | heuristic; null before schema 3
+        ("shadow_policy", "TEXT"),  # the arm that did not bind, when it scored the decision
+        ("shadow_choice", "TEXT"),  # node it would have chosen
+        ("shadow_scores", "TEXT"),  # JSON list aligned with candidates (null for -inf)
+        ("counterfactual", "TEXT"),  # JSON {arm: estimated imbalance after that arm's choice}
     ),
 }
 
@@ -68,6 +81,14 @@ CREATE TABLE IF NOT EXISTS decisions (
     outcome TEXT NOT NULL DEFAULT 'bound'  -- bound | conflict | gone | failed
 {added});
 CREATE INDEX IF NOT EXISTS decisions_ts ON decisions(ts);
+CREATE TABLE IF NOT EXISTS rollout_events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,                -- unix seconds
+    kind TEXT NOT NULL,              -- guardrail_trip | promotion_verdict | rollback | ...
+    version TEXT,                    -- model version concerned, if any
+    detail TEXT NOT NULL             -- JSON: rule, values, thresholds, reason
+);
+CREATE INDEX IF NOT EXISTS rollout_events_ts ON rollout_events(ts);
 """.replace("{added}", "".join(f"    , {name} {kind}\n" for cols in _ADDED_COLUMNS.values() for name, kind in cols))
 
 
@@ -95,11 +116,27 @@ class Decision:
     nodes: list[dict[str, int]] | None = None  # node_entries(...) aligned with candidates; None before schema 2
     pod_cpu_m: int | None = None
     pod_mem_bytes: int | None = None
+    arm: str | None = None  # schema >= 3
+    shadow_policy: str | None = None
+    shadow_choice: str | None = None
+    shadow_scores: list[float | None] | None = None
+    counterfactual: dict[str, float] | None = None
     schema: int = JOURNAL_SCHEMA
     id: int | None = None
 
 
-_JSON_FIELDS = ("pod_features", "candidates", "feasible", "scores", "nodes")
+_JSON_FIELDS = ("pod_features", "candidates", "feasible", "scores", "nodes", "shadow_scores", "counterfactual")
+
+
+@dataclass
+class RolloutEvent:
+    """Something the rollout machinery did, and why (``detail``)."""
+
+    kind: str
+    detail: dict[str, Any]
+    version: str | None = None
+    ts: float = field(default_factory=time.time)
+    id: int | None = None
 
 
 class Journal:
@@ -159,6 +196,28 @@ class Journal:
                 raw[key] = None if raw.get(key) is None else json.loads(raw[key])
             raw["feasible"] = [bool(v) for v in raw["feasible"]]
             yield Decision(**raw)
+
+    def append_event(self, event: RolloutEvent) -> int:
+        with self._lock, self._db:
+            cur = self._db.execute(
+                "INSERT INTO rollout_events (ts, kind, version, detail) VALUES (?, ?, ?, ?)",
+                (event.ts, event.kind, event.version, json.dumps(event.detail, sort_keys=True, default=str)),
+            )
+        return int(cur.lastrowid or 0)
+
+    def events(self, ts: float = 0.0, until: float | None = None, kind: str | None = None) -> list[RolloutEvent]:
+        """Rollout events with ``ts`` in [ts, until), oldest first, optionally of one kind."""
+        query = "SELECT id, ts, kind, version, detail FROM rollout_events WHERE ts >= ?"
+        args: list[Any] = [ts]
+        if until is not None:
+            query += " AND ts < ?"
+            args.append(until)
+        if kind is not None:
+            query += " AND kind = ?"
+            args.append(kind)
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY ts, id", tuple(args)).fetchall()
+        return [RolloutEvent(kind=k, detail=json.loads(d), version=v, ts=t, id=i) for i, t, k, v, d in rows]
 
     def close(self) -> None:
         with self._lock:

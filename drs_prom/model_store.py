@@ -193,6 +193,10 @@ class ModelStore:
         meta = self._read_meta(path / VERSION_META)
         return VersionInfo(version, path, float(meta.get("created", 0.0)), str(meta.get("status", "candidate")), meta)
 
+    def history(self) -> list[dict[str, Any]]:
+        """The promotions log, oldest first: ``{ts, action: promote|rollback, version, previous}``."""
+        return self._promotions()
+
     def current(self) -> str | None:
         """Name of the promoted version, or None when nothing was promoted yet."""
         return self._read_pointer()

@@ -143,9 +143,11 @@ class PrometheusSource:
             raise MetricsError(f"Prometheus at {self.url} returned NaN/Inf for node {bad[0]} on query: {query}")
         return series
 
-    def scalar(self, query: str) -> float | None:
+    def scalar(self, query: str, at: float | None = None) -> float | None:
         """First sample of an instant query not keyed by node (None when the result is empty)."""
         params = {"timeout": f"{self.settings.timeout_seconds:g}s"}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
         result = self._call(query, lambda: self._client.custom_query(query, params=params))
         if not result:
             return None

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from drs_prom.config import PrometheusSettings
+from drs_prom.config import GuardrailSettings, PrometheusSettings
 from drs_prom.features import FEATURES
 
 NODE_LABEL = "nodename"
@@ -28,6 +28,7 @@ EXPORTER_JOB = "drs-node-exporter"
 """Scrape job of the exporter DaemonSet in deploy/prometheus/prometheus.yml."""
 
 _DEFAULTS = PrometheusSettings()
+_GUARD = GuardrailSettings()
 DEFAULT_NET_EXCLUDE = _DEFAULTS.device_exclude
 DEFAULT_DISK_EXCLUDE = _DEFAULTS.disk_device_exclude
 
@@ -145,6 +146,65 @@ def up(job: str = EXPORTER_JOB) -> str:
 
 
 # ---------------------------------------------------------------------------
+# Guardrails (drs_prom.scheduler.guardrails) and promotion judging (drs_prom.rollback):
+# each guardrail is a *signal* (an instant expression, one value for the cluster) whose
+# average over a range is compared with a threshold. The scheduler, the generated alerts
+# and the dashboard all use these strings.
+
+SCHEDULER_JOB = "drs-scheduler"
+"""Scrape job of the scheduler's own /metrics (deploy/prometheus/prometheus.yml)."""
+
+GUARDRAILS = ("hot_node", "imbalance", "fallback_rate", "stuck_pods")
+
+
+def hot_node_signal(window: str, hot: float, selector: str = "") -> str:
+    """1 while at least one node's CPU utilisation is above ``hot``, else 0."""
+    return f"max(({cpu(window, selector)}) > bool {hot:g})"
+
+
+def imbalance_signal(window: str, selector: str = "") -> str:
+    """Node-relative CPU imbalance: stddev / mean of the nodes' CPU utilisation (0 when idle)."""
+    c = cpu(window, selector)
+    return f"(stddev({c}) / clamp_min(avg({c}), 0.05))"
+
+
+def fallback_rate_signal(window: str, job: str = SCHEDULER_JOB) -> str:
+    """Share of decisions the fallback made for a reason other than a guardrail trip."""
+    sel = f"job={quote(job)}"
+    fb = f'sum(rate(drs_fallback_decisions_total{{{sel},reason!="guardrail"}}[{window}]))'
+    return f"({fb} or vector(0)) / clamp_min(sum(rate(drs_decisions_total{{{sel}}}[{window}])), 1e-9)"
+
+
+def stuck_pods_signal(job: str = SCHEDULER_JOB) -> str:
+    """Pods queued longer than the configured ``pending_seconds`` (the scheduler counts them)."""
+    return f"max(drs_queue_stuck_pods{matchers(f'job={quote(job)}')})"
+
+
+def guardrail_signals(window: str, hot: float, selector: str = "", job: str = SCHEDULER_JOB) -> dict[str, str]:
+    """One signal per guardrail, GUARDRAILS order."""
+    out = {
+        "hot_node": hot_node_signal(window, hot, selector),
+        "imbalance": imbalance_signal(window, selector),
+        "fallback_rate": fallback_rate_signal(window, job),
+        "stuck_pods": stuck_pods_signal(job),
+    }
+    assert tuple(out) == GUARDRAILS
+    return out
+
+
+def over_range(signal: str, range_: str, step: str) -> str:
+    """The average of a signal over the ``range_`` ending at the evaluation time."""
+    return f"avg_over_time(({signal})[{range_}:{step}])"
+
+
+def agreement_rate(window: str, job: str = SCHEDULER_JOB) -> str:
+    """Share of shadow-compared decisions where the model and the heuristic chose the same node."""
+    sel = f"job={quote(job)}"
+    agree = f'sum(rate(drs_shadow_comparisons_total{{{sel},agree="true"}}[{window}]))'
+    return f"({agree} or vector(0)) / clamp_min(sum(rate(drs_shadow_comparisons_total{{{sel}}}[{window}])), 1e-9)"
+
+
+# ---------------------------------------------------------------------------
 # Recording rules, alerts and the dashboard, generated from the functions above.
 
 
@@ -180,6 +240,74 @@ class RuleParams:
     job: str = EXPORTER_JOB
     lookback: str = "10m"
     step: str = "10s"
+    hot_cpu: float = _GUARD.hot_cpu
+    guard_lookback: str = _GUARD.lookback
+    guard_step: str = _GUARD.step
+    guard_for: str = f"{_GUARD.breach_window_seconds:g}s"
+    thresholds: tuple[tuple[str, float], ...] = (
+        ("hot_node", _GUARD.hot_node_time),
+        ("imbalance", _GUARD.imbalance),
+        ("fallback_rate", _GUARD.fallback_rate),
+        ("stuck_pods", _GUARD.pending_pods),
+    )
+    scheduler_job: str = SCHEDULER_JOB
+
+
+GUARDRAIL_RECORDED = {g: f"drs:guardrail_{g}:signal" for g in GUARDRAILS}
+_GUARD_TEXT = {
+    "hot_node": "a node was above {hot} CPU for {{ $value | humanizePercentage }} of the last {lookback}",
+    "imbalance": "node-relative CPU imbalance (stddev/mean) averaged {{ $value | humanize }} over {lookback}",
+    "fallback_rate": "the fallback made {{ $value | humanizePercentage }} of the decisions over {lookback}",
+    "stuck_pods": "{{ $value | humanize }} pods on average were queued too long over {lookback}",
+}
+
+
+def guardrail_alerts(p: RuleParams) -> list[dict[str, Any]]:
+    """One alert per guardrail (same signal and threshold as the scheduler), plus a tripped
+    guardrail and an automatic rollback; promtool-tested in deploy/prometheus/tests/."""
+    signals = guardrail_signals(p.window, p.hot_cpu, p.selector, p.scheduler_job)
+    out = []
+    for name, threshold in p.thresholds:
+        out.append(
+            {
+                "alert": "DrsGuardrail" + "".join(w.capitalize() for w in name.split("_")),
+                "expr": f"{over_range(signals[name], p.guard_lookback, p.guard_step)} > {threshold:g}",
+                "for": p.guard_for,
+                "labels": {"severity": "warning", "guardrail": name},
+                "annotations": {
+                    "summary": f"drs-prom guardrail {name} breached",
+                    "description": _GUARD_TEXT[name]
+                    .replace("{hot}", f"{p.hot_cpu:g}")
+                    .replace("{lookback}", p.guard_lookback)
+                    + f" (threshold {threshold:g}); while the model decides, the scheduler falls back.",
+                },
+            }
+        )
+    out.append(
+        {
+            "alert": "DrsGuardrailTripped",
+            "expr": "max by(rule) (drs_guardrail_tripped) == 1",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "the scheduler stopped trusting its model ({{ $labels.rule }})",
+                "description": "Guardrail {{ $labels.rule }} was breached for the whole breach window while the "
+                "model decided; the fallback heuristic places pods until another model version is loaded.",
+            },
+        }
+    )
+    out.append(
+        {
+            "alert": "DrsModelRolledBack",
+            "expr": "increase(drs_model_rollbacks_total[30m]) > 0",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "a promoted model was rolled back automatically",
+                "description": "The cluster was worse after the last promotion than before it; the model store "
+                "points at the previous version again. See the journal's rollout events and `drs-prom report`.",
+            },
+        }
+    )
+    return out
 
 
 def rule_groups(p: RuleParams = RuleParams()) -> dict[str, Any]:
@@ -224,10 +352,14 @@ def rule_groups(p: RuleParams = RuleParams()) -> dict[str, Any]:
             },
         },
     ]
+    signals = guardrail_signals(p.window, p.hot_cpu, p.selector, p.scheduler_job)
+    guard_recording = [{"record": GUARDRAIL_RECORDED[g], "expr": signals[g]} for g in GUARDRAILS]
     return {
         "groups": [
             {"name": "drs-node-features", "interval": "10s", "rules": recording},
             {"name": "drs-node-alerts", "rules": alerts},
+            {"name": "drs-rollout", "interval": "10s", "rules": guard_recording},
+            {"name": "drs-rollout-alerts", "rules": guardrail_alerts(p)},
         ]
     }
 
@@ -254,7 +386,8 @@ GRAFANA_VARS = {"$node": ".*", "${DS_PROMETHEUS}": "prometheus"}
 
 
 def dashboard(p: RuleParams = RuleParams()) -> dict[str, Any]:
-    """Grafana dashboard: the six features per node, sample age, exporter health."""
+    """Grafana dashboard: the six features per node, sample age, exporter health, and the
+    rollout of the learned policy (arms, agreement, guardrails, fallbacks, rollbacks)."""
     names = recorded_names(p.window)
     node = f'{NODE_LABEL}=~"$node"'
     ds = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
@@ -284,6 +417,42 @@ def dashboard(p: RuleParams = RuleParams()) -> dict[str, Any]:
         )
     panel("Newest sample age", f"time() - {LAST_SEEN_RULE}{{{node}}}", "{{nodename}}", "s", 0, 24)
     panel("Exporter targets up", up(p.job), "{{instance}}", "none", 12, 24, "stat")
+    # Rollout: which arm decides, how often the arms agree, the guardrails, fallbacks, rollbacks.
+    job = f"job={quote(p.scheduler_job)}"
+    panel(
+        "Decisions per arm and policy",
+        f"sum by(arm, policy) (rate(drs_decisions_total{{{job}}}[5m]))",
+        "{{arm}} / {{policy}}",
+        "ops",
+        0,
+        32,
+    )
+    panel("Model / heuristic agreement", agreement_rate("5m", p.scheduler_job), "agreement", "percentunit", 12, 32)
+    for i, g in enumerate(GUARDRAILS):
+        panel(
+            f"Guardrail {g.replace('_', ' ')} (threshold {dict(p.thresholds)[g]:g})",
+            over_range(GUARDRAIL_RECORDED[g], p.guard_lookback, p.guard_step),
+            g,
+            "none",
+            12 * (i % 2),
+            40 + 8 * (i // 2),
+        )
+    panel(
+        "Fallback decisions by reason",
+        f"sum by(reason) (rate(drs_fallback_decisions_total{{{job}}}[5m]))",
+        "{{reason}}",
+        "ops",
+        0,
+        56,
+    )
+    panel(
+        "Guardrail trips and rollbacks",
+        f"max by(rule) (drs_guardrail_tripped{{{job}}}) or sum(increase(drs_model_rollbacks_total{{{job}}}[30m]))",
+        "{{rule}}",
+        "none",
+        12,
+        56,
+    )
     return {
         "__inputs": [{"name": "DS_PROMETHEUS", "label": "Prometheus", "type": "datasource", "pluginId": "prometheus"}],
         "title": "drs-prom node features",

@@ -79,3 +79,4 @@ class PodRequest:
     demand: tuple[float, float, float, float, float, float] | None = None
     profile: str | None = None
     owner: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)  # the pod's labels (canary selector)

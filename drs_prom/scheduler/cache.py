@@ -322,6 +322,11 @@ class ClusterCache:
         with self._lock:
             return self._pending.get(uid)
 
+    def pending_pods(self) -> list[dict[str, Any]]:
+        """A snapshot of our unbound pods (the rollout watcher counts the ones stuck too long)."""
+        with self._lock:
+            return list(self._pending.values())
+
     # -- assume / forget ---------------------------------------------------
     def assume(self, uid: str, node: str, cpu_m: int, mem: int) -> None:
         with self._lock:

@@ -7,11 +7,16 @@ model and the fallback rules:
   ``prometheus_unreachable``  the last state refresh failed (or none succeeded yet);
   ``metrics_stale``           a feasible node has no fresh metrics in the snapshot;
   ``no_model``                no valid model is loaded;
-  ``model_error``             the model raised while scoring.
+  ``model_error``             the model raised while scoring;
+  ``guardrail``               a guardrail tripped for the loaded model version (rollout.py).
 
 Without usable metrics the fallback is the request-based ``kube-default``; with metrics
 but no model it is ``settings.scheduler.fallback`` (default ``least-loaded``). Each
 fallback decision is counted in ``drs_fallback_decisions_total{reason}``.
+
+Which policy decides (the model or the heuristic arm in shadow/canary mode, or a
+fallback) is settled in ONE call, ``self.rollout.decide`` (drs_prom.scheduler.rollout),
+once the decision's context is built.
 
 Recent binds: a pod bound less than one rate window ago is not (fully) in the metrics
 yet. The load-aware and learned policies keep that estimate themselves
@@ -32,8 +37,10 @@ import numpy as np
 
 from drs_prom.config import Settings
 from drs_prom.errors import DrsError
-from drs_prom.policy import DecisionContext, Policy, choose
+from drs_prom.policy import DecisionContext, Policy
+from drs_prom.scheduler.arms import Choice
 from drs_prom.scheduler.metrics import SchedulerMetrics
+from drs_prom.scheduler.rollout import ArmedDecisions
 from drs_prom.state import MetricsSource, NodeSnapshot, node_matrix, pod_matrix
 from drs_prom.types import NodeInfo, PodRequest
 
@@ -50,12 +57,7 @@ def fallback_policy(name: str) -> Policy:
     return make_policy(name, seed=0)
 
 
-@dataclass
-class Choice:
-    index: int
-    scores: np.ndarray
-    policy: Policy
-    reason: str | None  # fallback reason, None when the model decided
+__all__ = ["Choice", "Decider", "fallback_policy"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class Decider:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._set_model_info()
+        self.rollout = ArmedDecisions(settings, metrics, self.named, self.fallback)
 
     # -- state refresh -------------------------------------------------------
     def start(self) -> Decider:
@@ -136,6 +139,16 @@ class Decider:
             self._set_model_info()
             log.info("model switched to %s", getattr(new, "version", "?"))
 
+    def reload_model_now(self) -> None:
+        """Pick up a model store change (e.g. an automatic rollback) without waiting a refresh."""
+        if self.model_loader is not None:
+            self._reload_model()
+
+    @property
+    def state_ok(self) -> bool:
+        """The last node-state refresh succeeded."""
+        return self._state.error is None and self._state.snapshot is not None
+
     def _set_model_info(self) -> None:
         p = self.policy
         self.metrics.model.info(
@@ -164,7 +177,10 @@ class Decider:
         return load.astype(np.float32), None
 
     def fallback(self, reason: str) -> Policy:
-        name = NO_METRICS_FALLBACK if reason in METRICS_REASONS else self.settings.scheduler.fallback
+        return self.named(NO_METRICS_FALLBACK if reason in METRICS_REASONS else self.settings.scheduler.fallback)
+
+    def named(self, name: str) -> Policy:
+        """One shared instance per heuristic name (its recent-binds memory must see every bind it made)."""
         with self._lock:
             if name not in self._fallbacks:
                 self._fallbacks[name] = fallback_policy(name)
@@ -183,18 +199,4 @@ class Decider:
         )
         ctx = DecisionContext(pod=pod, nodes=nodes, feasible=feasible, load=load, pod_load=pod_load, now=time.time())
         policy = self.policy
-        if reason is None and policy is None:
-            reason = "no_model"
-        if reason is None:
-            try:
-                idx, scores = choose(policy, ctx)  # type: ignore[arg-type]
-                self.metrics.decisions.labels(str(getattr(policy, "name", "?"))).inc()
-                return Choice(idx, scores, policy, None)  # type: ignore[arg-type]
-            except Exception as exc:  # noqa: BLE001 - model boundary: logged, counted as fallback reason model_error
-                log.warning("model failed on %s/%s (%s); using the fallback", pod.namespace, pod.name, exc)
-                reason = "model_error"
-        fb = self.fallback(reason)
-        idx, scores = choose(fb, ctx)
-        self.metrics.fallbacks.labels(reason).inc()
-        self.metrics.decisions.labels(str(getattr(fb, "name", "?"))).inc()
-        return Choice(idx, scores, fb, reason)
+        return self.rollout.decide(ctx, reason, policy, self.model_version if policy is not None else None)

@@ -133,6 +133,7 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
         demand=demand,  # type: ignore[arg-type]
         profile=(meta.get("annotations") or {}).get(PROFILE_ANNOTATION),
         owner=owner_of(pod),
+        labels=dict(meta.get("labels") or {}),
     )
 
 

@@ -28,11 +28,13 @@ from drs_prom.journal import Decision, Journal, node_entries
 from drs_prom.policy import Policy
 from drs_prom.scheduler import bind as binder
 from drs_prom.scheduler import kube
+from drs_prom.scheduler.arms import Choice
 from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.decide import Decider
 from drs_prom.scheduler.metrics import HealthServer, SchedulerMetrics
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve
 from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
+from drs_prom.scheduler.rollout import RolloutWatcher, arm_text
 from drs_prom.state import MetricsSource
 from drs_prom.types import NodeInfo
 
@@ -105,6 +107,34 @@ class Scheduler:
                 self.cfg.retry_period_seconds,
                 on_change=lambda leading: self.metrics.leader.set(1 if leading else 0),
             )
+        self.rollout = self._rollout_watcher(source)
+
+    def _rollout_watcher(self, source: MetricsSource | None) -> RolloutWatcher | None:
+        """Guardrails and promotion judging need PromQL answers (PrometheusSource.scalar)."""
+        r = self.settings.rollout
+        if not (r.guardrails.enabled or r.rollback.enabled):
+            return None
+        scalar = getattr(source, "scalar", None)
+        if scalar is None:
+            log.warning("rollout guardrails/rollback need a Prometheus source; they are off")
+            return None
+        store = None
+        if r.rollback.enabled:
+            from drs_prom.model_store import ModelStore
+
+            store = ModelStore(self.settings.retrain.model_store, self.settings.retrain.keep_versions)
+        return RolloutWatcher(
+            self.settings,
+            self.decider,
+            self.metrics,
+            self.journal,
+            scalar,
+            lambda q, at: scalar(q, at=at),
+            store=store,
+            pending_pods=self.cache.pending_pods,
+            is_leader=self.is_leader,
+            core_v1=self.core,
+        )
 
     @property
     def bound_count(self) -> int:
@@ -118,6 +148,8 @@ class Scheduler:
             self.http = HealthServer(self.cfg.metrics_listen, self.metrics.registry, self.healthy, self.ready).start()
         self.cache.start(self.core)
         self.decider.start()
+        if self.rollout is not None:
+            self.rollout.start()
         if self.elector is not None:
             self.elector.start()
         self._spawn(self._schedule_loop, "drs-schedule")
@@ -128,6 +160,8 @@ class Scheduler:
         self.queue.close()
         for t in self._threads:
             t.join(10)
+        if self.rollout is not None:
+            self.rollout.stop()
         self.decider.stop()
         self._pool.shutdown(wait=True, cancel_futures=False)
         self._events.shutdown(wait=True, cancel_futures=False)
@@ -209,6 +243,7 @@ class Scheduler:
             choice.scores,
             choice.policy,
             choice.reason,
+            choice,
         )
         return "binding"
 
@@ -225,6 +260,7 @@ class Scheduler:
         scores: np.ndarray,
         policy: Policy,
         reason: str | None,
+        choice: Choice | None = None,
     ) -> None:
         names = [n.name for n in nodes]
         try:
@@ -242,7 +278,8 @@ class Scheduler:
                     self.core,
                     pod,
                     "Scheduled",
-                    self._scheduled_message(req, node, names, scores, policy, reason),
+                    self._scheduled_message(req, node, names, scores, policy, reason)
+                    + (f"; {arm_text(choice, names)}" if choice is not None else ""),
                     self.cfg.scheduler_name,
                 )
                 if self.recorder is not None:
@@ -256,7 +293,7 @@ class Scheduler:
                 log.warning("%s: bind to %s failed: %s; retrying", item.key, node, detail)
                 self.cache.forget(item.uid)
                 self.queue.done(item, scheduled=False)
-            self._journal(req, demand, node, nodes, feasible, scores, policy, reason, outcome)
+            self._journal(req, demand, node, nodes, feasible, scores, policy, reason, outcome, choice)
         except Exception:
             log.exception("binding %s failed unexpectedly; retrying", item.key)
             self.cache.forget(item.uid)
@@ -283,6 +320,7 @@ class Scheduler:
         policy: Policy,
         reason: str | None,
         outcome: str,
+        choice: Choice | None = None,
     ) -> None:
         """One journal row; ``nodes`` are the NodeInfo the pod was filtered and scored on
         (requests as of that moment), so retraining rebuilds the model's exact input."""
@@ -290,6 +328,11 @@ class Scheduler:
             return
         names = [n.name for n in nodes]
         order = sorted(range(len(names)), key=lambda i: (not feasible[i], i))  # feasible first
+        shadow = choice.shadow if choice is not None else None
+
+        def aligned(v: np.ndarray) -> list[float | None]:
+            return [float(v[i]) if np.isfinite(v[i]) else None for i in order]
+
         try:
             self.journal.append(
                 Decision(
@@ -304,11 +347,16 @@ class Scheduler:
                     pod_mem_bytes=int(req.mem_bytes),
                     feasible=[bool(feasible[i]) for i in order],
                     chosen=node,
-                    scores=[float(scores[i]) if np.isfinite(scores[i]) else None for i in order],
+                    scores=aligned(scores),
                     policy=getattr(policy, "name", "?"),
-                    model_version=self.decider.model_version if reason is None else None,
+                    model_version=(str(getattr(policy, "version", "") or "") or None) if reason is None else None,
                     fallback_reason=reason,
                     outcome=outcome,
+                    arm=choice.arm if choice is not None else None,
+                    shadow_policy=shadow.shadow_policy if shadow else None,
+                    shadow_choice=names[shadow.shadow_index] if shadow and shadow.shadow_index >= 0 else None,
+                    shadow_scores=aligned(shadow.shadow_scores) if shadow else None,
+                    counterfactual=dict(shadow.counterfactual) if shadow else None,
                 )
             )
         except Exception as exc:  # noqa: BLE001 - journal boundary: logged; a full disk must not stop binding

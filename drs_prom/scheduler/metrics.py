@@ -23,7 +23,12 @@ class SchedulerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
-        self.decisions = Counter("drs_decisions_total", "Placement decisions made, by policy.", ["policy"], registry=r)
+        self.decisions = Counter(
+            "drs_decisions_total",
+            "Placement decisions made, by the policy that decided and the pod's arm (model | heuristic).",
+            ["policy", "arm"],
+            registry=r,
+        )
         self.binds = Counter(
             "drs_binds_total", "Bind attempts by outcome (bound, conflict, gone).", ["outcome"], registry=r
         )
@@ -62,6 +67,63 @@ class SchedulerMetrics:
         self.leader = Gauge("drs_leader", "1 while this replica holds the Lease.", registry=r)
         self.model = Info("drs_model", "The loaded model (empty version: none, fallback in use).", registry=r)
         self.model.info({"version": "", "policy": ""})
+        self.rollout = RolloutMetrics(r)
+
+
+class RolloutMetrics:
+    """Shadow/canary comparison, guardrails and automatic rollback (drs_prom.scheduler.rollout)."""
+
+    def __init__(self, r: CollectorRegistry) -> None:
+        self.comparisons = Counter(
+            "drs_shadow_comparisons_total",
+            "Decisions scored by both arms, by whether they chose the same node.",
+            ["agree"],
+            registry=r,
+        )
+        for agree in ("true", "false"):  # both series exist from the start, so rate() sees the first one
+            self.comparisons.labels(agree)
+        self.agreement = Gauge(
+            "drs_shadow_agreement_ratio", "Share of the last 200 compared decisions where both arms agreed.", registry=r
+        )
+        self.counterfactual = Histogram(
+            "drs_shadow_counterfactual_imbalance",
+            "COUNTERFACTUAL ESTIMATE, not a measurement: imbalance (sum of per-feature std across nodes) each "
+            "arm's choice would produce, computed from the decision's own node state plus the pod's load.",
+            ["arm"],
+            buckets=(0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3),
+            registry=r,
+        )
+        self.guard_value = Gauge(
+            "drs_guardrail_value",
+            "Last evaluated guardrail value (its signal averaged over the lookback).",
+            ["rule"],
+            registry=r,
+        )
+        self.guard_threshold = Gauge("drs_guardrail_threshold", "Guardrail thresholds.", ["rule"], registry=r)
+        self.guard_breached = Gauge(
+            "drs_guardrail_breached", "1 while the rule's value is above its threshold.", ["rule"], registry=r
+        )
+        self.guard_tripped = Gauge(
+            "drs_guardrail_tripped", "1 while the scheduler falls back because this rule tripped.", ["rule"], registry=r
+        )
+        self.guard_trips = Counter(
+            "drs_guardrail_trips_total",
+            "Times a guardrail switched the scheduler to its fallback.",
+            ["rule"],
+            registry=r,
+        )
+        self.guard_errors = Counter(
+            "drs_guardrail_errors_total", "Guardrail evaluations that could not query Prometheus.", registry=r
+        )
+        self.stuck_pods = Gauge(
+            "drs_queue_stuck_pods", "Pods queued longer than rollout.guardrails.pending_seconds.", registry=r
+        )
+        self.verdicts = Counter(
+            "drs_promotion_verdicts_total", "Promotions judged on live metrics, by verdict.", ["verdict"], registry=r
+        )
+        self.rollbacks = Counter(
+            "drs_model_rollbacks_total", "Automatic rollbacks of a promotion that made the cluster worse.", registry=r
+        )
 
 
 class QuietHandler(BaseHTTPRequestHandler):

@@ -60,7 +60,9 @@ def test_rules_use_the_same_strings_as_the_scheduler():
 def test_promtool_check_rules():
     out = run(promtool(), "check", "rules", "rules/drs.rules.yml")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "SUCCESS: 10 rules found" in out.stdout
+    assert (
+        "SUCCESS: 20 rules found" in out.stdout
+    )  # 7 recording + 3 node alerts, 4 guardrail signals + 6 rollout alerts
 
 
 def test_promtool_test_rules():
@@ -107,7 +109,7 @@ def test_promtool_check_kubernetes_config(promtool_k8s, tmp_path):
 def test_dashboard_expressions_parse_and_run(prometheus_both, drs_exporter):
     board = json.loads((DEPLOY / "grafana" / "drs-nodes.json").read_text())
     exprs = promql.dashboard_exprs(board)
-    assert len(exprs) == 8
+    assert len(exprs) == 16  # 8 node panels + 8 rollout panels (arms, agreement, 4 guardrails, fallbacks, trips)
     for expr in exprs:
         prometheus_both.query(expr)  # raises unless the API answers success
     # The feature panels read recording rules: once evaluated, each has our node.

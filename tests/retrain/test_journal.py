@@ -75,7 +75,7 @@ def _d2(ts: float) -> Decision:
 
 
 def test_schema_2_round_trip(tmp_path):
-    assert JOURNAL_SCHEMA == 2
+    assert JOURNAL_SCHEMA == 3
     j = Journal(tmp_path / "j.sqlite")
     d = _d2(10.0)
     d.id = j.append(d)
@@ -83,7 +83,7 @@ def test_schema_2_round_trip(tmp_path):
     (back,) = list(Journal(tmp_path / "j.sqlite").since(0))
     assert isinstance(back, Decision) and back == d
     assert back.nodes[0] == {k: getattr(NODES[0], k) for k in NODE_KEYS} and back.nodes[0]["requested_cpu_m"] == 1250
-    assert back.pod_cpu_m == 250 and back.pod_mem_bytes == 2**28 and back.schema == 2
+    assert back.pod_cpu_m == 250 and back.pod_mem_bytes == 2**28 and back.schema == 3
     raw = sqlite3.connect(tmp_path / "j.sqlite").execute("SELECT nodes FROM decisions").fetchone()[0]
     assert '"allocatable_pods": 110' in raw  # JSON text, readable with the sqlite3 CLI
 

@@ -56,7 +56,7 @@ def test_200_pods_over_5_nodes_all_bound_none_infeasible(core, ns, fake_nodes, m
     # schema 2: every row carries the NodeInfo the pod was scored on, aligned with candidates
     alloc = {"good-ssd": 16000, "good-hdd": 16000, "tainted": 64000, "cordoned": 64000, "small": 50}
     for r in rows:
-        assert r.schema == 2 and r.pod_cpu_m == 100 and r.pod_mem_bytes == 64 * 2**20
+        assert r.schema == 3 and r.pod_cpu_m == 100 and r.pod_mem_bytes == 64 * 2**20
         assert len(r.nodes) == len(r.candidates) == 5
         assert [e["allocatable_cpu_m"] for e in r.nodes] == [alloc[n] for n in r.candidates]
     # requests grow by one pod per bind: the k-th pod bound to a node saw k-1 pods' requests there
