@@ -229,7 +229,11 @@ def extender_cmd(
     show_default=True,
     help="Comma-separated: kube-scheduler, kube-scheduler+drs (extender), drs, or a heuristic name (drs-prom run --policy).",
 )
-@click.option("--faults", is_flag=True, help="Also run the fault script (drs-prom, 2 replicas) and report recovery.")
+@click.option(
+    "--faults",
+    is_flag=True,
+    help="Run the fault script instead (drs-prom, 2 replicas): pods lost/bound twice, recovery.",
+)
 @click.option("--nodes-scale", default=None, type=click.IntRange(1), help="Use M fake nodes (node types scaled).")
 @click.option("--scrape", "scrape_seconds", default=0.5, show_default=True, type=float, help="Scrape interval (s).")
 @click.option("--model", "model_path", default=None, help="Model for drs (default: the shipped one).")

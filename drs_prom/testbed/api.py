@@ -64,7 +64,9 @@ def run_testbed(
     workdir: str | Path | None = None,
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Run, judge, compare with bench, print the table and write DIR/testbed-S.json (+ PNG)."""
+    """Run, judge, compare with bench, print the table and write DIR/testbed-S.json (+ PNG).
+
+    ``faults``: instead of the comparison, the fault script (drs-prom in 2 replicas, faults.py)."""
     import tempfile
 
     sc = load_scenario(scenario) if isinstance(scenario, str) else scenario
@@ -88,7 +90,7 @@ def run_testbed(
     with handle_termination():
         try:
             with Testbed(sc, base, cfg, echo) as tb:
-                for seed in seeds:
+                for seed in seeds if not faults else ():  # --faults: the fault script alone
                     wl = workload_for(sc, seed, pods)
                     for name in schedulers:
                         echo(f"run {name} seed {seed}: {len(wl)} pods on {n_nodes} nodes at {speed:g}x")
@@ -96,7 +98,7 @@ def run_testbed(
                         runs.append(r)
                         echo(
                             f"  imbalance {r['imbalance']:.3f} util {r['utilisation']:.3f} ct p95 "
-                            f"{r['completion_p95']:.1f}s bound {r['bound']}/{r['pods']} done {r['completed']} "
+                            f"{r['completion_p95']:.1f}s (start delay p95 {r['start_delay_p95']:.1f}s) bound {r['bound']}/{r['pods']} done {r['completed']} "
                             f"lost {r['lost']} infeasible {r['infeasible']} ({r['wall_seconds']:.0f}s wall)"
                         )
                 if faults:
@@ -127,6 +129,10 @@ def run_testbed(
         report["bench_agreement"] = rep.bench_agreement(sc, pods, seeds, list(per), per, model)
     if fault_report is not None:
         report["faults"] = fault_report
+    if faults:
+        json_path, _ = rep.write(report | {"scenario": f"{sc.name}-faults"}, out_dir)
+        echo(f"results: {json_path}")
+        return report
     series = {r["scheduler"]: r["series"] for r in runs if r["seed"] == seeds[0] and r["series"]["t"]}
     json_path, png = rep.write(report, out_dir, series)
     echo(rep.format_table(report))

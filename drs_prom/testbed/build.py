@@ -77,6 +77,7 @@ def build_binaries(timeout: float = 3600.0, log_path: str | os.PathLike[str] | N
                 stdin=subprocess.DEVNULL,
                 timeout=timeout,
                 cwd=str(build_dir()),
+                check=False,
             )
     except subprocess.TimeoutExpired:
         raise ControlPlaneError(f"build.sh timed out after {timeout:.0f}s (log: {log_file})") from None

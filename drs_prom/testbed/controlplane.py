@@ -19,6 +19,7 @@ Typical use::
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -117,10 +118,8 @@ _LIVE: weakref.WeakSet[ControlPlane] = weakref.WeakSet()
 
 def _stop_all_at_exit() -> None:
     for cp in list(_LIVE):
-        try:
+        with contextlib.suppress(Exception):
             cp.stop()
-        except Exception:
-            pass
 
 
 atexit.register(_stop_all_at_exit)
@@ -174,7 +173,7 @@ class ControlPlane:
         self._etcd_prefix = f"/registry-{secrets.token_hex(4)}"  # kept across apiserver restarts
 
     # -- context manager ---------------------------------------------------
-    def __enter__(self) -> ControlPlane:
+    def __enter__(self) -> ControlPlane:  # noqa: PYI034
         self.start()
         return self
 
@@ -215,10 +214,8 @@ class ControlPlane:
         with self._lock:
             self._stop_processes()
             if self._api_client is not None:
-                try:
+                with contextlib.suppress(Exception):
                     self._api_client.close()
-                except Exception:
-                    pass
                 self._api_client = None
             if self.workdir and self.workdir.exists() and not self.keep_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)

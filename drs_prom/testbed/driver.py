@@ -136,7 +136,7 @@ class WorkloadDriver(threading.Thread):
                     self.result.created.setdefault(name, now)
                     return True
                 err = f"{name}: HTTP {exc.status} {exc.reason}"
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - connection refused while the apiserver restarts
                 err = f"{name}: {type(exc).__name__}"
             if time.monotonic() > deadline:
                 self.result.errors.append(err)

@@ -30,7 +30,7 @@ from drs_prom.config import Normalisation
 from drs_prom.features import FEATURES
 from drs_prom.sim.cluster import Nodes
 from drs_prom.state import scales
-from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, WORK_ANNOTATION
+from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION, WORK_ANNOTATION
 from drs_prom.testbed.prometheus import PrometheusProc
 
 HOT_THRESHOLD = 0.9
@@ -58,7 +58,7 @@ def fetch_node_series(
             if i is None:
                 continue
             for ts, value in series["values"]:
-                k = int(round((float(ts) - start) / step))
+                k = round((float(ts) - start) / step)
                 if 0 <= k < len(t):
                     raw[k, i, f] = float(value)
     return NodeSeries(t=t, names=tuple(names), raw=raw)
@@ -107,6 +107,7 @@ class PodOutcome:
     node: str | None
     phase: str
     created: float | None
+    started: float | None
     finished: float | None
     work: float
 
@@ -130,6 +131,7 @@ class PodTimes:
                     node=(pod.get("spec") or {}).get("nodeName"),
                     phase=(pod.get("status") or {}).get("phase", "Pending"),
                     created=num(CREATED_ANNOTATION),
+                    started=num(STARTED_ANNOTATION),
                     finished=num(FINISHED_ANNOTATION),
                     work=float(ann.get(WORK_ANNOTATION, "nan")),
                 )
@@ -140,6 +142,9 @@ class PodTimes:
         done = [p for p in self.pods if p.phase == "Succeeded" and p.created and p.finished]
         comp = np.array([(p.finished - p.created) * speed for p in done])  # type: ignore[operator]
         slow = np.array([c / p.work for c, p in zip(comp, done)])
+        # creation -> running on a node (scheduling + bind + the twin kubelet), simulated seconds: what the
+        # closed loop adds to completion times that bench does not have
+        delay = np.array([(p.started - p.created) * speed for p in done if p.started])  # type: ignore[operator]
         return {
             "pods": len(self.pods),
             "bound": sum(p.node is not None for p in self.pods),
@@ -149,6 +154,8 @@ class PodTimes:
             "completion_p95": float(np.percentile(comp, 95)) if len(comp) else math.nan,
             "slowdown_mean": float(slow.mean()) if len(slow) else math.nan,
             "slowdown_p95": float(np.percentile(slow, 95)) if len(slow) else math.nan,
+            "start_delay_mean": float(delay.mean()) if len(delay) else math.nan,
+            "start_delay_p95": float(np.percentile(delay, 95)) if len(delay) else math.nan,
             "makespan": float(max(p.finished for p in done) - min(p.created for p in done)) * speed  # type: ignore[type-var,operator]
             if done
             else math.nan,

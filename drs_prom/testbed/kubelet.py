@@ -83,7 +83,7 @@ class PodWatch(threading.Thread):
                     rv = data["metadata"]["resourceVersion"]
                     self.synced.set()
                 rv = self._watch(rv)
-            except Exception as exc:  # apiserver down or restarting: relist after a pause
+            except Exception as exc:  # noqa: BLE001 - apiserver down or restarting: relist after a pause
                 if self.stop_event.is_set():
                     return
                 self.reconnects += 1
@@ -257,7 +257,7 @@ class TwinKubelet:
                 except ApiException as exc:
                     if exc.status == 404:
                         break  # deleted meanwhile (the run's cleanup)
-                except Exception:  # connection refused while the apiserver restarts
+                except Exception:  # noqa: BLE001, S110 - connection refused while the apiserver restarts
                     pass
                 self.stats.write_retries += 1
                 if time.monotonic() - first > (5.0 if self._stop.is_set() else self.give_up_seconds):

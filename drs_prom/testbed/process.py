@@ -59,7 +59,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
         libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - best effort; atexit and stop_all remain
         pass
 
 
@@ -80,7 +80,7 @@ class ManagedProcess:
         self.name = name
         self.argv = list(argv)
         self.log_path = Path(log_path)
-        self._log: IO[bytes] = open(self.log_path, "ab")
+        self._log: IO[bytes] = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the child
         self.popen = subprocess.Popen(
             self.argv,
             stdout=self._log,
@@ -89,7 +89,7 @@ class ManagedProcess:
             env=dict(env) if env is not None else None,
             cwd=cwd,
             start_new_session=True,  # our signals go to it alone, not to our caller's group
-            preexec_fn=_die_with_parent if _IS_LINUX else None,
+            preexec_fn=_die_with_parent if _IS_LINUX else None,  # noqa: PLW1509 - only a prctl() call
         )
         self.port: int | None = None
         with _REGISTRY_LOCK:
@@ -217,7 +217,7 @@ def wait_http(
                 last = f"HTTP {resp.status}: {body[:200]!r}"
         except urllib.error.HTTPError as e:
             last = f"HTTP {e.code}: {e.read()[:300]!r}"
-        except Exception as e:  # connection refused, TLS not up yet, ...
+        except Exception as e:  # noqa: BLE001 - connection refused, TLS not up yet, ...
             last = repr(e)
         time.sleep(0.3)
     where = f" (log {proc.log_path}):\n{proc.log_tail()}" if proc else ""

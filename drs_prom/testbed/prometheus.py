@@ -50,7 +50,7 @@ def wait_until(fn: Callable[[], Any], timeout: float = 30.0, what: str = "condit
             value = fn()
             if value:
                 return value
-        except Exception as exc:  # the thing polled may not be up yet
+        except Exception as exc:  # noqa: BLE001 - the thing polled may not be up yet
             last_exc = exc
         time.sleep(interval)
     raise ServerError(

@@ -25,7 +25,9 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("hot_node_time", "hot", "lower"),
     ("completion_p95", "ct p95 s", "lower"),
     ("slowdown_p95", "slow p95", "lower"),
+    ("start_delay_p95", "start p95 s", "lower"),
 )
+EXTRA = ("completion_mean", "slowdown_mean", "start_delay_mean", "makespan")
 COUNTS = ("bound", "completed", "lost", "double_bound", "infeasible")
 AGREEMENT_METRICS = ("imbalance", "utilisation", "completion_p95")
 REFERENCE = KUBE
@@ -59,6 +61,7 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 dec[policy] = dec.get(policy, 0.0) + n
         out[name] = {
             **{k: _mean(mine, k) for k, _, _ in METRICS},
+            **{k: _mean(mine, k) for k in EXTRA},
             **{k: int(sum(int(r[k]) for r in mine)) for k in COUNTS},
             "fallback_decisions": fb,
             "decisions_by_policy": dec,
@@ -132,11 +135,12 @@ def format_table(report: dict[str, Any]) -> str:
         cells += [str(row[k]) for k in COUNTS]
         lines.append(cells)
     widths = [max(len(ln[i]) for ln in lines) for i in range(len(head))]
-    out = [
+    title = (
         f"testbed {report['scenario']}: {report['n_nodes']} nodes, {report['pods']} pods x {len(report['seeds'])} "
         f"seeds, speed {report['speed']:g}x, scrape {report['scrape_seconds']:g}s (mean over seeds; "
         f"(x) = ratio to the real {REFERENCE}; judged by PromQL + apiserver pod times)"
-    ]
+    )
+    out = [title]
     for i, cells in enumerate(lines):
         out.append("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))))
         if i == 0:

@@ -96,7 +96,7 @@ class Testbed:
         self._runs = 0
 
     # -- lifecycle -----------------------------------------------------------------------
-    def __enter__(self) -> Testbed:
+    def __enter__(self) -> Testbed:  # noqa: PYI034
         self.start()
         return self
 
@@ -246,9 +246,9 @@ class Testbed:
             driver_done = not ctx.driver.is_alive()
             created = len(ctx.driver.result.created) + len(ctx.driver.result.errors)
             faults_done = fault_thread is None or not fault_thread.is_alive()
-            if driver_done and created >= n and st.completed + len(st.infeasible) >= len(ctx.driver.result.created):
-                if faults_done and ctx.kubelet.pending_writes() == 0:
-                    return peak_prom
+            all_ended = st.completed + len(st.infeasible) >= len(ctx.driver.result.created)
+            if driver_done and created >= n and all_ended and faults_done and ctx.kubelet.pending_writes() == 0:
+                return peak_prom
             time.sleep(0.25)
         log.warning("run %s: deadline reached before every pod completed", ctx.namespace)
         return peak_prom
@@ -301,6 +301,8 @@ class Testbed:
             "slowdown_mean": summary["slowdown_mean"],
             "slowdown_p95": summary["slowdown_p95"],
             "makespan": summary["makespan"],
+            "start_delay_mean": summary["start_delay_mean"],
+            "start_delay_p95": summary["start_delay_p95"],
             "bound": summary["bound"],
             "completed": summary["completed"],
             "lost": len(lost),

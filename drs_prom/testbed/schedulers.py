@@ -146,7 +146,7 @@ def start_scheduler(
     replicas: int = 1,
     model_path: str | None = None,
     metrics_ports: Sequence[int] = (),
-    timeout: float = 120.0,
+    timeout: float = 300.0,
 ) -> RunningScheduler:
     """Start ``scheduler`` against ``cp``; returns once it is ready (/healthz).
 

@@ -11,7 +11,7 @@ from drs_prom.sim.env import scaled_load
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.testbed import judge
 from drs_prom.testbed.api import scale_scenario
-from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, WORK_ANNOTATION
+from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION, WORK_ANNOTATION
 from drs_prom.testbed.report import bench_twin
 from drs_prom.testbed.schedulers import parse_schedulers
 
@@ -51,7 +51,7 @@ def test_steps_missing_a_node_are_left_out_and_coverage_says_so():
 
 def test_pod_times_give_completion_and_slowdown_in_simulated_seconds():
     def pod(name, created, finished, work, phase="Succeeded", node="worker-1"):
-        ann = {CREATED_ANNOTATION: str(created), WORK_ANNOTATION: str(work)}
+        ann = {CREATED_ANNOTATION: str(created), STARTED_ANNOTATION: str(created + 0.5), WORK_ANNOTATION: str(work)}
         if finished is not None:
             ann[FINISHED_ANNOTATION] = str(finished)
         return {"metadata": {"name": name, "annotations": ann}, "spec": {"nodeName": node}, "status": {"phase": phase}}
@@ -62,6 +62,7 @@ def test_pod_times_give_completion_and_slowdown_in_simulated_seconds():
     s = times.summary(speed=10.0)
     assert (s["pods"], s["bound"], s["completed"]) == (3, 2, 2)
     assert s["completion_mean"] == pytest.approx(65.0)  # (60 + 70) / 2 simulated seconds
+    assert s["start_delay_p95"] == pytest.approx(5.0)  # 0.5 wall seconds at 10x
     assert s["slowdown_p95"] == pytest.approx(np.percentile([60 / 50, 70 / 35], 95))
 
 
