@@ -264,6 +264,7 @@ def testbed_cmd(
     if kubeconfig:
         raise ConfigError("--kubeconfig is not supported yet; the testbed starts its own control plane on loopback")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("urllib3").setLevel(logging.ERROR)  # retries while a fault has the apiserver down
     run_testbed(
         scenario,
         list(range(seeds)),

@@ -93,9 +93,8 @@ def _fallbacks(ctx: RunContext, t0: float, t1: float) -> dict[str, float]:
 
 
 def fault_script(ctx: RunContext) -> dict[str, Any]:
+    """The five faults in order; one that errors is reported with its error and the next still runs."""
     out: dict[str, Any] = {}
-    cp = ctx.testbed.cp
-    assert cp is not None
     refresh = max(0.2, ctx.testbed.config.scrape_seconds)
 
     def record(name: str, t0: float, recovery: float | None, **detail: Any) -> None:
@@ -108,54 +107,72 @@ def fault_script(ctx: RunContext) -> dict[str, Any]:
             **detail,
         }
 
-    time.sleep(SETTLE_SECONDS)
-    # 1. Prometheus down 30 s
-    t0 = time.time()
+    for name, fault in (
+        ("prometheus_down", _prometheus_down),
+        ("leader_killed", _leader_killed),
+        ("exporter_down", _exporter_down),
+        ("apiserver_restart", _apiserver_restart),
+        ("unschedulable_burst", _unschedulable_burst),
+    ):
+        time.sleep(SETTLE_SECONDS)
+        t0 = time.time()
+        try:
+            recovery, detail = fault(ctx, refresh)
+        except Exception as exc:  # noqa: BLE001 - reported per fault; the script goes on
+            log.warning("fault %s failed: %s", name, exc)
+            out[name] = {"at_seconds": round(t0 - ctx.started, 1), "error": f"{type(exc).__name__}: {exc}"[:300]}
+            continue
+        record(name, t0, recovery, **detail)
+    return out
+
+
+def _prometheus_down(ctx: RunContext, refresh: float) -> tuple[float | None, dict[str, Any]]:
     ctx.prom.kill()
     time.sleep(PROMETHEUS_DOWN_SECONDS)
     ctx.prom.restart()
     leader = _leader(ctx)
     url = ctx.sched.metrics_urls[leader if leader is not None else 0]
-    rec = _poll(lambda: _scrape(url).get("drs_state_age_seconds", 1e9) < 3 * refresh + 1.0, 60)
-    record("prometheus_down", t0, rec, down_seconds=PROMETHEUS_DOWN_SECONDS, measured_from="restart")
-    time.sleep(SETTLE_SECONDS)
-    # 2. leader replica killed
+    rec = _poll(lambda: _scrape(url).get("drs_state_age_seconds", 1e9) < 3 * refresh + 1.0, 90)
+    return rec, {"down_seconds": PROMETHEUS_DOWN_SECONDS, "measured_from": "restart"}
+
+
+def _leader_killed(ctx: RunContext, refresh: float) -> tuple[float | None, dict[str, Any]]:
     leader = _leader(ctx)
-    t0 = time.time()
     if leader is None:
-        out["leader_killed"] = {"error": "no replica reported drs_leader 1"}
-    else:
-        ctx.sched.procs[leader].kill()
-        other = 1 - leader
-        rec_lead = _poll(lambda: _scrape(ctx.sched.metrics_urls[other]).get("drs_leader") == 1.0, 60)
-        rec_bind = _poll(lambda: _bound_after(ctx, t0), 60)
-        record(
-            "leader_killed",
-            t0,
-            None if rec_lead is None or rec_bind is None else max(rec_lead, rec_bind),
-            new_leader_seconds=rec_lead,
-        )
-    time.sleep(SETTLE_SECONDS)
-    # 3. one node's exporter stopped 20 s
-    node = ctx.live.nodes.names[0]
+        raise RuntimeError("no replica reported drs_leader 1")
     t0 = time.time()
+    ctx.sched.procs[leader].kill()
+    other = 1 - leader
+    rec_lead = _poll(lambda: _scrape(ctx.sched.metrics_urls[other]).get("drs_leader") == 1.0, 90)
+    rec_bind = _poll(lambda: _bound_after(ctx, t0), 90)
+    rec = None if rec_lead is None or rec_bind is None else max(rec_lead, rec_bind)
+    return rec, {"new_leader_seconds": rec_lead, "next_bind_seconds": rec_bind}
+
+
+def _exporter_down(ctx: RunContext, refresh: float) -> tuple[float | None, dict[str, Any]]:
+    node = ctx.live.nodes.names[0]
     ctx.exporter.stop_node(node)
     time.sleep(EXPORTER_DOWN_SECONDS)
     ctx.exporter.restart_node(node)
     fresh = f'time() - timestamp(node_uname_info{{nodename="{node}"}}) < {4 * refresh}'
-    rec = _poll(lambda: bool(ctx.prom.query(fresh)), 60)
-    record("exporter_down", t0, rec, node=node, down_seconds=EXPORTER_DOWN_SECONDS, measured_from="restart")
-    time.sleep(SETTLE_SECONDS)
-    # 4. apiserver restart
-    t0 = time.time()
+    rec = _poll(lambda: bool(ctx.prom.query(fresh)), 90)
+    return rec, {"node": node, "down_seconds": EXPORTER_DOWN_SECONDS, "measured_from": "restart"}
+
+
+def _apiserver_restart(ctx: RunContext, refresh: float) -> tuple[float | None, dict[str, Any]]:
+    cp = ctx.testbed.cp
+    assert cp is not None
     restart = cp.restart_apiserver()
     t_back = time.time()
-    rec = _poll(lambda: _bound_after(ctx, t_back), 90)
-    record("apiserver_restart", t0, None if rec is None else restart + rec, apiserver_down_seconds=round(restart, 2))
-    time.sleep(SETTLE_SECONDS)
-    # 5. a burst of pods that fit nowhere
+    rec = _poll(lambda: _bound_after(ctx, t_back), 120)
+    return (None if rec is None else restart + rec), {"apiserver_down_seconds": round(restart, 2)}
+
+
+def _unschedulable_burst(ctx: RunContext, refresh: float) -> tuple[float | None, dict[str, Any]]:
     from kubernetes import client
 
+    cp = ctx.testbed.cp
+    assert cp is not None
     core = client.CoreV1Api(cp.admin_client)
     t0 = time.time()
     burst = [f"unfit-{i}" for i in range(BURST)]
@@ -176,13 +193,12 @@ def fault_script(ctx: RunContext) -> dict[str, Any]:
             },
             _preload_content=False,
         )
-    rec = _poll(lambda: _bound_after(ctx, t0 + 0.5), 60)
+    rec = _poll(lambda: _bound_after(ctx, t0 + 0.5), 90)
     time.sleep(5)
     bound = [n for n in burst if n in ctx.kubelet.stats.bound_node]
     for name in burst:
         core.delete_namespaced_pod(name, ctx.namespace, grace_period_seconds=0, _preload_content=False)
-    record("unschedulable_burst", t0, rec, burst=BURST, burst_bound=len(bound))
-    return out
+    return rec, {"burst": BURST, "burst_bound": len(bound)}
 
 
 def fault_scenario(scenario: Scenario, pods: int, speed: float) -> Scenario:

@@ -27,6 +27,7 @@ import logging
 import queue
 import threading
 import time
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +58,7 @@ class KubeletStats:
     double_bound: list[str] = field(default_factory=list)
     bound_node: dict[str, str] = field(default_factory=dict)
     write_retries: int = 0
+    status_lag: list[float] = field(default_factory=list)  # queued -> written, seconds, per status write
 
 
 class PodWatch(threading.Thread):
@@ -128,7 +130,9 @@ class PodWatch(threading.Thread):
 class TwinKubelet:
     """Runs the pods bound to ``live``'s nodes in ``live`` and reports their lifecycle to the apiserver."""
 
-    def __init__(self, api: Any, namespace: str, live: LiveCluster, poll_seconds: float = 0.05) -> None:
+    def __init__(
+        self, api: Any, namespace: str, live: LiveCluster, poll_seconds: float = 0.05, writers: int = 4
+    ) -> None:
         from kubernetes import client
 
         self.core = client.CoreV1Api(api)
@@ -140,12 +144,18 @@ class TwinKubelet:
         self._requested = {n: [0, 0, 0] for n in nodes.names}  # cpu_m, mem, pods of admitted running pods
         self._pod_req: dict[str, tuple[str, int, int]] = {}
         self._lock = threading.Lock()
-        self._writes: queue.Queue[tuple[float, str, str, dict[str, Any]]] = queue.Queue()
+        # several writers, a pod always on the same one: its Running is written before its Succeeded
+        self._writes: list[queue.Queue[tuple[float, str, str, dict[str, Any]]]] = [
+            queue.Queue() for _ in range(writers)
+        ]
         self._stop = threading.Event()
         self.watch = PodWatch(api, namespace, self._on_pod, name=f"twin-kubelet-{namespace}")
         self._threads = [
             threading.Thread(target=self._completions, daemon=True, name="twin-completions"),
-            threading.Thread(target=self._writer, daemon=True, name="twin-writer"),
+            *(
+                threading.Thread(target=self._writer, args=(q,), daemon=True, name=f"twin-writer-{i}")
+                for i, q in enumerate(self._writes)
+            ),
         ]
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -162,7 +172,10 @@ class TwinKubelet:
             t.join(20)
 
     def pending_writes(self) -> int:
-        return self._writes.qsize()
+        return sum(q.qsize() for q in self._writes)
+
+    def _queue_for(self, name: str) -> queue.Queue[tuple[float, str, str, dict[str, Any]]]:
+        return self._writes[zlib.crc32(name.encode()) % len(self._writes)]
 
     # -- admission -----------------------------------------------------------------------
     def _node_info(self, name: str) -> NodeInfo:
@@ -234,17 +247,17 @@ class TwinKubelet:
 
     # -- API writes, retried -------------------------------------------------------------
     def _queue_meta(self, name: str, annotations: dict[str, str]) -> None:
-        self._writes.put((time.monotonic(), "meta", name, {"metadata": {"annotations": annotations}}))
+        self._queue_for(name).put((time.monotonic(), "meta", name, {"metadata": {"annotations": annotations}}))
 
     def _queue_status(self, name: str, status: dict[str, Any]) -> None:
-        self._writes.put((time.monotonic(), "status", name, {"status": status}))
+        self._queue_for(name).put((time.monotonic(), "status", name, {"status": status}))
 
-    def _writer(self) -> None:
+    def _writer(self, writes: queue.Queue[tuple[float, str, str, dict[str, Any]]]) -> None:
         from kubernetes.client.rest import ApiException
 
-        while not (self._stop.is_set() and self._writes.empty()):
+        while not (self._stop.is_set() and writes.empty()):
             try:
-                first, kind, name, body = self._writes.get(timeout=0.1)
+                first, kind, name, body = writes.get(timeout=0.1)
             except queue.Empty:
                 continue
             while True:
@@ -253,6 +266,7 @@ class TwinKubelet:
                         self.core.patch_namespaced_pod(name, self.ns, body, _preload_content=False)
                     else:
                         self.core.patch_namespaced_pod_status(name, self.ns, body, _preload_content=False)
+                        self.stats.status_lag.append(time.monotonic() - first)
                     break
                 except ApiException as exc:
                     if exc.status == 404:

@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -81,15 +82,23 @@ class ManagedProcess:
         self.argv = list(argv)
         self.log_path = Path(log_path)
         self._log: IO[bytes] = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the child
-        self.popen = subprocess.Popen(
-            self.argv,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            start_new_session=True,  # our signals go to it alone, not to our caller's group
-            preexec_fn=_die_with_parent if _IS_LINUX else None,  # noqa: PLW1509 - only a prctl() call
+
+        def spawn() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                self.argv,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=dict(env) if env is not None else None,
+                cwd=cwd,
+                start_new_session=True,  # our signals go to it alone, not to our caller's group
+                preexec_fn=_die_with_parent if _IS_LINUX else None,  # noqa: PLW1509 - only a prctl() call
+            )
+
+        # PR_SET_PDEATHSIG fires when the creating THREAD ends: a process restarted from a short-lived
+        # thread (a fault script) must be created by a thread that lives as long as we do.
+        self.popen = (
+            spawn() if threading.current_thread() is threading.main_thread() else _spawner().submit(spawn).result()
         )
         self.port: int | None = None
         with _REGISTRY_LOCK:
@@ -142,6 +151,17 @@ class ManagedProcess:
 
     def __repr__(self) -> str:
         return f"<ManagedProcess {self.name} pid={self.pid} port={self.port} alive={self.alive()}>"
+
+
+_SPAWNER: ThreadPoolExecutor | None = None
+
+
+def _spawner() -> ThreadPoolExecutor:
+    global _SPAWNER
+    with _REGISTRY_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="spawner")
+        return _SPAWNER
 
 
 def live_processes() -> list[ManagedProcess]:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from drs_prom.errors import ConfigError
 from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.scenario import Scenario
@@ -320,6 +322,7 @@ class Testbed:
             "prometheus_peak_rss_bytes": prom_rss,
             "driver_max_lag_seconds": ctx.driver.result.max_lag_seconds,
             "kubelet_write_retries": st.write_retries,
+            "kubelet_status_lag_p95_seconds": float(np.percentile(st.status_lag, 95)) if st.status_lag else math.nan,
             "watch_reconnects": ctx.kubelet.watch.reconnects,
             "faults": fault_result,
             "series": nodes["series"],

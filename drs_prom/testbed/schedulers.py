@@ -102,6 +102,7 @@ def _drs_config(
     leader_election: bool,
     model_path: str | None,
     port: int,
+    lease: str = "",
 ) -> tuple[Path, str]:
     window = f"{max(1, round(4 * scrape_seconds * 1000))}ms"  # 4 scrapes, the documented minimum
     cfg: dict[str, Any] = {
@@ -118,7 +119,7 @@ def _drs_config(
             "metrics_listen": f"{LOOPBACK}:{port}",
             "leader_election": leader_election,
             "lease_namespace": "default",
-            "lease_name": f"drs-testbed-{tag}",
+            "lease_name": f"drs-testbed-{lease}",  # one Lease for all replicas of a run
             "lease_duration_seconds": 4.0,
             "renew_deadline_seconds": 3.0,
             "retry_period_seconds": 0.5,
@@ -201,6 +202,7 @@ def start_scheduler(
                 replicas > 1,
                 model_path if scheduler == DRS else None,
                 ports[i],
+                lease=workdir.name,
             )
             proc = ManagedProcess(
                 f"drs-prom-{tag}",

@@ -68,3 +68,22 @@ def test_a_killed_testbed_still_takes_its_children_down(tmp_path):
     if not ok:  # never leave it behind, even when the assertion fails
         os.kill(child, signal.SIGKILL)
     assert ok
+
+
+def test_a_child_started_from_a_short_lived_thread_outlives_the_thread(tmp_path):
+    """PR_SET_PDEATHSIG fires when the creating thread ends; a fault script restarts Prometheus or the
+    apiserver from its own thread, which must not take the restarted process down when it finishes."""
+    import threading
+
+    from drs_prom.testbed.process import ManagedProcess
+
+    made: list[ManagedProcess] = []
+    t = threading.Thread(target=lambda: made.append(ManagedProcess("s", ["sleep", "60"], tmp_path / "s.log")))
+    t.start()
+    t.join()
+    try:
+        time.sleep(0.5)
+        assert made[0].alive()
+    finally:
+        made[0].stop()
+    assert not made[0].alive()
