@@ -186,7 +186,7 @@ def run_cmd(
     )
     policy: object = "load"
     if policy_name and policy_name != "drs":
-        from drs_prom.baselines import make_policy
+        from drs_prom.registry import make_policy
 
         policy = make_policy(policy_name, 0)
     run_scheduler(settings, kubeconfig, policy=policy)
