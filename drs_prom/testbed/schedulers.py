@@ -34,7 +34,7 @@ DRS_CLI = (sys.executable, "-c", "from drs_prom.cli import main; main()")
 
 
 def known_schedulers() -> list[str]:
-    from drs_prom.baselines import HEURISTICS
+    from drs_prom.registry import HEURISTICS
 
     return [KUBE, KUBE_EXTENDER, DRS, *HEURISTICS]
 
