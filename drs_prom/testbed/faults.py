@@ -132,8 +132,27 @@ def _prometheus_down(ctx: RunContext, refresh: float) -> tuple[float | None, dic
     ctx.prom.restart()
     leader = _leader(ctx)
     url = ctx.sched.metrics_urls[leader if leader is not None else 0]
-    rec = _poll(lambda: _scrape(url).get("drs_state_age_seconds", 1e9) < 3 * refresh + 1.0, 90)
-    return rec, {"down_seconds": PROMETHEUS_DOWN_SECONDS, "measured_from": "restart"}
+    return _state_recovery(url, refresh), {"down_seconds": PROMETHEUS_DOWN_SECONDS, "measured_from": "restart"}
+
+
+def _state_recovery(url: str, refresh: float, timeout: float = 90.0) -> float | None:
+    """Seconds until the scheduler's node-state refreshes succeed again: ``drs_prometheus_errors_total`` stops
+    growing for three refresh periods while ``drs_state_age_seconds`` is fresh (None: not within ``timeout``)."""
+    t0 = time.monotonic()
+    last, since = None, time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        m = _scrape(url)
+        errors = m.get("drs_prometheus_errors_total")
+        if errors != last:
+            last, since = errors, time.monotonic()
+        elif (
+            errors is not None
+            and time.monotonic() - since >= 3 * refresh
+            and m.get("drs_state_age_seconds", 1e9) < 3 * refresh + 1.0
+        ):
+            return since - t0
+        time.sleep(refresh / 2)
+    return None
 
 
 def _leader_killed(ctx: RunContext, refresh: float) -> tuple[float | None, dict[str, Any]]:
@@ -155,8 +174,17 @@ def _exporter_down(ctx: RunContext, refresh: float) -> tuple[float | None, dict[
     time.sleep(EXPORTER_DOWN_SECONDS)
     ctx.exporter.restart_node(node)
     fresh = f'time() - timestamp(node_uname_info{{nodename="{node}"}}) < {4 * refresh}'
-    rec = _poll(lambda: bool(ctx.prom.query(fresh)), 90)
-    return rec, {"node": node, "down_seconds": EXPORTER_DOWN_SECONDS, "measured_from": "restart"}
+    in_prometheus = _poll(lambda: bool(ctx.prom.query(fresh)), 90)
+    leader = _leader(ctx)
+    url = ctx.sched.metrics_urls[leader if leader is not None else -1]
+    state = _state_recovery(url, refresh)
+    rec = None if state is None or in_prometheus is None else in_prometheus + state
+    return rec, {
+        "node": node,
+        "down_seconds": EXPORTER_DOWN_SECONDS,
+        "measured_from": "restart",
+        "prometheus_fresh_seconds": in_prometheus,
+    }
 
 
 def _apiserver_restart(ctx: RunContext, refresh: float) -> tuple[float | None, dict[str, Any]]:

@@ -108,9 +108,10 @@ def bench_agreement(
         "ranking_equal": testbed_rank == bench_rank,
     }
     if KUBE in rows:
-        out["kube_default_vs_kube_scheduler_percent"] = {
-            k: -rows[KUBE]["difference_percent"][k] for k in AGREEMENT_METRICS
-        }  # bench's kube-default relative to the real kube-scheduler
+        real, sim = rows[KUBE]["testbed"], rows[KUBE]["bench"]
+        out["kube_default_vs_kube_scheduler_percent"] = {  # bench's kube-default relative to the real kube-scheduler
+            k: (sim[k] - real[k]) / real[k] * 100 if real[k] else math.nan for k in AGREEMENT_METRICS
+        }
     return out
 
 
