@@ -34,7 +34,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.k8s.harness import ControlPlane, free_port
+from drs_prom.testbed.controlplane import ControlPlane
+from drs_prom.testbed.process import free_port
 
 # kube-scheduler's default client rate limit (qps 50, burst 100) would cap it near 75 binds/s;
 # drs-prom's client has none, so lift it for a like-for-like comparison of the schedulers.

@@ -157,6 +157,12 @@ def promql_queries(config_path: str | None) -> None:
 @click.option("--model", "model_path", default=None, help="Model file (default: the shipped model).")
 @click.option("--metrics-listen", default=None, help="host:port for /metrics, /healthz, /readyz.")
 @click.option("--no-leader-elect", is_flag=True, help="Bind without holding the Lease (one replica only!).")
+@click.option(
+    "--policy",
+    "policy_name",
+    default=None,
+    help="Decide with this heuristic (e.g. balanced-load) instead of the model; for comparisons (drs-prom testbed).",
+)
 @click.option("-v", "--verbose", is_flag=True)
 def run_cmd(
     config_path: str | None,
@@ -166,6 +172,7 @@ def run_cmd(
     model_path: str | None,
     metrics_listen: str | None,
     no_leader_elect: bool,
+    policy_name: str | None,
     verbose: bool,
 ) -> None:
     """Run the scheduler: watch pods for our schedulerName, choose nodes, bind."""
@@ -187,7 +194,12 @@ def run_cmd(
             "scheduler.leader_election": False if no_leader_elect else None,
         },
     )
-    run_scheduler(settings, kubeconfig)
+    policy: object = "load"
+    if policy_name and policy_name != "drs":
+        from drs_prom.registry import make_policy
+
+        policy = make_policy(policy_name, 0)
+    run_scheduler(settings, kubeconfig, policy=policy)
 
 
 @cli.command("extender")
@@ -214,6 +226,69 @@ def extender_cmd(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = load_settings(config_path, {"prometheus.url": url, "scheduler.model_path": model_path})
     run_extender(settings, listen, kubeconfig, use_cache=not no_cache)
+
+
+@cli.command("testbed")
+@click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
+@click.option("--seeds", default=1, show_default=True, type=click.IntRange(1, 1000), help="Seeds 0..N-1.")
+@click.option("--pods", default=None, type=click.IntRange(1), help="Only the first N arrivals of each episode.")
+@click.option("--speed", default=10.0, show_default=True, type=float, help="Simulated seconds per wall second.")
+@click.option(
+    "--schedulers",
+    default="kube-scheduler,drs",
+    show_default=True,
+    help="Comma-separated: kube-scheduler, kube-scheduler+drs (extender), drs, or a heuristic name (drs-prom run --policy).",
+)
+@click.option(
+    "--faults",
+    is_flag=True,
+    help="Run the fault script instead (drs-prom, 2 replicas): pods lost/bound twice, recovery.",
+)
+@click.option("--nodes-scale", default=None, type=click.IntRange(1), help="Use M fake nodes (node types scaled).")
+@click.option("--scrape", "scrape_seconds", default=0.5, show_default=True, type=float, help="Scrape interval (s).")
+@click.option("--model", "model_path", default=None, help="Model for drs (default: the shipped one).")
+@click.option("--no-bench", is_flag=True, help="Skip the in-process bench comparison.")
+@click.option("--kubeconfig", default=None, help="Not supported yet: the testbed starts its own control plane.")
+@click.option("--out", "out_dir", default="out/testbed", show_default=True, type=click.Path(file_okay=False))
+def testbed_cmd(
+    scenario: str,
+    seeds: int,
+    pods: int | None,
+    speed: float,
+    schedulers: str,
+    faults: bool,
+    nodes_scale: int | None,
+    scrape_seconds: float,
+    model_path: str | None,
+    no_bench: bool,
+    kubeconfig: str | None,
+    out_dir: str,
+) -> None:
+    """Closed loop on real parts: control plane, twin kubelets over the simulator, real Prometheus, judged by PromQL."""
+    import logging
+
+    from drs_prom.errors import ConfigError
+    from drs_prom.testbed.api import run_testbed
+    from drs_prom.testbed.schedulers import parse_schedulers
+
+    if kubeconfig:
+        raise ConfigError("--kubeconfig is not supported yet; the testbed starts its own control plane on loopback")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("urllib3").setLevel(logging.ERROR)  # retries while a fault has the apiserver down
+    run_testbed(
+        scenario,
+        list(range(seeds)),
+        pods,
+        speed,
+        parse_schedulers(schedulers),
+        out_dir,
+        nodes_scale=nodes_scale,
+        scrape_seconds=scrape_seconds,
+        model_path=model_path,
+        faults=faults,
+        bench=not no_bench,
+        echo=click.echo,
+    )
 
 
 @cli.command("bench")

@@ -79,11 +79,11 @@ def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: A
         # a version promoted in the model store wins over the configured file
         policy = watcher.model if watcher.reload_if_changed() else load_policy(settings)
 
-    def model_loader() -> Any:
-        watcher.reload_if_changed()
-        return watcher.model
+        def model_loader() -> Any:
+            watcher.reload_if_changed()
+            return watcher.model
 
-    kw.setdefault("model_loader", model_loader)
+        kw.setdefault("model_loader", model_loader)  # an explicitly given policy is never hot-swapped
     journal = Journal(settings.scheduler.journal_path) if settings.scheduler.journal_path else None
     holder: dict[str, Any] = {}
     source = prometheus_source(settings, lambda: list(holder["s"].cache.nodes))
@@ -103,8 +103,10 @@ def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: A
     return sched
 
 
-def run_scheduler(settings: Settings, kubeconfig: str | None = None) -> None:
-    sched = build_scheduler(settings, kubeconfig)
+def run_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any = "load") -> None:
+    """``policy``: "load" = the configured/promoted model; else a Policy object that decides instead
+    (``drs-prom run --policy NAME``: a heuristic, as the testbed compares them on the live loop)."""
+    sched = build_scheduler(settings, kubeconfig, policy=policy)
     sched.start()
     log.info(
         "drs-scheduler %s watching pods for schedulerName=%s; metrics on %s",

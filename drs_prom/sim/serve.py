@@ -74,6 +74,7 @@ class LiveCluster:
         self.cluster.finish[:] = 0.0  # every slot starts free
         self.pod_names: dict[int, str] = {}
         self._schedule: list[ScheduledBind] = []
+        self._finished: list[tuple[str, float, float]] = []
         self._lock = threading.Lock()
         self._t0 = clock()
         self.expected: EpisodeResult | None = None  # set by replay(): what SchedulingEnv measured for the episode
@@ -91,7 +92,10 @@ class LiveCluster:
     def _run_to(self, t: float) -> None:
         c = self.cluster
         while c.t < t - 1e-12:
-            c.advance(t)
+            for slot in c.advance(t).tolist():
+                name = self.pod_names.get(int(slot))
+                if name is not None:
+                    self._finished.append((name, float(c.start[slot]), float(c.finish[slot])))
 
     def _catch_up(self) -> None:
         target = self._target()
@@ -161,6 +165,17 @@ class LiveCluster:
         c.finish[slot] = np.nan
         c.bind(slot, b.node)
         self.pod_names[slot] = b.name
+
+    def pop_finished(self) -> list[tuple[str, float, float]]:
+        """Pods completed since the last call: (name, simulated start, simulated finish), in order."""
+        with self._lock:
+            self._catch_up()
+            done, self._finished = self._finished, []
+            return done
+
+    def wall_time(self, sim_t: float) -> float:
+        """The clock reading at which simulated time ``sim_t`` is (or was) reached."""
+        return self._t0 + sim_t / self.speed
 
     def running(self) -> dict[str, str]:
         """Running pod name -> node name."""
@@ -298,6 +313,24 @@ class SimExporter:
         for name in names:
             self.targets[name] = f"{self.host}:{httpd.server_port}"
             self.paths[name] = f"/nodes/{name}/metrics"
+
+    def stop_node(self, name: str) -> None:
+        """Ports mode: stop serving one node (its exporter is down; Prometheus sees the target fail)."""
+        if self.mode != "ports":
+            raise ConfigError("stopping one node's exporter needs mode='ports'")
+        i = self.live.node_index(name)
+        httpd, thread = self._servers[i]
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+    def restart_node(self, name: str) -> None:
+        """Ports mode: serve a stopped node again on the same address."""
+        from prometheus_client import start_http_server
+
+        i = self.live.node_index(name)
+        port = int(self.targets[name].rsplit(":", 1)[1])
+        self._servers[i] = start_http_server(port, self.host, registry=self._registry(i))
 
     def scrape_config(self, job: str = "node", interval: str | None = None) -> dict[str, Any]:
         """A Prometheus ``scrape_configs`` entry: one target per node, ``instance`` = node name."""

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.k8s.harness import ControlPlane, ControlPlaneError, build_binaries
+from drs_prom.testbed.build import ControlPlaneError, build_binaries
+from drs_prom.testbed.controlplane import ControlPlane
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from kubernetes import client
 
-from tests.k8s.harness import can_i, kubectl
+from drs_prom.testbed.controlplane import can_i, kubectl
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration

@@ -20,78 +20,54 @@ Plain functions (usable from any fixture, any scope) and ready-made fixtures:
   everything it started is stopped at teardown).
 
 A missing binary FAILS the test with one line (never a skip): CI must have them.
+``start_prometheus`` and ``PrometheusProc`` live in drs_prom.testbed.prometheus (the testbed
+command starts the same Prometheus); they are re-exported here.
 """
 
 from __future__ import annotations
 
-import copy
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from drs_prom.testbed.process import free_port
+from drs_prom.testbed.prometheus import (
+    RULES,
+    STARTUP_TIMEOUT,
+    PrometheusProc,
+    ServerError,
+    find_binary,
+    start_prometheus,
+    wait_until,
+)
+from drs_prom.testbed.prometheus import http_ok as _http_ok
+from drs_prom.testbed.prometheus import log_tail as _log_tail
 
 REPO = Path(__file__).resolve().parents[2]
-RULES = REPO / "deploy" / "prometheus" / "rules" / "drs.rules.yml"
-STARTUP_TIMEOUT = 30.0
+
+__all__ = [
+    "REPO",
+    "RULES",
+    "ExporterProc",
+    "PrometheusProc",
+    "ServerError",
+    "free_port",
+    "start_drs_exporter",
+    "start_node_exporter_real",
+    "start_prometheus",
+    "wait_until",
+]
 
 
-class ServerError(RuntimeError):
-    """A test server did not start (binary missing, crashed, never ready)."""
-
-
-def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def find_binary(name: str, *fallbacks: str) -> str:
-    for candidate in (name, *fallbacks):
-        path = shutil.which(candidate)
-        if path:
-            return path
-    raise ServerError(f"{name} not found on PATH (install it: make test-deps)")
-
-
-def wait_until(fn: Callable[[], Any], timeout: float = 30.0, what: str = "condition", interval: float = 0.2) -> Any:
-    """Poll ``fn`` until it returns something truthy; ServerError after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    last_exc: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = fn()
-            if value:
-                return value
-        except Exception as exc:  # the thing polled may not be up yet
-            last_exc = exc
-        time.sleep(interval)
-    raise ServerError(
-        f"timed out after {timeout:g}s waiting for {what}" + (f" (last error: {last_exc})" if last_exc else "")
-    )
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -101,16 +77,9 @@ def _stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
             proc.wait(timeout=timeout)
 
 
-def _log_tail(path: Path, lines: int = 5) -> str:
-    try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
 @dataclass
 class _Proc:
-    proc: subprocess.Popen
+    proc: subprocess.Popen[bytes]
     log_path: Path
 
     @property
@@ -125,32 +94,6 @@ class _Proc:
 
 
 @dataclass
-class PrometheusProc(_Proc):
-    url: str = ""
-    config_path: Path = Path()
-    data_dir: Path = Path()
-    config: dict[str, Any] = field(default_factory=dict)
-
-    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
-        """Instant query through the HTTP API; raises on a non-success answer."""
-        import json
-        import urllib.parse
-
-        params = {"query": expr}
-        if at is not None:
-            params["time"] = f"{at:.3f}"
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{urllib.parse.urlencode(params)}", timeout=10) as resp:
-            body = json.load(resp)
-        if body.get("status") != "success":
-            raise ServerError(f"query failed: {expr}: {body}")
-        return body["data"]["result"]
-
-    def targets_up(self) -> dict[str, float]:
-        """instance -> value of ``up``."""
-        return {r["metric"]["instance"]: float(r["value"][1]) for r in self.query("up")}
-
-
-@dataclass
 class ExporterProc(_Proc):
     target: str = ""
     node_name: str = ""
@@ -158,81 +101,6 @@ class ExporterProc(_Proc):
     @property
     def url(self) -> str:
         return f"http://{self.target}/metrics"
-
-
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in extra.items():
-        if key == "scrape_configs":
-            out.setdefault("scrape_configs", []).extend(copy.deepcopy(value))
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def start_prometheus(
-    tmp_path: Path,
-    scrape_targets: Sequence[str] | None = None,
-    extra_config: dict[str, Any] | None = None,
-    rule_files: Sequence[str | Path] = (),
-    storage_path: Path | None = None,
-    extra_args: Sequence[str] = (),
-    scrape_interval: str = "1s",
-    timeout: float = STARTUP_TIMEOUT,
-) -> PrometheusProc:
-    """Start a real Prometheus on a free 127.0.0.1 port; returns once it is ready."""
-    binary = find_binary("prometheus")
-    tmp_path = Path(tmp_path)
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    config: dict[str, Any] = {
-        "global": {
-            "scrape_interval": scrape_interval,
-            "scrape_timeout": scrape_interval,
-            "evaluation_interval": scrape_interval,
-        },
-        "scrape_configs": [],
-    }
-    if scrape_targets:
-        config["scrape_configs"].append({"job_name": "node", "static_configs": [{"targets": list(scrape_targets)}]})
-    if rule_files:
-        config["rule_files"] = [str(Path(p).resolve()) for p in rule_files]
-    config = _merge(config, extra_config or {})
-    config_path = tmp_path / f"prometheus-{port}.yml"
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    data_dir = Path(storage_path) if storage_path else tmp_path / f"prometheus-data-{port}"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    log_path = tmp_path / f"prometheus-{port}.log"
-    cmd = [
-        binary,
-        f"--config.file={config_path}",
-        f"--storage.tsdb.path={data_dir}",
-        f"--web.listen-address=127.0.0.1:{port}",
-        "--log.level=warn",
-        *extra_args,
-    ]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    prom = PrometheusProc(
-        proc=proc,
-        log_path=log_path,
-        url=f"http://127.0.0.1:{port}",
-        config_path=config_path,
-        data_dir=data_dir,
-        config=config,
-    )
-    try:
-        wait_until(
-            lambda: _alive_or_raise(prom) and _http_ok(f"{prom.url}/-/ready"),
-            timeout,
-            f"prometheus at {prom.url} to be ready",
-        )
-    except ServerError as exc:
-        prom.stop()
-        raise ServerError(f"{exc}; log: {_log_tail(log_path)}") from None
-    return prom
 
 
 def _alive_or_raise(p: _Proc) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.k8s.harness import free_port
+from drs_prom.testbed.process import free_port
 from tests.scheduler.conftest import list_pods, pod_body
 from tests.waiting import wait_for
 

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def etcd_watch_plane(k8s_bins):
-    from tests.k8s.harness import ControlPlane
+    from drs_prom.testbed.controlplane import ControlPlane
 
     cp = ControlPlane(k8s_bins, extra_apiserver_args=["--watch-cache=false"])
     cp.start()

@@ -1,0 +1,143 @@
+"""The testbed's Python API (``drs-prom testbed`` is a thin wrapper): run every scheduler on every seed.
+
+    report = run_testbed("drs-paper", seeds=[0], pods=20, speed=20,
+                         schedulers=["kube-scheduler", "drs"], out_dir="out/testbed")
+
+Each seed's workload is generated once and every scheduler faces the identical pods at the
+identical (accelerated) arrival times, on one control plane with the same fake nodes.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from drs_prom.errors import ConfigError
+from drs_prom.sim.scenario import Scenario, load_scenario
+from drs_prom.testbed import report as rep
+from drs_prom.testbed.process import handle_termination, stop_all
+from drs_prom.testbed.runner import RunConfig, Testbed, workload_for
+
+
+def scale_scenario(scenario: Scenario, n_nodes: int) -> Scenario:
+    """The scenario with ``n_nodes`` nodes: its node types' counts scaled in proportion (at least 1 each
+    while room is left), the rest of it unchanged."""
+    if n_nodes < 1:
+        raise ConfigError("--nodes-scale must be at least 1")
+    types = [t.model_dump() for t in scenario.nodes]
+    total = sum(t["count"] for t in types)
+    counts = [max(1, math.floor(t["count"] * n_nodes / total)) for t in types]
+    while sum(counts) > n_nodes and max(counts) > 1:
+        counts[counts.index(max(counts))] -= 1
+    i = 0
+    while sum(counts) < n_nodes:
+        counts[i % len(counts)] += 1
+        i += 1
+    for t, c in zip(types, counts):
+        t["count"] = c
+    return scenario.with_changes(nodes=[t for t, c in zip(types, counts) if c > 0])
+
+
+def default_model() -> str | None:
+    from drs_prom.sim.bench import shipped_model
+
+    return shipped_model()[0]
+
+
+def run_testbed(
+    scenario: str | Scenario,
+    seeds: Sequence[int],
+    pods: int | None,
+    speed: float,
+    schedulers: Sequence[str],
+    out_dir: str | Path,
+    *,
+    nodes_scale: int | None = None,
+    scrape_seconds: float = 0.5,
+    model_path: str | None = None,
+    faults: bool = False,
+    bench: bool = True,
+    workdir: str | Path | None = None,
+    echo: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run, judge, compare with bench, print the table and write DIR/testbed-S.json (+ PNG).
+
+    ``faults``: instead of the comparison, the fault script (drs-prom in 2 replicas, faults.py)."""
+    import tempfile
+
+    sc = load_scenario(scenario) if isinstance(scenario, str) else scenario
+    if nodes_scale:
+        sc = scale_scenario(sc, nodes_scale)
+    if speed <= 0:
+        raise ConfigError("--speed must be positive")
+    model = model_path or default_model()
+    n_nodes = sc.n_nodes
+    cfg = RunConfig(
+        speed=speed,
+        scrape_seconds=scrape_seconds,
+        exporter_mode="paths" if n_nodes > 200 else "ports",
+        model_path=model,
+    )
+    base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="drs-testbed-"))
+    ok = False
+    t0 = time.monotonic()
+    runs: list[dict[str, Any]] = []
+    fault_report: dict[str, Any] | None = None
+    with handle_termination():
+        try:
+            with Testbed(sc, base, cfg, echo) as tb:
+                for seed in seeds if not faults else ():  # --faults: the fault script alone
+                    wl = workload_for(sc, seed, pods)
+                    for name in schedulers:
+                        echo(f"run {name} seed {seed}: {len(wl)} pods on {n_nodes} nodes at {speed:g}x")
+                        r = tb.run_one(name, seed, wl)
+                        runs.append(r)
+                        echo(
+                            f"  imbalance {r['imbalance']:.3f} util {r['utilisation']:.3f} ct p95 "
+                            f"{r['completion_p95']:.1f}s (start delay p95 {r['start_delay_p95']:.1f}s) bound {r['bound']}/{r['pods']} done {r['completed']} "
+                            f"lost {r['lost']} infeasible {r['infeasible']} ({r['wall_seconds']:.0f}s wall)"
+                        )
+                if faults:
+                    from drs_prom.testbed.faults import run_faults
+
+                    fault_report = run_faults(tb, seeds[0], pods, echo)
+            ok = True
+        finally:
+            stop_all()
+            if ok and not workdir:
+                shutil.rmtree(base, ignore_errors=True)
+            elif not ok:
+                echo(f"testbed failed or was interrupted; logs kept in {base}")
+    per = rep.summarise(runs)
+    report: dict[str, Any] = {
+        "scenario": sc.name,
+        "seeds": list(seeds),
+        "pods": len(workload_for(sc, seeds[0], pods)),
+        "n_nodes": n_nodes,
+        "speed": speed,
+        "scrape_seconds": scrape_seconds,
+        "exporter_mode": cfg.exporter_mode,
+        "model": model,
+        "wall_seconds": time.monotonic() - t0,
+        "schedulers": per,
+    }
+    if bench and runs:
+        report["bench_agreement"] = rep.bench_agreement(sc, pods, seeds, list(per), per, model)
+    if fault_report is not None:
+        report["faults"] = fault_report
+    if faults:
+        json_path, _ = rep.write(report | {"scenario": f"{sc.name}-faults"}, out_dir)
+        echo(f"results: {json_path}")
+        return report
+    series = {r["scheduler"]: r["series"] for r in runs if r["seed"] == seeds[0] and r["series"]["t"]}
+    json_path, png = rep.write(report, out_dir, series)
+    echo(rep.format_table(report))
+    echo(f"results: {json_path}" + (f"\nplot: {png}" if png else ""))
+    return report
+
+
+__all__ = ["run_testbed", "scale_scenario"]

@@ -1,0 +1,97 @@
+"""Locating (and, when asked, building) the cached Kubernetes binaries the testbed runs.
+
+The recipe is ``tests/k8s/build.sh`` with its pinned ``go.mod``: it builds kube-apiserver,
+kube-scheduler, kubectl and etcd from the Go module proxy into
+``~/.cache/drs-prom/k8s-<version>/bin`` once, and is a sub-second no-op afterwards. The
+recipe stays next to its go.mod in the source checkout (``DRS_K8S_BUILD_DIR`` points
+elsewhere); this module only finds its output or runs it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from drs_prom.errors import DrsError
+
+K8S_BINARIES = ("kube-apiserver", "kube-scheduler", "kubectl", "etcd")
+
+
+class ControlPlaneError(DrsError, RuntimeError):
+    """A control-plane binary is missing, or a process failed to start or became unhealthy."""
+
+
+def build_dir() -> Path:
+    """The folder holding build.sh and its go.mod (the source checkout's tests/k8s by default)."""
+    env = os.environ.get("DRS_K8S_BUILD_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "tests" / "k8s"
+
+
+def k8s_version() -> str:
+    """The ``k8s.io/kubernetes`` version pinned in build.sh's go.mod (e.g. ``v1.35.4``)."""
+    try:
+        text = (build_dir() / "go.mod").read_text()
+    except OSError as exc:
+        raise ControlPlaneError(f"cannot read {build_dir() / 'go.mod'}: {exc.strerror}") from None
+    m = re.search(r"^require\s+k8s\.io/kubernetes\s+(v\S+)", text, re.MULTILINE) or re.search(
+        r"^\s*k8s\.io/kubernetes\s+(v\S+)", text, re.MULTILINE
+    )
+    if not m:
+        raise ControlPlaneError(f"cannot find the k8s.io/kubernetes version in {build_dir() / 'go.mod'}")
+    return m.group(1)
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("DRS_K8S_CACHE")
+    if env:
+        return Path(env)
+    return Path.home() / ".cache" / "drs-prom" / f"k8s-{k8s_version()}"
+
+
+def find_bin_dir() -> Path:
+    """Where build.sh puts the binaries ($DRS_K8S_BIN overrides). Does not build."""
+    env = os.environ.get("DRS_K8S_BIN")
+    return Path(env) if env else default_cache_dir() / "bin"
+
+
+def missing_binaries(bin_dir: Path) -> list[str]:
+    return [b for b in K8S_BINARIES if not (bin_dir / b).exists()]
+
+
+def build_binaries(timeout: float = 3600.0, log_path: str | os.PathLike[str] | None = None) -> Path:
+    """Run build.sh (fast no-op when already built) and return the bin dir.
+
+    Raises ControlPlaneError with a one-line reason on failure.
+    """
+    script = build_dir() / "build.sh"
+    log_file = Path(log_path) if log_path else Path(tempfile.gettempdir()) / "drs-prom-k8s-build.log"
+    try:
+        with open(log_file, "wb") as err:
+            proc = subprocess.run(
+                ["bash", str(script)],
+                stdout=subprocess.PIPE,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+                cwd=str(build_dir()),
+                check=False,
+            )
+    except subprocess.TimeoutExpired:
+        raise ControlPlaneError(f"build.sh timed out after {timeout:.0f}s (log: {log_file})") from None
+    except OSError as e:
+        raise ControlPlaneError(f"cannot run {script}: {e}") from None
+    if proc.returncode != 0:
+        tail = [ln for ln in log_file.read_text(errors="replace").splitlines() if ln.strip()]
+        why = next((ln for ln in reversed(tail) if "ERROR" in ln), tail[-1] if tail else "no output")
+        raise ControlPlaneError(f"build.sh failed rc={proc.returncode}: {why.strip()} (log: {log_file})")
+    lines = [ln for ln in proc.stdout.decode(errors="replace").splitlines() if ln.strip()]
+    if not lines:
+        raise ControlPlaneError(f"build.sh printed no bin dir (log: {log_file})")
+    bin_dir = Path(lines[-1].strip())
+    missing = missing_binaries(bin_dir)
+    if missing:
+        raise ControlPlaneError(f"build.sh succeeded but {bin_dir} lacks {', '.join(missing)}")
+    return bin_dir

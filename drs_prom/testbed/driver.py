@@ -1,0 +1,150 @@
+"""The workload driver: creates a scenario's pods on the apiserver at its arrival times.
+
+The pods are the seeded ``Workload`` of (scenario, seed), the very one ``bench`` replays,
+truncated to ``pods``: requests, ``drs.io/profile``, ``drs.io/demand`` (the profile's
+estimate, what a scheduler may know), the simulator-only true demand and work (for the twin
+kubelet), a controller ``ownerReference`` to a Job per profile as a Job controller would
+set, and ``spec.schedulerName`` of the scheduler under test. Arrival ``t`` (simulated
+seconds) is created at wall ``start + t / speed``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from drs_prom.features import FEATURES
+from drs_prom.scheduler.kube import PROFILE_ANNOTATION
+from drs_prom.scheduler.pod_features import DEMAND_ANNOTATION
+from drs_prom.sim.workload import Workload
+from drs_prom.testbed.kubelet import CREATED_ANNOTATION, SIM_DEMAND_ANNOTATION, WORK_ANNOTATION
+
+log = logging.getLogger(__name__)
+
+RUN_LABEL = "drs.io/testbed-run"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def _demand_text(values: Any) -> str:
+    return ",".join(f"{k}={float(v):.4f}" for k, v in zip(FEATURES, values))
+
+
+def pod_manifest(
+    wl: Workload, i: int, namespace: str, scheduler_name: str, run_id: str, owner_uids: dict[str, str]
+) -> dict[str, Any]:
+    """The Pod of workload row ``i`` (without the creation instant, added when it is sent)."""
+    profile = wl.profiles[i]
+    estimate = wl.demand[i] if wl.estimate is None else wl.estimate[i]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": wl.names[i],
+            "namespace": namespace,
+            "labels": {"app": profile, RUN_LABEL: run_id},
+            "annotations": {
+                PROFILE_ANNOTATION: profile,
+                DEMAND_ANNOTATION: _demand_text(estimate),
+                SIM_DEMAND_ANNOTATION: ",".join(f"{float(v):.6g}" for v in wl.demand[i]),
+                WORK_ANNOTATION: f"{float(wl.work[i]):.6g}",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": f"{profile}-{run_id}",
+                    "uid": owner_uids.setdefault(profile, str(uuid.uuid4())),
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "schedulerName": scheduler_name,
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "nodeSelector": dict(wl.node_selector[i]) or None,
+            "containers": [
+                {
+                    "name": "work",
+                    "image": PAUSE_IMAGE,
+                    "resources": {"requests": {"cpu": f"{int(wl.cpu_m[i])}m", "memory": str(int(wl.mem_bytes[i]))}},
+                }
+            ],
+        },
+    }
+
+
+@dataclass
+class DriverResult:
+    created: dict[str, float] = field(default_factory=dict)  # name -> epoch seconds
+    errors: list[str] = field(default_factory=list)
+    max_lag_seconds: float = 0.0  # how late the driver ran behind the schedule (wall)
+
+
+class WorkloadDriver(threading.Thread):
+    """Creates the pods in a background thread; ``join()`` when done, ``stop()`` to abort."""
+
+    def __init__(
+        self,
+        api: Any,
+        wl: Workload,
+        namespace: str,
+        scheduler_name: str,
+        speed: float,
+        run_id: str,
+        extra_pods: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(daemon=True, name=f"driver-{namespace}")
+        from kubernetes import client
+
+        self.core = client.CoreV1Api(api)
+        self.wl, self.ns, self.scheduler_name, self.speed, self.run_id = wl, namespace, scheduler_name, speed, run_id
+        self.result = DriverResult()
+        self._halt = threading.Event()
+        self._owners: dict[str, str] = {}
+        self.start_wall = 0.0
+
+    def run(self) -> None:
+        self.start_wall = time.time()
+        for i in range(len(self.wl)):
+            due = self.start_wall + float(self.wl.arrival[i]) / self.speed
+            if self._halt.wait(max(0.0, due - time.time())):
+                return
+            self.result.max_lag_seconds = max(self.result.max_lag_seconds, time.time() - due)
+            body = pod_manifest(self.wl, i, self.ns, self.scheduler_name, self.run_id, self._owners)
+            self.create(body)
+
+    def create(self, body: dict[str, Any], attempts_seconds: float = 60.0) -> bool:
+        """Create one pod, retrying while the apiserver is unreachable (bounded)."""
+        from kubernetes.client.rest import ApiException
+
+        name = body["metadata"]["name"]
+        deadline = time.monotonic() + attempts_seconds
+        while not self._halt.is_set():
+            now = time.time()
+            body["metadata"]["annotations"][CREATED_ANNOTATION] = f"{now:.3f}"
+            try:
+                self.core.create_namespaced_pod(self.ns, body, _preload_content=False)
+                self.result.created[name] = now
+                return True
+            except ApiException as exc:
+                if exc.status == 409:  # a retried create that had in fact succeeded
+                    self.result.created.setdefault(name, now)
+                    return True
+                err = f"{name}: HTTP {exc.status} {exc.reason}"
+            except Exception as exc:  # noqa: BLE001 - connection refused while the apiserver restarts
+                err = f"{name}: {type(exc).__name__}"
+            if time.monotonic() > deadline:
+                self.result.errors.append(err)
+                log.warning("driver gave up creating %s", err)
+                return False
+            self._halt.wait(0.3)
+        return False
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(20)

@@ -1,0 +1,177 @@
+"""Judging a closed-loop run from what the real components recorded, never the simulator's counters.
+
+Node metrics come from the run's Prometheus (``query_range`` over the run, the project's own
+feature queries from drs_prom.promql on a window of four scrapes); pod times come from the
+apiserver (the driver's ``drs.io/created-at`` and the twin kubelet's ``drs.io/finished-at``).
+The per-step numbers are the benchmark's definitions applied to those series:
+
+* imbalance: per step, the sum over the six features of the std across nodes of the load on the
+  scenario's scales (cpu/mem as fractions, clipped at 1), averaged over the run's steps;
+* utilisation: per step, the mean over nodes and features of used / node capacity, averaged;
+* hot_node_time: the fraction of node-steps in which some resource is at >= HOT_THRESHOLD of the
+  node's capacity (the node is saturated and its pods are about to contend); this project's
+  definition until drs_prom/objectives.py (learning-sim) defines one;
+* completion: finish - creation, in simulated seconds ((wall) x speed); slowdown: completion /
+  the pod's full-speed work; p95 of each over completed pods.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from drs_prom import promql
+from drs_prom.config import Normalisation
+from drs_prom.features import FEATURES
+from drs_prom.sim.cluster import Nodes
+from drs_prom.state import scales
+from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION, WORK_ANNOTATION
+from drs_prom.testbed.prometheus import PrometheusProc
+
+HOT_THRESHOLD = 0.9
+
+
+@dataclass
+class NodeSeries:
+    """(T, n, 6) raw feature values per step (NaN where Prometheus had no sample), step times, node names."""
+
+    t: np.ndarray
+    names: tuple[str, ...]
+    raw: np.ndarray
+
+
+def fetch_node_series(
+    prom: PrometheusProc, names: Sequence[str], start: float, end: float, step: float, window: str
+) -> NodeSeries:
+    """query_range of every feature query for every node over [start, end]."""
+    t = np.arange(start, end + step / 2, step)
+    raw = np.full((len(t), len(names), len(FEATURES)), np.nan)
+    index = {n: i for i, n in enumerate(names)}
+    for f, expr in enumerate(promql.feature_queries(window).values()):
+        for series in prom.query_range(expr, start, end, step):
+            i = index.get(series["metric"].get("nodename", ""))
+            if i is None:
+                continue
+            for ts, value in series["values"]:
+                k = round((float(ts) - start) / step)
+                if 0 <= k < len(t):
+                    raw[k, i, f] = float(value)
+    return NodeSeries(t=t, names=tuple(names), raw=raw)
+
+
+def node_metrics(series: NodeSeries, nodes: Nodes, norm: Normalisation) -> dict[str, Any]:
+    """imbalance, utilisation, hot_node_time and per-node coverage from Prometheus' series."""
+    raw = series.raw
+    used_frac = raw.copy()  # used / capacity per feature
+    used_frac[..., 2:] = raw[..., 2:] / nodes.capacity[None, :, 2:]
+    scaled = raw / scales(norm)[None, None, :]
+    if norm.clip:
+        scaled = np.clip(scaled, 0.0, 1.0)
+    complete = ~np.isnan(raw).any(axis=2)  # (T, n)
+    steps = complete.all(axis=1)  # steps where every node has every feature
+    coverage = {name: float(complete[:, i].mean()) if len(complete) else 0.0 for i, name in enumerate(series.names)}
+    if not steps.any():
+        return {
+            "imbalance": math.nan,
+            "utilisation": math.nan,
+            "hot_node_time": math.nan,
+            "steps": 0,
+            "node_coverage": coverage,
+            "series": {"t": [], "imbalance": [], "utilisation": []},
+        }
+    imb = scaled[steps].std(axis=1).sum(axis=1)
+    util = used_frac[steps].mean(axis=(1, 2))
+    hot = (used_frac[steps].max(axis=2) >= HOT_THRESHOLD).mean()
+    return {
+        "imbalance": float(imb.mean()),
+        "utilisation": float(util.mean()),
+        "hot_node_time": float(hot),
+        "steps": int(steps.sum()),
+        "node_coverage": coverage,
+        "series": {
+            "t": [float(x - series.t[0]) for x in series.t[steps]],
+            "imbalance": imb.tolist(),
+            "utilisation": util.tolist(),
+        },
+    }
+
+
+@dataclass
+class PodOutcome:
+    name: str
+    node: str | None
+    phase: str
+    created: float | None
+    started: float | None
+    finished: float | None
+    work: float
+
+
+@dataclass
+class PodTimes:
+    pods: list[PodOutcome] = field(default_factory=list)
+
+    @classmethod
+    def from_api(cls, items: Sequence[Mapping[str, Any]]) -> PodTimes:
+        out = []
+        for pod in items:
+            ann = pod["metadata"].get("annotations") or {}
+
+            def num(key: str, ann: Mapping[str, str] = ann) -> float | None:
+                return float(ann[key]) if key in ann else None
+
+            out.append(
+                PodOutcome(
+                    name=pod["metadata"]["name"],
+                    node=(pod.get("spec") or {}).get("nodeName"),
+                    phase=(pod.get("status") or {}).get("phase", "Pending"),
+                    created=num(CREATED_ANNOTATION),
+                    started=num(STARTED_ANNOTATION),
+                    finished=num(FINISHED_ANNOTATION),
+                    work=float(ann.get(WORK_ANNOTATION, "nan")),
+                )
+            )
+        return cls(out)
+
+    def summary(self, speed: float) -> dict[str, Any]:
+        done = [p for p in self.pods if p.phase == "Succeeded" and p.created and p.finished]
+        comp = np.array([(p.finished - p.created) * speed for p in done])  # type: ignore[operator]
+        slow = np.array([c / p.work for c, p in zip(comp, done)])
+        # creation -> running on a node (scheduling + bind + the twin kubelet), simulated seconds: what the
+        # closed loop adds to completion times that bench does not have
+        delay = np.array([(p.started - p.created) * speed for p in done if p.started])  # type: ignore[operator]
+        return {
+            "pods": len(self.pods),
+            "bound": sum(p.node is not None for p in self.pods),
+            "completed": sum(p.phase == "Succeeded" for p in self.pods),
+            "failed": sum(p.phase == "Failed" for p in self.pods),
+            "completion_mean": float(comp.mean()) if len(comp) else math.nan,
+            "completion_p95": float(np.percentile(comp, 95)) if len(comp) else math.nan,
+            "slowdown_mean": float(slow.mean()) if len(slow) else math.nan,
+            "slowdown_p95": float(np.percentile(slow, 95)) if len(slow) else math.nan,
+            "start_delay_mean": float(delay.mean()) if len(delay) else math.nan,
+            "start_delay_p95": float(np.percentile(delay, 95)) if len(delay) else math.nan,
+            "makespan": float(max(p.finished for p in done) - min(p.created for p in done)) * speed  # type: ignore[type-var,operator]
+            if done
+            else math.nan,
+        }
+
+
+def list_pods(api: Any, namespace: str) -> list[dict[str, Any]]:
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    return list(json.loads(core.list_namespaced_pod(namespace, _preload_content=False).data)["items"])
+
+
+def counter_by(prom: PrometheusProc, metric: str, label: str, end: float, seconds: float) -> dict[str, float]:
+    """A drs-prom counter over the run by ``label`` (e.g. fallback decisions by reason), from its /metrics as
+    Prometheus scraped them: the highest value each process reached, summed, so a killed replica's count stays."""
+    rng = f"{max(1, math.ceil(seconds))}s"
+    expr = f"sum by ({label}) (max_over_time({metric}[{rng}]))"
+    return {r["metric"].get(label, "?"): float(r["value"][1]) for r in prom.query(expr, at=end)}

@@ -1,0 +1,212 @@
+"""The testbed's report: per-scheduler means over seeds, the agreement with ``bench``, table, JSON, PNG.
+
+``bench_agreement`` runs the in-process benchmark on the same scenario, pods and seeds for the
+policies that have a simulator twin (the real kube-scheduler's is ``kube-default``; drs-prom's
+heuristics and ``drs`` are themselves) and states, per metric, the closed loop's % difference
+to bench (the simulator's fidelity), and whether both rank the schedulers the same by imbalance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from drs_prom.sim.scenario import Scenario
+from drs_prom.testbed.schedulers import KUBE, KUBE_EXTENDER
+
+METRICS: tuple[tuple[str, str, str], ...] = (
+    ("imbalance", "imbalance", "lower"),
+    ("utilisation", "util", "higher"),
+    ("hot_node_time", "hot", "lower"),
+    ("completion_p95", "ct p95 s", "lower"),
+    ("slowdown_p95", "slow p95", "lower"),
+    ("start_delay_p95", "start p95 s", "lower"),
+)
+EXTRA = ("completion_mean", "slowdown_mean", "start_delay_mean", "makespan")
+COUNTS = ("bound", "completed", "lost", "double_bound", "infeasible")
+AGREEMENT_METRICS = ("imbalance", "utilisation", "completion_p95")
+REFERENCE = KUBE
+
+
+def bench_twin(scheduler: str) -> str | None:
+    """The simulator policy that stands for ``scheduler`` in bench (None: no twin)."""
+    if scheduler == KUBE:
+        return "kube-default"
+    if scheduler == KUBE_EXTENDER:
+        return None
+    return scheduler
+
+
+def _mean(runs: Sequence[dict[str, Any]], key: str) -> float:
+    vals = [float(r[key]) for r in runs if r.get(key) is not None and not math.isnan(float(r[key]))]
+    return float(np.mean(vals)) if vals else math.nan
+
+
+def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """scheduler -> {mean of each metric, sums of the counts, fallbacks by reason summed, runs}."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(r["scheduler"] for r in runs):
+        mine = [r for r in runs if r["scheduler"] == name]
+        fb: dict[str, float] = {}
+        dec: dict[str, float] = {}
+        for r in mine:
+            for reason, n in r.get("fallback_decisions", {}).items():
+                fb[reason] = fb.get(reason, 0.0) + n
+            for policy, n in r.get("decisions_by_policy", {}).items():
+                dec[policy] = dec.get(policy, 0.0) + n
+        out[name] = {
+            **{k: _mean(mine, k) for k, _, _ in METRICS},
+            **{k: _mean(mine, k) for k in EXTRA},
+            **{k: int(sum(int(r[k]) for r in mine)) for k in COUNTS},
+            "fallback_decisions": fb,
+            "decisions_by_policy": dec,
+            "wall_seconds": _mean(mine, "wall_seconds"),
+            "scheduler_peak_rss_bytes": max(int(r["scheduler_peak_rss_bytes"]) for r in mine),
+            "prometheus_peak_rss_bytes": max(int(r["prometheus_peak_rss_bytes"]) for r in mine),
+            "runs": [{k: v for k, v in r.items() if k != "series"} for r in mine],
+        }
+    return out
+
+
+def bench_agreement(
+    scenario: Scenario, pods: int | None, seeds: Sequence[int], schedulers: Sequence[str], per: dict[str, Any],
+    model_path: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    """bench on the same scenario/pods/seeds for the schedulers' twins, and the % differences."""
+    from drs_prom.sim.bench import model_builder, run_bench
+
+    twins = {s: bench_twin(s) for s in schedulers}
+    policies = list(dict.fromkeys(t for t in twins.values() if t))
+    sc = scenario.truncated(pods) if pods else scenario
+    report = run_bench(sc, list(seeds), policies, model_builder(model_path), progress=False)
+    rows: dict[str, Any] = {}
+    for s, twin in twins.items():
+        row = report.row(twin) if twin else None
+        if row is None or not row.runs or s not in per:
+            continue
+        bench_means = {k: row.mean(k) for k in AGREEMENT_METRICS}
+        rows[s] = {
+            "bench_policy": twin,
+            "bench": bench_means,
+            "testbed": {k: per[s][k] for k in AGREEMENT_METRICS},
+            "difference_percent": {
+                k: (per[s][k] - bench_means[k]) / bench_means[k] * 100 if bench_means[k] else math.nan
+                for k in AGREEMENT_METRICS
+            },
+        }
+    ranked = [s for s in rows]
+    testbed_rank = sorted(ranked, key=lambda s: rows[s]["testbed"]["imbalance"])
+    bench_rank = sorted(ranked, key=lambda s: rows[s]["bench"]["imbalance"])
+    out: dict[str, Any] = {
+        "policies": rows,
+        "ranking_by_imbalance": {"testbed": testbed_rank, "bench": bench_rank},
+        "ranking_equal": testbed_rank == bench_rank,
+    }
+    if KUBE in rows:
+        real, sim = rows[KUBE]["testbed"], rows[KUBE]["bench"]
+        out["kube_default_vs_kube_scheduler_percent"] = {  # bench's kube-default relative to the real kube-scheduler
+            k: (sim[k] - real[k]) / real[k] * 100 if real[k] else math.nan for k in AGREEMENT_METRICS
+        }
+    return out
+
+
+def _fmt(v: float, key: str) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.3f}" if key in ("imbalance", "utilisation", "hot_node_time", "slowdown_p95") else f"{v:.1f}"
+
+
+def format_table(report: dict[str, Any]) -> str:
+    per = report["schedulers"]
+    ref = per.get(REFERENCE)
+    head = ["scheduler", *(t for _, t, _ in METRICS), "bound", "done", "lost", "2x", "infeas"]
+    lines = [head]
+    for name, row in per.items():
+        cells = [name]
+        for k, _, _ in METRICS:
+            cell = _fmt(row[k], k)
+            if ref is not None and name != REFERENCE and ref[k] and not math.isnan(ref[k]) and not math.isnan(row[k]):
+                cell += f" ({row[k] / ref[k]:.2f}x)"
+            cells.append(cell)
+        cells += [str(row[k]) for k in COUNTS]
+        lines.append(cells)
+    widths = [max(len(ln[i]) for ln in lines) for i in range(len(head))]
+    title = (
+        f"testbed {report['scenario']}: {report['n_nodes']} nodes, {report['pods']} pods x {len(report['seeds'])} "
+        f"seeds, speed {report['speed']:g}x, scrape {report['scrape_seconds']:g}s (mean over seeds; "
+        f"(x) = ratio to the real {REFERENCE}; judged by PromQL + apiserver pod times)"
+    )
+    out = [title]
+    for i, cells in enumerate(lines):
+        out.append("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))))
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    agr = report.get("bench_agreement")
+    if agr:
+        out.append("simulator fidelity (closed loop vs bench, same policy/seeds; % difference):")
+        for name, row in agr["policies"].items():
+            diffs = ", ".join(f"{k} {v:+.1f}%" for k, v in row["difference_percent"].items())
+            out.append(f"  {name} (bench {row['bench_policy']}): {diffs}")
+        out.append(
+            f"  ranking by imbalance equal: {agr['ranking_equal']} "
+            f"(testbed {agr['ranking_by_imbalance']['testbed']}, bench {agr['ranking_by_imbalance']['bench']})"
+        )
+    for name, row in per.items():
+        if row.get("decisions_by_policy"):
+            dec = ", ".join(f"{k}={v:.0f}" for k, v in sorted(row["decisions_by_policy"].items()))
+            fb = ", ".join(f"{k}={v:.0f}" for k, v in sorted(row["fallback_decisions"].items())) or "none"
+            out.append(f"{name} decisions by policy (PromQL): {dec}; fallbacks by reason: {fb}")
+    return "\n".join(out)
+
+
+def write(
+    report: dict[str, Any], out_dir: str | Path, series: dict[str, Any] | None = None
+) -> tuple[Path, Path | None]:
+    """DIR/testbed-S.json (temp file then rename) and, with ``series``, DIR/testbed-S.png."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"testbed-{report['scenario']}"
+    path = out / f"{stem}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(report, indent=1, default=_json_default))
+    tmp.replace(path)
+    png = None
+    if series:
+        png = out / f"{stem}.png"
+        _plot(series, png, report["scenario"])
+    return path, png
+
+
+def _plot(series: dict[str, Any], path: Path, scenario: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    for name, s in series.items():
+        a.plot(s["t"], s["imbalance"], label=name, lw=1)
+        b.plot(s["t"], s["utilisation"], label=name, lw=1)
+    a.set_ylabel("imbalance (PromQL)")
+    b.set_ylabel("utilisation (PromQL)")
+    b.set_xlabel("wall seconds since the first pod")
+    a.set_title(f"testbed {scenario}: first seed")
+    a.legend(fontsize=8)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

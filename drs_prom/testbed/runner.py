@@ -1,0 +1,346 @@
+"""One closed-loop run per (scheduler, seed) on one control plane, and the report over them.
+
+A ``Testbed`` owns the control plane and the fake nodes (built once from the scenario's node
+types). ``run_one`` gives each scheduler a clean stage: a new namespace, a new simulated
+cluster (LiveCluster + sim-serve exporter), a new Prometheus scraping it (and the drs-prom
+processes' /metrics) with the project's recording rules, the scheduler's own processes, the
+twin kubelet and the workload driver; all of it is stopped and the run's pods deleted before
+the next run, also when the run fails or is interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from drs_prom.errors import ConfigError
+from drs_prom.sim.cluster import Nodes
+from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.serve import LiveCluster, SimExporter
+from drs_prom.sim.workload import Workload, generate
+from drs_prom.testbed import judge
+from drs_prom.testbed.controlplane import ControlPlane
+from drs_prom.testbed.driver import WorkloadDriver
+from drs_prom.testbed.kubelet import TwinKubelet
+from drs_prom.testbed.process import free_port
+from drs_prom.testbed.prometheus import RULES, PrometheusProc, start_prometheus, wait_until
+from drs_prom.testbed.schedulers import (
+    RunningScheduler,
+    metrics_ports_needed,
+    rss_bytes,
+    scheduler_name_for,
+    start_scheduler,
+)
+
+log = logging.getLogger(__name__)
+
+DRS_METRICS_JOB = "drs-scheduler"
+
+
+@dataclass
+class RunConfig:
+    speed: float = 10.0
+    scrape_seconds: float = 0.25
+    exporter_mode: str = "ports"  # "paths" for many nodes
+    model_path: str | None = None
+    replicas: int = 1
+    deadline_factor: float = 4.0  # give up waiting for completions after this x the expected wall time
+
+
+@dataclass
+class RunContext:
+    """What a fault script may act on during a run."""
+
+    testbed: Testbed
+    namespace: str
+    live: LiveCluster
+    exporter: SimExporter
+    prom: PrometheusProc
+    sched: RunningScheduler
+    kubelet: TwinKubelet
+    driver: WorkloadDriver
+    started: float
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+FaultScript = Callable[[RunContext], dict[str, Any]]
+
+
+def workload_for(scenario: Scenario, seed: int, pods: int | None) -> Workload:
+    sc = scenario.truncated(pods) if pods else scenario
+    return generate(sc, seed)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:40]
+
+
+class Testbed:
+    """Control plane + fake nodes for one scenario; ``run_one`` per scheduler and seed."""
+
+    def __init__(self, scenario: Scenario, workdir: Path, config: RunConfig, progress: Callable[[str], None]) -> None:
+        self.scenario = scenario
+        self.nodes = Nodes.from_scenario(scenario)
+        self.workdir = Path(workdir)
+        self.config = config
+        self.progress = progress
+        self.cp: ControlPlane | None = None
+        self._runs = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def __enter__(self) -> Testbed:  # noqa: PYI034
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.cp = ControlPlane(workdir_parent=self.workdir)
+        t0 = time.monotonic()
+        self.cp.start()
+        self.progress(f"control plane up in {time.monotonic() - t0:.1f}s at {self.cp.server}")
+        t0 = time.monotonic()
+        self._create_nodes()
+        self.progress(f"{len(self.nodes)} fake nodes created in {time.monotonic() - t0:.1f}s")
+
+    def stop(self) -> None:
+        if self.cp is not None:
+            self.cp.stop()
+            self.cp = None
+
+    def _create_nodes(self) -> None:
+        assert self.cp is not None
+        nd = self.nodes
+
+        def make(i: int) -> None:
+            assert self.cp is not None
+            taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in nd.taints[i]]
+            self.cp.create_fake_node(
+                nd.names[i],
+                cpu=f"{int(nd.alloc_cpu_m[i])}m",
+                memory=str(int(nd.alloc_mem[i])),
+                pods=str(int(nd.alloc_pods[i])),
+                labels=dict(nd.labels[i]),
+                taints=taints or None,
+            )
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(make, range(len(nd))))
+
+    @property
+    def api(self) -> Any:
+        assert self.cp is not None
+        return self.cp.admin_client
+
+    # -- one run -------------------------------------------------------------------------
+    def run_one(
+        self, scheduler: str, seed: int, wl: Workload, fault_script: FaultScript | None = None
+    ) -> dict[str, Any]:
+        assert self.cp is not None
+        cfg = self.config
+        self._runs += 1
+        ns = f"tb{self._runs}-{_slug(scheduler)}-s{seed}"
+        rundir = self.workdir / ns
+        rundir.mkdir(parents=True, exist_ok=True)
+        self.cp.create_namespace(ns)
+        live = LiveCluster(self.scenario, speed=cfg.speed, slots=max(64, 2 * len(wl)), clock=time.time)
+        exporter = SimExporter(live, mode=cfg.exporter_mode).start()  # type: ignore[arg-type]
+        prom: PrometheusProc | None = None
+        sched: RunningScheduler | None = None
+        kubelet: TwinKubelet | None = None
+        driver: WorkloadDriver | None = None
+        t_wall0 = time.monotonic()
+        try:
+            ports = [free_port() for _ in range(metrics_ports_needed(scheduler, cfg.replicas))]
+            prom = self._start_prometheus(rundir, exporter, ports)
+            sched = start_scheduler(
+                scheduler,
+                self.cp,
+                rundir,
+                prom.url,
+                self.scenario.norm,
+                cfg.scrape_seconds,
+                replicas=cfg.replicas,
+                model_path=cfg.model_path,
+                metrics_ports=ports,
+            )
+            kubelet = TwinKubelet(self.api, ns, live).start()
+            if not kubelet.watch.synced.wait(30):
+                raise ConfigError("the twin kubelet's pod watch never synced")
+            driver = WorkloadDriver(self.api, wl, ns, scheduler_name_for(scheduler), cfg.speed, ns)
+            driver.start()
+            started = time.time()
+            ctx = RunContext(self, ns, live, exporter, prom, sched, kubelet, driver, started)
+            fault_thread: threading.Thread | None = None
+            fault_result: dict[str, Any] = {}
+            if fault_script is not None:
+                fault_thread = threading.Thread(
+                    target=lambda: fault_result.update(fault_script(ctx)), daemon=True, name="faults"
+                )
+                fault_thread.start()
+            prom_rss = self._wait_done(ctx, wl, fault_thread)
+            if fault_thread is not None:
+                fault_thread.join(300)
+            end = time.time() + 3 * cfg.scrape_seconds
+            time.sleep(3 * cfg.scrape_seconds)
+            return self._judge(scheduler, seed, ctx, wl, end, prom_rss, time.monotonic() - t_wall0, fault_result)
+        finally:
+            for part in (driver, kubelet, sched, prom):
+                if part is not None:
+                    try:
+                        part.stop()
+                    except Exception as exc:  # noqa: BLE001 - cleanup must go on with the next part
+                        log.warning("stopping %s: %s", type(part).__name__, exc)
+            exporter.stop()
+            self._delete_pods(ns)
+
+    def _start_prometheus(self, rundir: Path, exporter: SimExporter, drs_ports: list[int]) -> PrometheusProc:
+        cfg = self.config
+        interval = f"{max(1, round(cfg.scrape_seconds * 1000))}ms"
+        scrape = [exporter.scrape_config("node")]
+        if drs_ports:
+            scrape.append(
+                {
+                    "job_name": DRS_METRICS_JOB,
+                    "scrape_interval": "1s",  # counters only; a busy Python process may answer slower than 250 ms
+                    "scrape_timeout": "1s",
+                    "static_configs": [{"targets": [f"127.0.0.1:{p}" for p in drs_ports]}],
+                }
+            )
+        prom = start_prometheus(
+            rundir / "prometheus", extra_config={"scrape_configs": scrape}, rule_files=[RULES], scrape_interval=interval
+        )
+        n = len(self.nodes)
+        try:
+            wait_until(
+                lambda: len(prom.query('count by (nodename) (node_uname_info{job="node"})')) == n,
+                max(60.0, n / 5),  # one Python process serves every node's /metrics: slow at 1000 nodes
+                f"all {n} simulated nodes scraped",
+            )
+        except BaseException:
+            prom.stop()
+            raise
+        return prom
+
+    def _wait_done(self, ctx: RunContext, wl: Workload, fault_thread: threading.Thread | None) -> int:
+        """Until every pod the driver created is Succeeded or Failed (or the deadline); returns Prometheus' peak RSS."""
+        cfg = self.config
+        horizon = (float(wl.arrival[-1]) + 3 * float(wl.work.max())) / cfg.speed
+        deadline = time.monotonic() + cfg.deadline_factor * horizon + 120
+        peak_prom = 0
+        n = len(wl)
+        while time.monotonic() < deadline:
+            ctx.sched.sample_rss()
+            peak_prom = max(peak_prom, rss_bytes(ctx.prom.pid))
+            st = ctx.kubelet.stats
+            driver_done = not ctx.driver.is_alive()
+            created = len(ctx.driver.result.created) + len(ctx.driver.result.errors)
+            faults_done = fault_thread is None or not fault_thread.is_alive()
+            all_ended = st.completed + len(st.infeasible) >= len(ctx.driver.result.created)
+            if driver_done and created >= n and all_ended and faults_done and ctx.kubelet.pending_writes() == 0:
+                return peak_prom
+            time.sleep(0.25)
+        log.warning("run %s: deadline reached before every pod completed", ctx.namespace)
+        return peak_prom
+
+    def _judge(
+        self,
+        scheduler: str,
+        seed: int,
+        ctx: RunContext,
+        wl: Workload,
+        end: float,
+        prom_rss: int,
+        wall: float,
+        fault_result: dict[str, Any],
+    ) -> dict[str, Any]:
+        cfg = self.config
+        pods = judge.list_pods(self.api, ctx.namespace)
+        times = judge.PodTimes.from_api(pods)
+        summary = times.summary(cfg.speed)
+        finished = [p.finished for p in times.pods if p.finished]
+        last = max(finished) if finished else end
+        window = f"{max(1, round(4 * cfg.scrape_seconds * 1000))}ms"
+        series = judge.fetch_node_series(
+            ctx.prom, self.nodes.names, ctx.started, min(end, last), cfg.scrape_seconds, window
+        )
+        nodes = judge.node_metrics(series, self.nodes, self.scenario.norm)
+        fallbacks: dict[str, float] = {}
+        decisions: dict[str, float] = {}
+        if ctx.sched.metrics_urls:
+            fallbacks = judge.counter_by(ctx.prom, "drs_fallback_decisions_total", "reason", end, end - ctx.started + 5)
+            decisions = judge.counter_by(ctx.prom, "drs_decisions_total", "policy", end, end - ctx.started + 5)
+        st = ctx.kubelet.stats
+        names_created = set(ctx.driver.result.created)
+        in_api = {p["metadata"]["name"] for p in pods}
+        lost = sorted(
+            (names_created - in_api)
+            | {p.name for p in times.pods if p.name in names_created and p.phase not in ("Succeeded", "Failed")}
+        )
+        lost += ctx.driver.result.errors
+        return {
+            "scheduler": scheduler,
+            "seed": seed,
+            "namespace": ctx.namespace,
+            "pods": len(wl),
+            "imbalance": nodes["imbalance"],
+            "utilisation": nodes["utilisation"],
+            "hot_node_time": nodes["hot_node_time"],
+            "completion_mean": summary["completion_mean"],
+            "completion_p95": summary["completion_p95"],
+            "slowdown_mean": summary["slowdown_mean"],
+            "slowdown_p95": summary["slowdown_p95"],
+            "makespan": summary["makespan"],
+            "start_delay_mean": summary["start_delay_mean"],
+            "start_delay_p95": summary["start_delay_p95"],
+            "bound": summary["bound"],
+            "completed": summary["completed"],
+            "lost": len(lost),
+            "lost_pods": lost[:20],
+            "double_bound": len(st.double_bound),
+            "infeasible": len(st.infeasible),
+            "fallback_decisions": fallbacks,
+            "decisions_by_policy": decisions,
+            "node_coverage_min": min(nodes["node_coverage"].values()) if nodes["node_coverage"] else 0.0,
+            "nodes_with_metrics": sum(v > 0 for v in nodes["node_coverage"].values()),
+            "n_nodes": len(self.nodes),
+            "steps": nodes["steps"],
+            "wall_seconds": wall,
+            "scheduler_peak_rss_bytes": ctx.sched.peak_rss,
+            "prometheus_peak_rss_bytes": prom_rss,
+            "driver_max_lag_seconds": ctx.driver.result.max_lag_seconds,
+            "kubelet_write_retries": st.write_retries,
+            "kubelet_status_lag_p95_seconds": float(np.percentile(st.status_lag, 95)) if st.status_lag else math.nan,
+            "watch_reconnects": ctx.kubelet.watch.reconnects,
+            "faults": fault_result,
+            "series": nodes["series"],
+        }
+
+    def _delete_pods(self, ns: str) -> None:
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api)
+        for _ in range(3):
+            try:
+                core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, _preload_content=False)
+                return
+            except Exception as exc:  # noqa: BLE001 - the apiserver may be restarting after a fault
+                log.warning("deleting the pods of %s: %s", ns, exc)
+                time.sleep(1)
+
+
+def nan_mean(values: list[float]) -> float:
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    return sum(vals) / len(vals) if vals else math.nan

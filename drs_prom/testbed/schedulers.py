@@ -1,0 +1,219 @@
+"""The schedulers under test, each started as its own process for one run and stopped after it.
+
+* ``kube-scheduler``: the real binary with its default profile (``default-scheduler``).
+* ``kube-scheduler+drs``: the same binary with drs-prom as an HTTP extender (deploy/k8s/extender's
+  settings: filter + prioritize, weight 5, ignorable) and ``drs-prom extender`` beside it.
+* ``drs`` and every heuristic name: ``drs-prom run`` (``--policy NAME`` for a heuristic; the shipped
+  model for ``drs``), reading the run's Prometheus; with ``replicas=2`` two replicas elect a leader.
+
+All listen on 127.0.0.1 only. ``rss_bytes()`` reads the processes' resident memory (/proc).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from drs_prom.config import Normalisation
+from drs_prom.errors import ConfigError
+from drs_prom.testbed.build import ControlPlaneError
+from drs_prom.testbed.controlplane import ControlPlane
+from drs_prom.testbed.process import LOOPBACK, ManagedProcess, free_port, wait_http
+
+KUBE = "kube-scheduler"
+KUBE_EXTENDER = "kube-scheduler+drs"
+DRS = "drs"
+KUBE_SCHEDULER_NAME = "default-scheduler"
+DRS_SCHEDULER_NAME = "drs-scheduler"
+DRS_CLI = (sys.executable, "-c", "from drs_prom.cli import main; main()")
+
+
+def known_schedulers() -> list[str]:
+    from drs_prom.registry import HEURISTICS
+
+    return [KUBE, KUBE_EXTENDER, DRS, *HEURISTICS]
+
+
+def parse_schedulers(text: str) -> list[str]:
+    """Comma-separated scheduler names; ConfigError naming an unknown one."""
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    known = known_schedulers()
+    for n in names:
+        if n not in known:
+            raise ConfigError(f"unknown scheduler {n!r}; known: {', '.join(known)}")
+    if not names:
+        raise ConfigError("--schedulers names no scheduler")
+    return names
+
+
+def scheduler_name_for(scheduler: str) -> str:
+    """The ``spec.schedulerName`` pods get in a run of ``scheduler``."""
+    return KUBE_SCHEDULER_NAME if scheduler in (KUBE, KUBE_EXTENDER) else DRS_SCHEDULER_NAME
+
+
+def metrics_ports_needed(scheduler: str, replicas: int = 1) -> int:
+    """How many /metrics ports of drs-prom processes a run of ``scheduler`` has (0 for plain kube-scheduler)."""
+    if scheduler == KUBE:
+        return 0
+    return 1 if scheduler == KUBE_EXTENDER else replicas
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of ``pid`` (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+@dataclass
+class RunningScheduler:
+    """The processes of one scheduler under test."""
+
+    name: str
+    procs: list[ManagedProcess] = field(default_factory=list)
+    metrics_urls: list[str] = field(default_factory=list)  # drs-prom /metrics, one per replica
+    peak_rss: int = 0
+
+    def sample_rss(self) -> int:
+        now = sum(rss_bytes(p.pid) for p in self.procs if p.alive())
+        self.peak_rss = max(self.peak_rss, now)
+        return now
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            p.stop(grace=10)
+
+
+def _drs_config(
+    workdir: Path,
+    tag: str,
+    prometheus_url: str,
+    norm: Normalisation,
+    scrape_seconds: float,
+    leader_election: bool,
+    model_path: str | None,
+    port: int,
+    lease: str = "",
+) -> tuple[Path, str]:
+    window = f"{max(1, round(4 * scrape_seconds * 1000))}ms"  # 4 scrapes, the documented minimum
+    cfg: dict[str, Any] = {
+        "prometheus": {
+            "url": prometheus_url,
+            "timeout_seconds": 2.0,
+            "window": window,
+            "max_sample_age_seconds": max(3.0, 12 * scrape_seconds),
+        },
+        "normalisation": norm.model_dump(),
+        "retrain": {"model_store": str(workdir / "model-store")},
+        "scheduler": {
+            "scheduler_name": DRS_SCHEDULER_NAME,
+            "metrics_listen": f"{LOOPBACK}:{port}",
+            "leader_election": leader_election,
+            "lease_namespace": "default",
+            "lease_name": f"drs-testbed-{lease}",  # one Lease for all replicas of a run
+            "lease_duration_seconds": 4.0,
+            "renew_deadline_seconds": 3.0,
+            "retry_period_seconds": 0.5,
+            "state_refresh_seconds": max(0.2, scrape_seconds),
+            "backoff_initial_seconds": 0.2,
+            "backoff_max_seconds": 2.0,
+            "journal_path": str(workdir / f"journal-{tag}.sqlite"),
+            "settle_seconds": 0.0,
+        },
+    }
+    if model_path:
+        cfg["scheduler"]["model_path"] = model_path
+    path = workdir / f"drs-{tag}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path, f"http://{LOOPBACK}:{port}"
+
+
+def start_scheduler(
+    scheduler: str,
+    cp: ControlPlane,
+    workdir: Path,
+    prometheus_url: str,
+    norm: Normalisation,
+    scrape_seconds: float,
+    replicas: int = 1,
+    model_path: str | None = None,
+    metrics_ports: Sequence[int] = (),
+    timeout: float = 300.0,
+) -> RunningScheduler:
+    """Start ``scheduler`` against ``cp``; returns once it is ready (/healthz).
+
+    ``metrics_ports``: where drs-prom replicas (or the extender) serve /metrics, chosen before the
+    run's Prometheus starts so that it scrapes them (``metrics_ports_needed``)."""
+    ports = list(metrics_ports) or [free_port() for _ in range(metrics_ports_needed(scheduler, replicas))]
+    assert cp.admin_kubeconfig is not None
+    kc = str(cp.admin_kubeconfig)
+    run = RunningScheduler(scheduler)
+    try:
+        if scheduler == KUBE:
+            run.procs.append(cp.start_kube_scheduler(f"profiles: [{{schedulerName: {KUBE_SCHEDULER_NAME}}}]\n"))
+            return run
+        if scheduler == KUBE_EXTENDER:
+            port = ports[0]
+            cfg_path, _ = _drs_config(
+                workdir, "extender", prometheus_url, norm, scrape_seconds, False, model_path, free_port()
+            )
+            ext = ManagedProcess(
+                "drs-extender",
+                [*DRS_CLI, "extender", "--listen", f"{LOOPBACK}:{port}", "--config", str(cfg_path), "--kubeconfig", kc],
+                workdir / "drs-extender.log",
+            )
+            run.procs.append(ext)
+            wait_http(ext, f"http://{LOOPBACK}:{port}/healthz", lambda b: True, timeout, error=ControlPlaneError)
+            kcfg = {
+                "profiles": [{"schedulerName": KUBE_SCHEDULER_NAME}],
+                "extenders": [
+                    {
+                        "urlPrefix": f"http://{LOOPBACK}:{port}",
+                        "filterVerb": "filter",
+                        "prioritizeVerb": "prioritize",
+                        "weight": 5,
+                        "enableHTTPS": False,
+                        "nodeCacheCapable": True,
+                        "ignorable": True,
+                        "httpTimeout": "2s",
+                    }
+                ],
+            }
+            run.procs.append(cp.start_kube_scheduler(yaml.safe_dump(kcfg)))
+            return run
+        policy_args: Sequence[str] = () if scheduler == DRS else ("--policy", scheduler)
+        for i in range(replicas):
+            tag = f"{scheduler}-{i}"
+            cfg_path, url = _drs_config(
+                workdir,
+                tag,
+                prometheus_url,
+                norm,
+                scrape_seconds,
+                replicas > 1,
+                model_path if scheduler == DRS else None,
+                ports[i],
+                lease=workdir.name,
+            )
+            proc = ManagedProcess(
+                f"drs-prom-{tag}",
+                [*DRS_CLI, "run", "--config", str(cfg_path), "--kubeconfig", kc, *policy_args],
+                workdir / f"drs-prom-{tag}.log",
+            )
+            run.procs.append(proc)
+            run.metrics_urls.append(url)
+        for proc, url in zip(run.procs, run.metrics_urls):
+            wait_http(proc, f"{url}/healthz", lambda b: True, timeout, error=ControlPlaneError)
+        return run
+    except BaseException:
+        run.stop()
+        raise

@@ -1,0 +1,86 @@
+"""The testbed's pure parts: judging series and pod times, scaling node counts, naming schedulers."""
+
+import math
+
+import numpy as np
+import pytest
+
+from drs_prom.errors import ConfigError
+from drs_prom.sim.cluster import Nodes
+from drs_prom.sim.env import scaled_load
+from drs_prom.sim.scenario import load_scenario
+from drs_prom.testbed import judge
+from drs_prom.testbed.api import scale_scenario
+from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION, WORK_ANNOTATION
+from drs_prom.testbed.report import bench_twin
+from drs_prom.testbed.schedulers import parse_schedulers
+
+
+def _series(raw: np.ndarray, names: tuple[str, ...]) -> judge.NodeSeries:
+    return judge.NodeSeries(t=np.arange(raw.shape[0], dtype=float), names=names, raw=raw)
+
+
+def test_node_metrics_apply_the_benchmarks_definitions_to_prometheus_series():
+    sc = load_scenario("drs-paper")
+    nodes = Nodes.from_scenario(sc)
+    rng = np.random.default_rng(1)
+    used = rng.uniform(0, 1, (5, 4, 6)) * nodes.capacity[None]  # absolute load, 5 steps
+    raw = used.copy()
+    raw[..., :2] /= nodes.capacity[None, :, :2]  # what PromQL returns: cpu/mem fractions, byte rates
+    m = judge.node_metrics(_series(raw, nodes.names), nodes, sc.norm)
+    want_imb = np.mean([scaled_load(u, nodes.capacity, sc.norm).std(axis=0).sum() for u in used])
+    assert m["imbalance"] == pytest.approx(want_imb)
+    assert m["utilisation"] == pytest.approx(float(np.mean(used / nodes.capacity[None])))
+    want_hot = float(np.mean((used / nodes.capacity[None]).max(axis=2) >= judge.HOT_THRESHOLD))
+    assert m["hot_node_time"] == pytest.approx(want_hot)
+    assert m["node_coverage"] == dict.fromkeys(nodes.names, 1.0)
+
+
+def test_steps_missing_a_node_are_left_out_and_coverage_says_so():
+    sc = load_scenario("drs-paper")
+    nodes = Nodes.from_scenario(sc)
+    raw = np.full((4, 4, 6), 0.1)
+    raw[..., 2:] = 1000.0
+    raw[1, 2, 0] = np.nan  # worker-3 had no cpu sample at step 1
+    m = judge.node_metrics(_series(raw, nodes.names), nodes, sc.norm)
+    assert m["steps"] == 3
+    assert m["node_coverage"]["worker-3"] == pytest.approx(0.75)
+    empty = judge.node_metrics(_series(np.full((3, 4, 6), np.nan), nodes.names), nodes, sc.norm)
+    assert math.isnan(empty["imbalance"]) and empty["steps"] == 0
+
+
+def test_pod_times_give_completion_and_slowdown_in_simulated_seconds():
+    def pod(name, created, finished, work, phase="Succeeded", node="worker-1"):
+        ann = {CREATED_ANNOTATION: str(created), STARTED_ANNOTATION: str(created + 0.5), WORK_ANNOTATION: str(work)}
+        if finished is not None:
+            ann[FINISHED_ANNOTATION] = str(finished)
+        return {"metadata": {"name": name, "annotations": ann}, "spec": {"nodeName": node}, "status": {"phase": phase}}
+
+    times = judge.PodTimes.from_api(
+        [pod("a", 100.0, 106.0, 50.0), pod("b", 101.0, 108.0, 35.0), pod("c", 102.0, None, 10.0, "Pending", None)]
+    )
+    s = times.summary(speed=10.0)
+    assert (s["pods"], s["bound"], s["completed"]) == (3, 2, 2)
+    assert s["completion_mean"] == pytest.approx(65.0)  # (60 + 70) / 2 simulated seconds
+    assert s["start_delay_p95"] == pytest.approx(5.0)  # 0.5 wall seconds at 10x
+    assert s["slowdown_p95"] == pytest.approx(np.percentile([60 / 50, 70 / 35], 95))
+
+
+def test_scale_scenario_keeps_node_types_in_proportion():
+    het = load_scenario("heterogeneous")
+    assert het.n_nodes == 6
+    big = scale_scenario(het, 100)
+    assert big.n_nodes == 100
+    assert sorted(t.count for t in big.nodes) == [33, 33, 34]
+    assert scale_scenario(load_scenario("drs-paper"), 4).n_nodes == 4
+    with pytest.raises(ConfigError):
+        scale_scenario(het, 0)
+
+
+def test_scheduler_names_are_checked_and_have_bench_twins():
+    assert parse_schedulers("kube-scheduler, drs,balanced-load") == ["kube-scheduler", "drs", "balanced-load"]
+    with pytest.raises(ConfigError, match="unknown scheduler 'nope'"):
+        parse_schedulers("kube-scheduler,nope")
+    assert bench_twin("kube-scheduler") == "kube-default"
+    assert bench_twin("kube-scheduler+drs") is None
+    assert bench_twin("least-loaded") == "least-loaded"
