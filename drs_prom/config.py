@@ -60,6 +60,8 @@ class PrometheusSettings(_Section):
     def _duration(cls, value: str) -> str:
         if not re.fullmatch(r"(\d+(ms|s|m|h))+", value):
             raise ValueError("must be a Prometheus duration such as 30s or 1m")
+        if duration_seconds(value) <= 0:  # rate(x[0s]) is refused by Prometheus on every refresh
+            raise ValueError("must be longer than zero")
         return value
 
     @property
@@ -197,6 +199,10 @@ def load_settings(path: str | Path | None = None, overrides: dict[str, Any] | No
             loaded = yaml.safe_load(Path(path).read_text())
         except FileNotFoundError:
             raise ConfigError(f"config file not found: {path}") from None
+        except OSError as exc:  # a directory, unreadable (permissions), I/O error
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"config file {path} is not UTF-8 text") from None
         except yaml.YAMLError as exc:
             raise ConfigError(f"config file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
         if loaded is not None and not isinstance(loaded, dict):

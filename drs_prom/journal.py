@@ -102,6 +102,23 @@ class Decision:
 _JSON_FIELDS = ("pod_features", "candidates", "feasible", "scores", "nodes")
 
 
+def _decode(raw: dict[str, Any]) -> Decision | None:
+    """A row as a Decision, or None when its JSON columns are damaged."""
+    row = dict(raw)
+    try:
+        for key in _JSON_FIELDS:
+            row[key] = None if row.get(key) is None else json.loads(row[key])
+        for key in ("pod_features", "candidates", "feasible", "scores"):
+            if not isinstance(row[key], list):
+                return None
+        if row["nodes"] is not None and not isinstance(row["nodes"], list):
+            return None
+        row["feasible"] = [bool(v) for v in row["feasible"]]
+        return Decision(**row)
+    except (ValueError, TypeError):
+        return None
+
+
 class Journal:
     """Thread-safe append/read access to one journal file."""
 
@@ -141,7 +158,9 @@ class Journal:
         return int(cur.lastrowid or 0)
 
     def since(self, ts: float = 0.0, until: float | None = None) -> Iterator[Decision | dict]:
-        """Decisions with ``ts`` in [ts, until); rows of an unknown schema come back as raw dicts."""
+        """Decisions with ``ts`` in [ts, until); rows of an unknown schema, or damaged ones
+        (JSON that does not parse or has the wrong shape), come back as raw dicts, so one bad
+        row never stops a reader."""
         query = (
             "SELECT * FROM decisions WHERE ts >= ?" + (" AND ts < ?" if until is not None else "") + " ORDER BY ts, id"
         )
@@ -155,10 +174,8 @@ class Journal:
             if raw.get("schema") not in _READABLE:
                 yield raw
                 continue
-            for key in _JSON_FIELDS:
-                raw[key] = None if raw.get(key) is None else json.loads(raw[key])
-            raw["feasible"] = [bool(v) for v in raw["feasible"]]
-            yield Decision(**raw)
+            decision = _decode(raw)
+            yield raw if decision is None else decision
 
     def close(self) -> None:
         with self._lock:

@@ -166,9 +166,11 @@ def _requirements(exprs: Any) -> tuple[NodeSelectorRequirement, ...]:
 
 
 def _affinity_terms(spec: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...]:
-    na = _mapping(_mapping(_mapping(spec.get("affinity")).get("nodeAffinity")).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ))
+    na = _mapping(
+        _mapping(_mapping(spec.get("affinity")).get("nodeAffinity")).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+    )
     return tuple(
         NodeSelectorTerm(
             match_expressions=_requirements(term.get("matchExpressions")),

@@ -20,7 +20,5 @@ settings.register_profile("ci", max_examples=200, **_COMMON)
 settings.register_profile("dev", max_examples=50, **_COMMON)
 settings.register_profile("long", max_examples=2000, **_COMMON)
 # Generated inputs only (the pinned @examples skipped): how defects were found in the first place.
-settings.register_profile(
-    "discover", max_examples=200, phases=[Phase.generate, Phase.target, Phase.shrink], **_COMMON
-)
+settings.register_profile("discover", max_examples=200, phases=[Phase.generate, Phase.target, Phase.shrink], **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -26,7 +26,9 @@ SEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "in")
 
 # -- quantities -------------------------------------------------------------------
 
-_GO_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+|)$")
+_GO_QUANTITY = re.compile(
+    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+|)$"
+)
 _SUFFIX = {
     "": Decimal(1),
     "m": Decimal("0.001"),
@@ -139,9 +141,11 @@ term = st.fixed_dictionaries(
 affinity = st.fixed_dictionaries(
     {
         "nodeAffinity": st.fixed_dictionaries(
-            {"requiredDuringSchedulingIgnoredDuringExecution": st.fixed_dictionaries(
-                {"nodeSelectorTerms": st.lists(term, min_size=1, max_size=2)}
-            )}
+            {
+                "requiredDuringSchedulingIgnoredDuringExecution": st.fixed_dictionaries(
+                    {"nodeSelectorTerms": st.lists(term, min_size=1, max_size=2)}
+                )
+            }
         )
     }
 )

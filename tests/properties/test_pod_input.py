@@ -90,7 +90,10 @@ def test_pod_requests_match_reference(pod: dict) -> None:
         {
             "metadata": {"name": "n1", "labels": {}},
             "spec": {},
-            "status": {"allocatable": {"cpu": "1", "memory": "1", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]},
+            "status": {
+                "allocatable": {"cpu": "1", "memory": "1", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
         }
     ],
 )
@@ -102,7 +105,9 @@ def test_pod_requests_match_reference(pod: dict) -> None:
             "affinity": {
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["5"]}]}]
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["5"]}]}
+                        ]
                     }
                 }
             },
@@ -112,7 +117,10 @@ def test_pod_requests_match_reference(pod: dict) -> None:
         {
             "metadata": {"name": "n1", "labels": {"zone": "1_0"}},
             "spec": {},
-            "status": {"allocatable": {"cpu": "1", "memory": "1", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]},
+            "status": {
+                "allocatable": {"cpu": "1", "memory": "1", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
         }
     ],
 )
@@ -125,7 +133,10 @@ def test_pod_requests_match_reference(pod: dict) -> None:
         {
             "metadata": {"name": "n1", "labels": {}},
             "spec": {"taints": [{"key": "gpu", "value": "a", "effect": "NoSchedule"}]},
-            "status": {"allocatable": {"cpu": "1", "memory": "1", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]},
+            "status": {
+                "allocatable": {"cpu": "1", "memory": "1", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
         }
     ],
 )

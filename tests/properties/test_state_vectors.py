@@ -30,7 +30,9 @@ sample_values = st.one_of(
 series_item = st.one_of(
     st.fixed_dictionaries(
         {
-            "metric": st.fixed_dictionaries({}, optional={"nodename": st.sampled_from(NODES + ("",)), "job": st.just("n")}),
+            "metric": st.fixed_dictionaries(
+                {}, optional={"nodename": st.sampled_from(NODES + ("",)), "job": st.just("n")}
+            ),
             "value": st.tuples(st.floats(0, 2e9), sample_values.map(lambda v: v if v is None else str(v))),
         }
     ),
@@ -39,7 +41,9 @@ series_item = st.one_of(
     st.just({"metric": None, "value": [0, "1"]}),
     st.just("not a series"),
 )
-vectors = st.one_of(st.lists(series_item, max_size=5), st.just({"resultType": "vector"}), st.none(), st.text(max_size=5))
+vectors = st.one_of(
+    st.lists(series_item, max_size=5), st.just({"resultType": "vector"}), st.none(), st.text(max_size=5)
+)
 
 
 @given(vectors)
