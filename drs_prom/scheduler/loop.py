@@ -115,7 +115,14 @@ class Scheduler:
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> Scheduler:
         if self._serve_http:
-            self.http = HealthServer(self.cfg.metrics_listen, self.metrics.registry, self.healthy, self.ready).start()
+            self.http = HealthServer(
+                self.cfg.metrics_listen,
+                self.metrics.registry,
+                self.healthy,
+                self.ready,
+                serving=self.settings.serving,
+                api_client=self.api_client,
+            ).start()
         self.cache.start(self.core)
         self.decider.start()
         if self.elector is not None:

@@ -127,16 +127,17 @@ def build_extender(
     from drs_prom.scheduler.metrics import SchedulerMetrics
 
     cache = None
+    kube_api = api_client(kubeconfig) if (use_cache or settings.serving.authenticate_metrics) else None
     if use_cache:
         from kubernetes import client as kclient
 
         cache = ClusterCache(scheduler_name="\0none")  # pods of any scheduler count for requests; none queued
-        cache.start(kclient.CoreV1Api(api_client(kubeconfig)))
+        cache.start(kclient.CoreV1Api(kube_api))
     if policy == "load":
         policy = load_policy(settings)
     source = prometheus_source(settings, (lambda: list(cache.nodes)) if cache else None)
     decider = Decider(settings, SchedulerMetrics(), source=source, policy=policy)
-    server = ExtenderServer(Extender(decider, cache), listen)
+    server = ExtenderServer(Extender(decider, cache), listen, settings.serving, kube_api)
     return server, decider, cache
 
 
