@@ -266,7 +266,8 @@ class BackgroundServer:
             if api_client is None:
                 raise ConfigError("serving.authenticate_metrics needs a Kubernetes client for TokenReview")
             auth = DelegatedAuth(api_client, serving.auth_cache_ttl_seconds)
-        self.httpd = BoundedHTTPServer((host or "0.0.0.0", int(port)), handler, serving, tls_context(serving), auth)
+        tls, self.cert_file = tls_context(serving)
+        self.httpd = BoundedHTTPServer((host or "0.0.0.0", int(port)), handler, serving, tls, auth)
         self.port = self.httpd.server_address[1]
         self.scheme = "http" if serving.tls == "off" else "https"
         self._thread = threading.Thread(target=self.httpd.serve_forever, name=name, daemon=True)

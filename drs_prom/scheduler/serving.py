@@ -74,10 +74,13 @@ def self_signed_certificate(directory: Path, hosts: tuple[str, ...] = ("localhos
     return cert_path, key_path
 
 
-def tls_context(serving: ServingSettings, hosts: tuple[str, ...] = ("localhost", "127.0.0.1")) -> ssl.SSLContext | None:
-    """The server-side SSLContext the settings ask for (None: plain HTTP); ConfigError if unusable."""
+def tls_context(
+    serving: ServingSettings, hosts: tuple[str, ...] = ("localhost", "127.0.0.1")
+) -> tuple[ssl.SSLContext | None, Path | None]:
+    """The server-side SSLContext the settings ask for and its certificate file
+    ((None, None): plain HTTP); ConfigError if the certificate or key is unusable."""
     if serving.tls == "off":
-        return None
+        return None, None
     if serving.tls == "self-signed":
         cert, key = self_signed_certificate(Path(tempfile.mkdtemp(prefix="drs-prom-tls-")), hosts)
         log.info("serving TLS with a self-signed certificate %s", cert)
@@ -89,7 +92,7 @@ def tls_context(serving: ServingSettings, hosts: tuple[str, ...] = ("localhost",
         ctx.load_cert_chain(cert, key)
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"cannot use TLS certificate {cert} / key {key}: {exc}") from None
-    return ctx
+    return ctx, cert
 
 
 @dataclass(frozen=True)
