@@ -66,6 +66,12 @@ class SchedulerMetrics:
             registry=r,
         )
         self.prom_errors = Counter("drs_prometheus_errors_total", "Failed node-state refreshes.", registry=r)
+        self.prom_error_kinds = Counter(
+            "drs_prometheus_errors_by_kind_total",
+            "Failed node-state refreshes by kind: timeout, unreachable, http_error, malformed, unusable, non_finite.",
+            ["kind"],
+            registry=r,
+        )
         self.state_age = Gauge("drs_state_age_seconds", "Age of the node state used for decisions.", registry=r)
         self.queue_depth = Gauge("drs_queue_pending_pods", "Pods waiting in the scheduling queue.", registry=r)
         self.leader = Gauge("drs_leader", "1 while this replica holds the Lease.", registry=r)
