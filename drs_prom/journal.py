@@ -13,6 +13,8 @@ open (nullable columns added); their schema-1 rows read back with ``nodes=None``
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
 import threading
 import time
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from drs_prom.types import NodeInfo
+
+log = logging.getLogger(__name__)
 
 JOURNAL_SCHEMA = 2
 
@@ -99,12 +103,13 @@ class Decision:
     id: int | None = None
 
 
+_DECISION_FIELDS = frozenset(Decision.__dataclass_fields__)
 _JSON_FIELDS = ("pod_features", "candidates", "feasible", "scores", "nodes")
 
 
 def _decode(raw: dict[str, Any]) -> Decision | None:
     """A row as a Decision, or None when its JSON columns are damaged."""
-    row = dict(raw)
+    row = {k: v for k, v in raw.items() if k in _DECISION_FIELDS}  # columns a newer version added are not ours
     try:
         for key in _JSON_FIELDS:
             row[key] = None if row.get(key) is None else json.loads(row[key])
@@ -180,3 +185,39 @@ class Journal:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def open_journal(path: str | Path) -> Journal | None:
+    """The journal at ``path`` for a long-running scheduler, which must start whatever the volume holds.
+
+    A damaged file (truncated, not SQLite) is moved aside to ``<path>.damaged-<unix time>``
+    (kept, nothing deleted) and a new one started; a file that cannot be opened at all
+    (permissions, read-only volume) gives None: the scheduler binds without a journal.
+    Each case is one warning line.
+    """
+    try:
+        return Journal(path)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError):  # cannot open / read-only / locked: not damage
+            log.warning("decision journal %s cannot be used (%s); scheduling without a journal", path, exc)
+            return None
+        aside = f"{path}.damaged-{int(time.time())}"
+        try:
+            os.replace(path, aside)
+            for suffix in ("-wal", "-shm"):
+                if os.path.exists(f"{path}{suffix}"):
+                    os.replace(f"{path}{suffix}", f"{aside}{suffix}")
+        except OSError as move:
+            log.warning(
+                "decision journal %s is damaged (%s) and cannot be moved aside (%s); no journal", path, exc, move
+            )
+            return None
+        log.warning("decision journal %s is damaged (%s); kept as %s, starting a new one", path, exc, aside)
+        try:
+            return Journal(path)
+        except (sqlite3.Error, OSError) as again:
+            log.warning("decision journal %s cannot be created (%s); scheduling without a journal", path, again)
+            return None
+    except OSError as exc:
+        log.warning("decision journal %s cannot be used (%s); scheduling without a journal", path, exc)
+        return None

@@ -25,6 +25,7 @@ import numpy as np
 from drs_prom import filters
 from drs_prom.config import Settings
 from drs_prom.journal import Decision, Journal, node_entries
+from drs_prom.ratelog import RateLimitedLog
 from drs_prom.policy import Policy
 from drs_prom.scheduler import bind as binder
 from drs_prom.scheduler import kube
@@ -71,6 +72,7 @@ class Scheduler:
         self.core = client.CoreV1Api(api_client)
         self.coord = client.CoordinationV1Api(api_client)
         self.journal = journal
+        self._journal_log = RateLimitedLog(log, 60.0)  # a full disk fails every row: one line a minute
         self.metrics = metrics or SchedulerMetrics()
         self.decider = Decider(settings, self.metrics, source=source, policy=policy, model_loader=model_loader)
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
@@ -318,8 +320,9 @@ class Scheduler:
                     outcome=outcome,
                 )
             )
-        except Exception as exc:  # a full disk must not stop binding
-            log.warning("journal append failed: %s", exc)
+        except Exception as exc:  # a full disk must not stop binding; say so once a minute
+            self.metrics.journal_failures.inc()
+            self._journal_log.warn("journal", "journal append failed, binding continues: %s", exc)
 
 
 def default_identity() -> str:

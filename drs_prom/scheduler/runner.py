@@ -69,7 +69,7 @@ def _wait_for_signal() -> None:
 
 
 def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any = "load", **kw: Any) -> Any:
-    from drs_prom.journal import Journal
+    from drs_prom.journal import open_journal
     from drs_prom.scheduler.loop import Scheduler, default_identity
     from drs_prom.scheduler.pod_features import ObservedUsage
 
@@ -84,7 +84,7 @@ def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: A
         return watcher.model
 
     kw.setdefault("model_loader", model_loader)
-    journal = Journal(settings.scheduler.journal_path) if settings.scheduler.journal_path else None
+    journal = open_journal(settings.scheduler.journal_path) if settings.scheduler.journal_path else None
     holder: dict[str, Any] = {}
     source = prometheus_source(settings, lambda: list(holder["s"].cache.nodes))
     observed = ObservedUsage(source.scalar)
