@@ -7,6 +7,7 @@ apiserver validates quantities, so this only guards against hand-made objects).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_CEILING, Context, Decimal
@@ -44,7 +45,7 @@ def parse_quantity(q: Any) -> Decimal:
     if isinstance(q, int):
         return Decimal(q)
     if isinstance(q, float):
-        if q != q or q in (float("inf"), float("-inf")):
+        if not math.isfinite(q):
             raise ValueError(f"bad quantity {q!r}")
         return Decimal(repr(q))
     m = _QUANTITY.fullmatch(q)

@@ -25,8 +25,8 @@ import numpy as np
 from drs_prom import filters
 from drs_prom.config import Settings
 from drs_prom.journal import Decision, Journal, node_entries
-from drs_prom.ratelog import RateLimitedLog
 from drs_prom.policy import Policy
+from drs_prom.ratelog import RateLimitedLog
 from drs_prom.scheduler import bind as binder
 from drs_prom.scheduler import kube
 from drs_prom.scheduler.cache import ClusterCache

@@ -250,7 +250,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
             self.slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        log.debug("connection from %s ended with an error", client_address, exc_info=True)
+        log.debug("connection from %s ended with an error", client_address, exc_info=True)  # noqa: LOG014 - called from the except of socketserver
 
 
 class BackgroundServer:

@@ -34,7 +34,8 @@ yaml_values = st.recursive(
 FIELDS = {name: list(section.annotation.model_fields) for name, section in Settings.model_fields.items()}
 settings_docs = st.dictionaries(
     st.sampled_from(list(FIELDS) + ["bogus"]),
-    st.dictionaries(st.sampled_from(sum(FIELDS.values(), []) + ["x"]), scalars, max_size=3) | scalars,
+    st.dictionaries(st.sampled_from([f for fields in FIELDS.values() for f in fields] + ["x"]), scalars, max_size=3)
+    | scalars,
     max_size=3,
 )
 

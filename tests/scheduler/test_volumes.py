@@ -10,7 +10,6 @@ import logging
 import os
 import sqlite3
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
