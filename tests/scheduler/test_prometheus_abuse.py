@@ -22,9 +22,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from drs_prom.baselines import make_policy
 from drs_prom.config import load_settings
 from drs_prom.prometheus import PrometheusSource
+from drs_prom.registry import make_policy
 from drs_prom.scheduler.decide import Decider
 from drs_prom.scheduler.metrics import SchedulerMetrics
 from drs_prom.types import NodeInfo, PodRequest
