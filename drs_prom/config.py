@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from drs_prom.errors import ConfigError
 
@@ -82,6 +82,8 @@ class PrometheusSettings(_Section):
     def _duration(cls, value: str) -> str:
         if not re.fullmatch(r"(\d+(ms|s|m|h))+", value):
             raise ValueError("must be a Prometheus duration such as 30s or 1m")
+        if duration_seconds(value) <= 0:  # rate(x[0s]) is refused by Prometheus on every refresh
+            raise ValueError("must be longer than zero")
         return value
 
     @property
@@ -278,6 +280,52 @@ class RolloutSettings(_Section):
     def _selector(cls, value: str) -> str:
         parse_selector(value)  # raises ValueError naming the bad term
         return value
+class ServingSettings(_Section):
+    """The HTTP(S) port of /metrics, /healthz, /readyz and the extender verbs.
+
+    Like kube-scheduler's secure port: TLS with a configured or self-generated certificate,
+    optional delegated authentication/authorization of /metrics (TokenReview, then a
+    SubjectAccessReview for ``get`` on the non-resource URL ``/metrics``), while /healthz
+    and /readyz stay open for probes. ``tls: off`` serves plain HTTP, for clusters that
+    terminate TLS elsewhere (a mesh sidecar or a proxy).
+    """
+
+    tls: str = Field(
+        "off",
+        pattern="^(off|self-signed|files)$",
+        description="off: plain HTTP; self-signed: generate a certificate at start; files: cert_file/key_file.",
+    )
+    cert_file: str = Field("", description="PEM certificate (chain) when tls is files.")
+    key_file: str = Field("", description="PEM private key when tls is files.")
+    authenticate_metrics: bool = Field(
+        False, description="Require a bearer token allowed to get /metrics (TokenReview + SubjectAccessReview)."
+    )
+    auth_cache_ttl_seconds: float = Field(
+        10.0, ge=0, description="How long a token's review is reused (kube-scheduler's default is 10s)."
+    )
+    max_body_bytes: int = Field(
+        8 * 2**20,
+        ge=1024,
+        description="Largest extender request accepted (413 above); use nodeCacheCapable on large clusters.",
+    )
+    request_timeout_seconds: float = Field(
+        10.0, gt=0, description="Time a client has to send one whole request (headers and body): slow clients are cut."
+    )
+    max_connections: int = Field(
+        128,
+        ge=1,
+        description="Connections served at once; more wait in the listen queue up to one request timeout, then are closed.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ServingSettings:
+        if self.tls == "files" and not (self.cert_file and self.key_file):
+            raise ValueError("tls: files needs cert_file and key_file")
+        if self.tls != "files" and (self.cert_file or self.key_file):
+            raise ValueError("cert_file/key_file are only read with tls: files")
+        if self.authenticate_metrics and self.tls == "off":
+            raise ValueError("authenticate_metrics sends bearer tokens: it needs tls (self-signed or files)")
+        return self
 
 
 class Settings(_Section):
@@ -287,6 +335,7 @@ class Settings(_Section):
     retrain: RetrainSettings = RetrainSettings()
     reward: RewardSettings = RewardSettings()
     rollout: RolloutSettings = RolloutSettings()
+    serving: ServingSettings = ServingSettings()
 
 
 ENV_PREFIX = "DRS_PROM_"
@@ -303,6 +352,10 @@ def load_settings(path: str | Path | None = None, overrides: dict[str, Any] | No
             loaded = yaml.safe_load(Path(path).read_text())
         except FileNotFoundError:
             raise ConfigError(f"config file not found: {path}") from None
+        except OSError as exc:  # a directory, unreadable (permissions), I/O error
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"config file {path} is not UTF-8 text") from None
         except yaml.YAMLError as exc:
             raise ConfigError(f"config file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
         if loaded is not None and not isinstance(loaded, dict):

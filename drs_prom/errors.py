@@ -12,7 +12,16 @@ class ConfigError(DrsError):
 
 
 class MetricsError(DrsError):
-    """Prometheus is unreachable, answered an error, timed out, or returned unusable data."""
+    """Prometheus is unreachable, answered an error, timed out, or returned unusable data.
+
+    ``kind`` says which, for counting (drs_prometheus_errors_by_kind_total): timeout,
+    unreachable, http_error, malformed (not Prometheus' JSON), unusable (JSON of the wrong
+    shape), non_finite (NaN/Inf samples), or other.
+    """
+
+    def __init__(self, message: str, kind: str = "other") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class ModelError(DrsError):

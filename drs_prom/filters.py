@@ -16,6 +16,7 @@ still land there.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from drs_prom.types import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm, 
 
 NOT_READY_TAINT = Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule")
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+_GO_INT = re.compile(r"[+-]?[0-9]+")
 
 R_UNSCHEDULABLE = "node(s) were unschedulable"
 R_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -49,6 +51,8 @@ def tolerates(tol: Toleration, taint: Taint) -> bool:
         return False
     if tol.operator == "Exists":
         return True
+    if tol.operator not in ("Equal", ""):  # an unknown operator tolerates nothing, as in Kubernetes
+        return False
     if not tol.key:  # Equal with an empty key matches nothing (only Exists may omit the key)
         return False
     return tol.value == taint.value
@@ -82,19 +86,43 @@ def _requirement_matches(req: NodeSelectorRequirement, labels: dict[str, str]) -
     if op in ("Gt", "Lt"):
         if not present or len(req.values) != 1:
             return False
-        try:
-            have, want = int(value), int(req.values[0])
-        except ValueError:
+        have, want = _go_int(value), _go_int(req.values[0])
+        if have is None or want is None:
             return False
         return have > want if op == "Gt" else have < want
     return False  # unknown operator: the apiserver rejects these, never match
 
 
-def term_matches(term: NodeSelectorTerm, labels: dict[str, str]) -> bool:
-    """Requirements are ANDed; a term with no requirements matches nothing (as in Kubernetes)."""
-    if not term.match_expressions:
+def _go_int(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): ASCII digits with an optional sign, in int64 range.
+
+    Python's int() also takes spaces, underscores and non-ASCII digits ("1_0" is 10), which
+    would let a Gt/Lt requirement match a node kube-scheduler refuses.
+    """
+    if not isinstance(text, str) or not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+def _field_matches(req: NodeSelectorRequirement, node_name: str) -> bool:
+    """matchFields: only metadata.name with In/NotIn exists (the apiserver refuses the rest)."""
+    if req.key != "metadata.name":
         return False
-    return all(_requirement_matches(r, labels) for r in term.match_expressions)
+    if req.operator == "In":
+        return node_name in req.values
+    if req.operator == "NotIn":
+        return node_name not in req.values
+    return False
+
+
+def term_matches(term: NodeSelectorTerm, labels: dict[str, str], node_name: str = "") -> bool:
+    """Requirements are ANDed; a term with no requirements matches nothing (as in Kubernetes)."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    return all(_requirement_matches(r, labels) for r in term.match_expressions) and all(
+        _field_matches(f, node_name) for f in term.match_fields
+    )
 
 
 def matches_node_affinity(pod: PodRequest, node: NodeInfo) -> bool:
@@ -102,7 +130,7 @@ def matches_node_affinity(pod: PodRequest, node: NodeInfo) -> bool:
     for key, value in pod.node_selector.items():
         if node.labels.get(key) != value:
             return False
-    if pod.affinity_terms and not any(term_matches(t, node.labels) for t in pod.affinity_terms):
+    if pod.affinity_terms and not any(term_matches(t, node.labels, node.name) for t in pod.affinity_terms):
         return False
     return True
 

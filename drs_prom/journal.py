@@ -19,6 +19,8 @@ their reasons, for ``drs-prom report`` and for people reading the file.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
 import threading
 import time
@@ -28,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from drs_prom.types import NodeInfo
+
+log = logging.getLogger(__name__)
 
 JOURNAL_SCHEMA = 3
 
@@ -139,6 +143,26 @@ class RolloutEvent:
     id: int | None = None
 
 
+_DECISION_FIELDS = frozenset(Decision.__dataclass_fields__)
+
+
+def _decode(raw: dict[str, Any]) -> Decision | None:
+    """A row as a Decision, or None when its JSON columns are damaged."""
+    row = {k: v for k, v in raw.items() if k in _DECISION_FIELDS}  # columns a newer version added are not ours
+    try:
+        for key in _JSON_FIELDS:
+            row[key] = None if row.get(key) is None else json.loads(row[key])
+        for key in ("pod_features", "candidates", "feasible", "scores"):
+            if not isinstance(row[key], list):
+                return None
+        if row["nodes"] is not None and not isinstance(row["nodes"], list):
+            return None
+        row["feasible"] = [bool(v) for v in row["feasible"]]
+        return Decision(**row)
+    except (ValueError, TypeError):
+        return None
+
+
 class Journal:
     """Thread-safe append/read access to one journal file."""
 
@@ -178,7 +202,9 @@ class Journal:
         return int(cur.lastrowid or 0)
 
     def since(self, ts: float = 0.0, until: float | None = None) -> Iterator[Decision | dict]:
-        """Decisions with ``ts`` in [ts, until); rows of an unknown schema come back as raw dicts."""
+        """Decisions with ``ts`` in [ts, until); rows of an unknown schema, or damaged ones
+        (JSON that does not parse or has the wrong shape), come back as raw dicts, so one bad
+        row never stops a reader."""
         query = (
             "SELECT * FROM decisions WHERE ts >= ?" + (" AND ts < ?" if until is not None else "") + " ORDER BY ts, id"
         )
@@ -192,10 +218,8 @@ class Journal:
             if raw.get("schema") not in _READABLE:
                 yield raw
                 continue
-            for key in _JSON_FIELDS:
-                raw[key] = None if raw.get(key) is None else json.loads(raw[key])
-            raw["feasible"] = [bool(v) for v in raw["feasible"]]
-            yield Decision(**raw)
+            decision = _decode(raw)
+            yield raw if decision is None else decision
 
     def append_event(self, event: RolloutEvent) -> int:
         with self._lock, self._db:
@@ -222,3 +246,39 @@ class Journal:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def open_journal(path: str | Path) -> Journal | None:
+    """The journal at ``path`` for a long-running scheduler, which must start whatever the volume holds.
+
+    A damaged file (truncated, not SQLite) is moved aside to ``<path>.damaged-<unix time>``
+    (kept, nothing deleted) and a new one started; a file that cannot be opened at all
+    (permissions, read-only volume) gives None: the scheduler binds without a journal.
+    Each case is one warning line.
+    """
+    try:
+        return Journal(path)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError):  # cannot open / read-only / locked: not damage
+            log.warning("decision journal %s cannot be used (%s); scheduling without a journal", path, exc)
+            return None
+        aside = f"{path}.damaged-{int(time.time())}"
+        try:
+            os.replace(path, aside)
+            for suffix in ("-wal", "-shm"):
+                if os.path.exists(f"{path}{suffix}"):
+                    os.replace(f"{path}{suffix}", f"{aside}{suffix}")
+        except OSError as move:
+            log.warning(
+                "decision journal %s is damaged (%s) and cannot be moved aside (%s); no journal", path, exc, move
+            )
+            return None
+        log.warning("decision journal %s is damaged (%s); kept as %s, starting a new one", path, exc, aside)
+        try:
+            return Journal(path)
+        except (sqlite3.Error, OSError) as again:
+            log.warning("decision journal %s cannot be created (%s); scheduling without a journal", path, again)
+            return None
+    except OSError as exc:
+        log.warning("decision journal %s cannot be used (%s); scheduling without a journal", path, exc)
+        return None

@@ -19,6 +19,7 @@ import builtins
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -189,9 +190,7 @@ class ModelStore:
         return sorted(self._scan(), key=lambda v: v.number)
 
     def get(self, version: str) -> VersionInfo:
-        path = self._dir(version)
-        meta = self._read_meta(path / VERSION_META)
-        return VersionInfo(version, path, float(meta.get("created", 0.0)), str(meta.get("status", "candidate")), meta)
+        return self._info(self._dir(version))
 
     def history(self) -> list[dict[str, Any]]:
         """The promotions log, oldest first: ``{ts, action: promote|rollback, version, previous}``."""
@@ -236,13 +235,21 @@ class ModelStore:
         out = []
         for entry in self.versions_dir.iterdir():
             if entry.is_dir() and _VERSION_RE.match(entry.name):
-                meta = self._read_meta(entry / VERSION_META)
-                out.append(
-                    VersionInfo(
-                        entry.name, entry, float(meta.get("created", 0.0)), str(meta.get("status", "candidate")), meta
-                    )
-                )
+                out.append(self._info(entry))
         return out
+
+    def _info(self, path: Path) -> VersionInfo:
+        """A version as the store knows it; a damaged version.json reads as an unknown candidate
+        (a stray value there must not stop list(), prune() or a promotion of another version)."""
+        meta = self._read_meta(path / VERSION_META)
+        created = meta.get("created", 0.0)
+        try:
+            created = float(created)
+        except (TypeError, ValueError):
+            created = 0.0
+        if not math.isfinite(created):
+            created = 0.0
+        return VersionInfo(path.name, path, created, str(meta.get("status", "candidate")), meta)
 
     @staticmethod
     def _read_meta(path: Path) -> dict[str, Any]:

@@ -108,25 +108,27 @@ class PrometheusSource:
             return fetch()
         except requests.exceptions.Timeout:
             raise MetricsError(
-                f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}"
+                f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}", "timeout"
             ) from None
         except requests.exceptions.ConnectionError as exc:
             # With retries off, urllib3 wraps a read timeout in MaxRetryError -> ConnectionError.
             if isinstance(getattr(exc.args[0] if exc.args else None, "reason", None), ReadTimeoutError):
                 raise MetricsError(
-                    f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}"
+                    f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}", "timeout"
                 ) from None
             found = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc))
             reason = found.group(1).strip() if found else "connection failed"
-            raise MetricsError(f"{where} is unreachable ({reason[:120]}) for query: {query}") from None
+            raise MetricsError(f"{where} is unreachable ({reason[:120]}) for query: {query}", "unreachable") from None
         except PrometheusApiClientException as exc:
-            raise MetricsError(f"{where} answered {_server_error(exc)} for query: {query}") from None
+            raise MetricsError(f"{where} answered {_server_error(exc)} for query: {query}", "http_error") from None
         except (ValueError, KeyError, TypeError) as exc:  # a body that is not Prometheus' JSON
             raise MetricsError(
-                f"{where} returned a malformed response ({type(exc).__name__}) for query: {query}"
+                f"{where} returned a malformed response ({type(exc).__name__}) for query: {query}", "malformed"
             ) from None
         except requests.exceptions.RequestException as exc:
-            raise MetricsError(f"{where} request failed ({type(exc).__name__}) for query: {query}") from None
+            raise MetricsError(
+                f"{where} request failed ({type(exc).__name__}) for query: {query}", "unreachable"
+            ) from None
 
     def query(self, query: str, at: float | None = None) -> pd.Series:
         """One instant query -> Series by nodename. NaN/Inf values raise MetricsError."""
@@ -137,10 +139,14 @@ class PrometheusSource:
         try:
             series = vector_series(result)
         except ResultError as exc:
-            raise MetricsError(f"Prometheus at {self.url} returned unusable data ({exc}) for query: {query}") from None
+            raise MetricsError(
+                f"Prometheus at {self.url} returned unusable data ({exc}) for query: {query}", "unusable"
+            ) from None
         bad = [n for n, v in series.items() if not math.isfinite(v)]
         if bad:
-            raise MetricsError(f"Prometheus at {self.url} returned NaN/Inf for node {bad[0]} on query: {query}")
+            raise MetricsError(
+                f"Prometheus at {self.url} returned NaN/Inf for node {bad[0]} on query: {query}", "non_finite"
+            )
         return series
 
     def scalar(self, query: str, at: float | None = None) -> float | None:
@@ -154,7 +160,9 @@ class PrometheusSource:
         try:
             return float(result[0]["value"][1])
         except (KeyError, IndexError, TypeError, ValueError):
-            raise MetricsError(f"Prometheus at {self.url} returned unusable data for query: {query}") from None
+            raise MetricsError(
+                f"Prometheus at {self.url} returned unusable data for query: {query}", "unusable"
+            ) from None
 
     def query_range(self, query: str, start: datetime, end: datetime, step: float) -> pd.DataFrame:
         """One range query -> frame indexed by UTC time, a column per nodename."""

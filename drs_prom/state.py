@@ -224,13 +224,17 @@ def build_snapshot(
     """Combine feature values with each node's newest-sample time into a NodeSnapshot.
 
     A node is stale when it has no sample time, its newest sample is older than
-    ``max_age_seconds``, any feature is missing, or it is expected (e.g. listed by
-    Kubernetes) but absent; a stale node's row is all NaN so nothing reads it as idle.
+    ``max_age_seconds``, any feature is missing, infinite or negative (no utilisation or
+    byte rate can be: such a sample is broken, and -1 would read as idle, +Inf clipped as
+    merely busy), or it is expected (e.g. listed by Kubernetes) but absent; a stale node's
+    row is all NaN so nothing reads it as idle.
     """
     nodes = sorted(set(features.index) | set(last_seen.index) | set(expected_nodes))
     frame = features.reindex(index=nodes, columns=list(FEATURES)).astype("float64")
     age = (now - last_seen.reindex(nodes).astype("float64")).rename("age_seconds")
-    stale_mask = age.isna() | (age > max_age_seconds) | frame.isna().any(axis=1)
+    values = frame.to_numpy()
+    unusable = pd.Series((~np.isfinite(values) | (values < 0)).any(axis=1), index=frame.index)
+    stale_mask = age.isna() | (age > max_age_seconds) | unusable
     stale = frozenset(str(n) for n in age.index[stale_mask.to_numpy()])
     frame.loc[stale_mask.to_numpy(), :] = np.nan
     frame.index.name = "node"

@@ -33,9 +33,14 @@ class NodeSelectorRequirement:
 
 @dataclass(frozen=True)
 class NodeSelectorTerm:
-    """Requirements ANDed together; a pod's terms are ORed, as in Kubernetes."""
+    """Requirements ANDed together; a pod's terms are ORed, as in Kubernetes.
+
+    ``match_fields`` are on node fields (only ``metadata.name`` exists), never labels, so a
+    label that happens to be called ``metadata.name`` cannot satisfy them.
+    """
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
 
 
 @dataclass

@@ -121,6 +121,7 @@ class Decider:
             self.metrics.state_age.set(max(0.0, time.time() - snap.taken_at))
         except Exception as exc:  # noqa: BLE001 - metrics boundary: counted in prom_errors, logged, decided by the fallback
             self.metrics.prom_errors.inc()
+            self.metrics.prom_error_kinds.labels(getattr(exc, "kind", "other")).inc()
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if self._state.error is None:
                 log.warning("node state refresh failed, using the fallback until it recovers: %s", msg)

@@ -29,10 +29,11 @@ from prometheus_client import Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from drs_prom import filters
+from drs_prom.config import ServingSettings
 from drs_prom.scheduler import kube
 from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.decide import Decider
-from drs_prom.scheduler.metrics import BackgroundServer, QuietHandler
+from drs_prom.scheduler.metrics import BackgroundServer, QuietHandler, RequestRejected
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve
 from drs_prom.types import NodeInfo
 
@@ -128,10 +129,44 @@ class Extender:
         return [{"Host": n.name, "Score": s} for n, s in zip(infos, scale_scores(choice.scores))]
 
 
-class ExtenderServer(BackgroundServer):
-    """HTTP front: POST /filter, POST /prioritize; GET /metrics, /healthz, /readyz."""
+def check_args(args: Any) -> dict[str, Any]:
+    """ExtenderArgs with the shape kube-scheduler sends, or RequestRejected(400) naming the field.
 
-    def __init__(self, extender: Extender, listen: str) -> None:
+    Checked before any work so that a stranger's body costs one JSON parse: Pod an object;
+    Nodes null or an object whose items are objects; NodeNames null or a list of strings.
+    """
+    if not isinstance(args, dict):
+        raise RequestRejected(400, f"ExtenderArgs must be a JSON object, got {type(args).__name__}")
+    pod = _get(args, "Pod")
+    if pod is not None and not isinstance(pod, dict):
+        raise RequestRejected(400, "Pod must be an object")
+    nodes = _get(args, "Nodes")
+    if nodes is not None:
+        items = nodes.get("items") if isinstance(nodes, dict) else None
+        if not isinstance(nodes, dict) or not (items is None or isinstance(items, list)):
+            raise RequestRejected(400, "Nodes must be a NodeList object")
+        for item in items or []:
+            if not isinstance(item, dict) or not isinstance((item.get("metadata") or {}).get("name"), str):
+                raise RequestRejected(400, "every node in Nodes.items needs metadata.name")
+    names = _get(args, "NodeNames")
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise RequestRejected(400, "NodeNames must be a list of strings")
+    return args
+
+
+class ExtenderServer(BackgroundServer):
+    """HTTP(S) front: POST /filter, POST /prioritize; GET /metrics, /healthz, /readyz.
+
+    Error answers are what kube-scheduler's HTTPExtender understands: any status but 200
+    is an error ("failed ... with extender at URL ..., code N") and a 200 filter answer
+    with ``Error`` set is one too; the body always carries ``{"Error": "..."}`` for people.
+    A malformed body is 400, an oversized one 413 (the connection is then closed unread),
+    a missing length 411; a verb that raised is 200+Error (filter) or 500 (prioritize).
+    """
+
+    def __init__(
+        self, extender: Extender, listen: str, serving: ServingSettings | None = None, api_client: Any = None
+    ) -> None:
         ext = extender
         registry = extender.decider.metrics.registry
 
@@ -139,30 +174,36 @@ class ExtenderServer(BackgroundServer):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:
-                verb = self.path.strip("/").split("/")[-1]
-                length = int(self.headers.get("Content-Length") or 0)
+                verb = self.path.split("?")[0].strip("/").split("/")[-1]
+                if verb not in ("filter", "prioritize"):
+                    ext.requests.labels("unknown", "unknown").inc()
+                    self.close_connection = True  # the body is not read
+                    return self._send(404, {"Error": f"unknown verb {verb[:40]!r}"})
                 try:
-                    args = json.loads(self.rfile.read(length) or b"{}")
-                    if verb == "filter":
-                        body: Any = ext.filter(args)
-                    elif verb == "prioritize":
-                        body = ext.prioritize(args)
-                    else:
-                        ext.requests.labels(verb[:20], "unknown").inc()
-                        self._send(404, {"Error": f"unknown verb {verb!r}"})
-                        return
+                    args = check_args(json.loads(self.read_body() or b"{}"))
+                except RequestRejected as exc:
+                    ext.requests.labels(verb, "rejected").inc()
+                    return self._send(exc.status, {"Error": str(exc)})
+                except (ValueError, RecursionError) as exc:  # not JSON (UnicodeDecodeError is a ValueError)
+                    ext.requests.labels(verb, "rejected").inc()
+                    return self._send(400, {"Error": f"body is not JSON: {str(exc)[:120]}"})
+                try:
+                    body: Any = ext.filter(args) if verb == "filter" else ext.prioritize(args)
                 except Exception as exc:  # answer with Error rather than dropping the connection
-                    log.exception("extender %s failed", verb)
+                    log.warning("extender %s failed: %s: %s", verb, type(exc).__name__, str(exc)[:200])
                     ext.requests.labels(verb, "error").inc()
-                    self._send(200 if verb == "filter" else 500, {"Error": f"{type(exc).__name__}: {exc}"})
-                    return
+                    return self._send(
+                        200 if verb == "filter" else 500, {"Error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+                    )
                 ext.requests.labels(verb, "ok").inc()
                 self._send(200, body)
 
             def do_GET(self) -> None:
+                self.request_complete()
                 path = self.path.split("?")[0]
                 if path == "/metrics":
-                    self._raw(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+                    if self.guard(path):
+                        self._raw(200, generate_latest(registry), CONTENT_TYPE_LATEST)
                 elif path in ("/healthz", "/readyz"):
                     ok = path == "/healthz" or ext.cache is None or ext.cache.synced
                     self._raw(200 if ok else 503, b"ok" if ok else b"not ready", "text/plain")
@@ -172,4 +213,4 @@ class ExtenderServer(BackgroundServer):
             def _send(self, code: int, obj: Any) -> None:
                 self._raw(code, json.dumps(obj).encode(), "application/json")
 
-        super().__init__(listen, Handler, "drs-extender")
+        super().__init__(listen, Handler, "drs-extender", serving, api_client)

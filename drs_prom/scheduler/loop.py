@@ -26,6 +26,7 @@ from drs_prom import filters
 from drs_prom.config import Settings
 from drs_prom.journal import Decision, Journal, node_entries
 from drs_prom.policy import Policy
+from drs_prom.ratelog import RateLimitedLog
 from drs_prom.scheduler import bind as binder
 from drs_prom.scheduler import kube
 from drs_prom.scheduler.arms import Choice
@@ -73,6 +74,7 @@ class Scheduler:
         self.core = client.CoreV1Api(api_client)
         self.coord = client.CoordinationV1Api(api_client)
         self.journal = journal
+        self._journal_log = RateLimitedLog(log, 60.0)  # a full disk fails every row: one line a minute
         self.metrics = metrics or SchedulerMetrics()
         self.decider = Decider(settings, self.metrics, source=source, policy=policy, model_loader=model_loader)
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
@@ -145,7 +147,14 @@ class Scheduler:
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> Scheduler:
         if self._serve_http:
-            self.http = HealthServer(self.cfg.metrics_listen, self.metrics.registry, self.healthy, self.ready).start()
+            self.http = HealthServer(
+                self.cfg.metrics_listen,
+                self.metrics.registry,
+                self.healthy,
+                self.ready,
+                serving=self.settings.serving,
+                api_client=self.api_client,
+            ).start()
         self.cache.start(self.core)
         self.decider.start()
         if self.rollout is not None:
@@ -359,8 +368,9 @@ class Scheduler:
                     counterfactual=dict(shadow.counterfactual) if shadow else None,
                 )
             )
-        except Exception as exc:  # noqa: BLE001 - journal boundary: logged; a full disk must not stop binding
-            log.warning("journal append failed: %s", exc)
+        except Exception as exc:  # noqa: BLE001 - journal boundary: counted, logged once a minute; a full disk must not stop binding
+            self.metrics.journal_failures.inc()
+            self._journal_log.warn("journal", "journal append failed, binding continues: %s", exc)
 
 
 def default_identity() -> str:

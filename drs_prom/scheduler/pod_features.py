@@ -17,6 +17,7 @@ Resolution order (first that applies wins; the journal records which via ``sourc
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -71,9 +72,11 @@ def parse_demand(text: str) -> Demand:
         key = key.strip()
         if not sep or key not in values:
             raise ValueError(f"bad {DEMAND_ANNOTATION} entry {part!r} (keys: {', '.join(FEATURES)})")
-        values[key] = float(kube.parse_quantity(raw.strip()))
+        values[key] = float(kube.parse_quantity(raw.strip())) + 0.0  # + 0.0: no -0.0
         if values[key] < 0:
             raise ValueError(f"negative {key} in {DEMAND_ANNOTATION}")
+        if not math.isfinite(values[key]):  # 1e999 parses, but an infinite load poisons every score
+            raise ValueError(f"{key} in {DEMAND_ANNOTATION} is too large")
     return tuple(values[f] for f in FEATURES)  # type: ignore[return-value]
 
 

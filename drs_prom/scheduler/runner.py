@@ -69,7 +69,7 @@ def _wait_for_signal() -> None:
 
 
 def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any = "load", **kw: Any) -> Any:
-    from drs_prom.journal import Journal
+    from drs_prom.journal import open_journal
     from drs_prom.scheduler.loop import Scheduler, default_identity
     from drs_prom.scheduler.pod_features import ObservedUsage
 
@@ -84,7 +84,7 @@ def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: A
             return watcher.model
 
         kw.setdefault("model_loader", model_loader)  # an explicitly given policy is never hot-swapped
-    journal = Journal(settings.scheduler.journal_path) if settings.scheduler.journal_path else None
+    journal = open_journal(settings.scheduler.journal_path) if settings.scheduler.journal_path else None
     holder: dict[str, Any] = {}
     source = prometheus_source(settings, lambda: list(holder["s"].cache.nodes))
     observed = ObservedUsage(source.scalar)
@@ -129,16 +129,17 @@ def build_extender(
     from drs_prom.scheduler.metrics import SchedulerMetrics
 
     cache = None
+    kube_api = api_client(kubeconfig) if (use_cache or settings.serving.authenticate_metrics) else None
     if use_cache:
         from kubernetes import client as kclient
 
         cache = ClusterCache(scheduler_name="\0none")  # pods of any scheduler count for requests; none queued
-        cache.start(kclient.CoreV1Api(api_client(kubeconfig)))
+        cache.start(kclient.CoreV1Api(kube_api))
     if policy == "load":
         policy = load_policy(settings)
     source = prometheus_source(settings, (lambda: list(cache.nodes)) if cache else None)
     decider = Decider(settings, SchedulerMetrics(), source=source, policy=policy)
-    server = ExtenderServer(Extender(decider, cache), listen)
+    server = ExtenderServer(Extender(decider, cache), listen, settings.serving, kube_api)
     return server, decider, cache
 
 

@@ -83,6 +83,8 @@ ALLOWED = [
     ("patch", "events", "some-ns"),
     ("create", "events.events.k8s.io", "some-ns"),
     ("create", "leases.coordination.k8s.io", "drs-system"),
+    ("create", "tokenreviews.authentication.k8s.io", None),  # delegated auth of /metrics
+    ("create", "subjectaccessreviews.authorization.k8s.io", None),
 ]
 REFUSED = [
     ("get", "secrets", "drs-system"),

@@ -130,7 +130,7 @@ def make_scheduler(drs_sa_kubeconfig, ns, tmp_path, control_plane) -> Iterator[C
                 **(overrides or {}),
             },
         )
-        journal = Journal(tmp_path / f"journal-{len(started)}.sqlite")
+        journal = kw.pop("journal", None) or Journal(tmp_path / f"journal-{len(started)}.sqlite")
         sched = Scheduler(
             settings,
             control_plane.api_client(drs_sa_kubeconfig),
