@@ -280,6 +280,8 @@ class RolloutSettings(_Section):
     def _selector(cls, value: str) -> str:
         parse_selector(value)  # raises ValueError naming the bad term
         return value
+
+
 class ServingSettings(_Section):
     """The HTTP(S) port of /metrics, /healthz, /readyz and the extender verbs.
 

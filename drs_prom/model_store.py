@@ -192,7 +192,7 @@ class ModelStore:
     def get(self, version: str) -> VersionInfo:
         return self._info(self._dir(version))
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> builtins.list[dict[str, Any]]:
         """The promotions log, oldest first: ``{ts, action: promote|rollback, version, previous}``."""
         return self._promotions()
 

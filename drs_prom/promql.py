@@ -1,5 +1,7 @@
 """Every PromQL expression drs-prom sends, records or charts, in one place.
 
+Over 400 lines because it is the one source of truth for every query, rule, alert and dashboard panel; splitting it would split that source.
+
 Each function returns a string parameterised by the rate window, extra label matchers
 (``selector``, e.g. ``job="node"``) and device-exclude regexes, so the scheduler, the
 recording rules, the alerts and the Grafana dashboard can never disagree on what "cpu"

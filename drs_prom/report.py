@@ -91,9 +91,9 @@ def collect(data: ReportData) -> dict[str, Any]:
         ],
         "promotions": [p for p in data.promotions if data.since <= float(p.get("ts", 0)) <= data.until],
     }
-    for name, (t, v) in data.series.items():
-        out[f"{name}_mean"] = float(np.nanmean(v)) if len(v) else None
-        out[f"{name}_max"] = float(np.nanmax(v)) if len(v) else None
+    for name, (_t, values) in data.series.items():
+        out[f"{name}_mean"] = float(np.nanmean(values)) if len(values) else None
+        out[f"{name}_max"] = float(np.nanmax(values)) if len(values) else None
     if data.prometheus_error:
         out["prometheus_error"] = data.prometheus_error
     return out
@@ -276,7 +276,7 @@ def gather(
         try:
             for name, expr in signals.items():
                 data.series[name] = query_range(expr, since, until, step)
-        except Exception as exc:  # the journal half of the report is still worth having
+        except Exception as exc:  # noqa: BLE001 - the journal half of the report is still worth having
             data.series.clear()
             data.prometheus_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return data

@@ -76,7 +76,7 @@ def window_values(
     for name, sig in signals.items():
         try:
             out[name] = query_at(promql.over_range(sig, rng, step), end)
-        except Exception as exc:  # no verdict on this rule rather than a wrong one
+        except Exception as exc:  # noqa: BLE001 - no verdict on this rule rather than a wrong one
             log.warning("promotion judge: %s not evaluated: %s", name, exc)
             out[name] = None
     return out

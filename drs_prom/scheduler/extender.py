@@ -189,14 +189,14 @@ class ExtenderServer(BackgroundServer):
                     return self._send(400, {"Error": f"body is not JSON: {str(exc)[:120]}"})
                 try:
                     body: Any = ext.filter(args) if verb == "filter" else ext.prioritize(args)
-                except Exception as exc:  # answer with Error rather than dropping the connection
+                except Exception as exc:  # noqa: BLE001 - answer with Error rather than dropping the connection
                     log.warning("extender %s failed: %s: %s", verb, type(exc).__name__, str(exc)[:200])
                     ext.requests.labels(verb, "error").inc()
                     return self._send(
                         200 if verb == "filter" else 500, {"Error": f"{type(exc).__name__}: {str(exc)[:200]}"}
                     )
                 ext.requests.labels(verb, "ok").inc()
-                self._send(200, body)
+                return self._send(200, body)
 
             def do_GET(self) -> None:
                 self.request_complete()

@@ -153,7 +153,7 @@ class Guardrails:
         for r in self.rules:
             try:
                 out[r.name] = self.query(r.expr)
-            except Exception as exc:  # MetricsError mostly: no verdict this round
+            except Exception as exc:  # noqa: BLE001 - MetricsError mostly: no verdict this round
                 self.metrics.guard_errors.inc()
                 log.debug("guardrail %s not evaluated: %s", r.name, exc)
                 out[r.name] = None
@@ -185,6 +185,6 @@ class Guardrails:
         if self.on_trip is not None:
             try:
                 self.on_trip(trip)
-            except Exception as exc:  # recording must never undo the trip
+            except Exception as exc:  # noqa: BLE001 - recording must never undo the trip
                 log.warning("recording the guardrail trip failed: %s", exc)
         return trip

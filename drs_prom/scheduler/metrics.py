@@ -8,14 +8,14 @@ meant to take over, not to receive traffic).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import ssl
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
-from typing import Any
+from typing import Any, Self
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -165,7 +165,8 @@ class QuietHandler(BaseHTTPRequestHandler):
     server: BoundedHTTPServer
 
     def setup(self) -> None:
-        self.timeout = self.server.serving.request_timeout_seconds
+        # per-connection socket timeout; StreamRequestHandler reads it as a class default, set here per server
+        self.timeout = self.server.serving.request_timeout_seconds  # type: ignore[misc]
         super().setup()
 
     def handle_one_request(self) -> None:
@@ -198,10 +199,8 @@ class QuietHandler(BaseHTTPRequestHandler):
 
     def _cut(self) -> None:
         self.server.slow_clients_cut += 1
-        try:
+        with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     def request_complete(self) -> None:
         """The whole request is in: the rest (deciding, answering) is ours, not the client's."""
@@ -313,7 +312,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
             self.slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        log.debug("connection from %s ended with an error", client_address, exc_info=True)  # noqa: LOG014 - called from the except of socketserver
+        log.debug("connection from %s ended with an error", client_address, exc_info=True)
 
 
 class BackgroundServer:

@@ -92,7 +92,7 @@ class ArmedDecisions:
                 try:
                     idx, scores = choose(model, ctx)  # type: ignore[arg-type]
                     primary = model
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - boundary: logged
                     log.warning("model failed on %s/%s (%s); using the fallback", pod.namespace, pod.name, exc)
                     reason = "model_error"
             if primary is None:
@@ -113,7 +113,7 @@ class ArmedDecisions:
     def _compare(self, arm: str, ctx: DecisionContext, bound: int, other: Policy) -> Any:
         try:
             s_idx, s_scores = choose(other, ctx)
-        except Exception as exc:  # a failing shadow must never affect the bind
+        except Exception as exc:  # noqa: BLE001 - a failing shadow must never affect the bind
             log.debug("shadow %s failed: %s", getattr(other, "name", "?"), exc)
             return None
         _bind_memory_to(other, ctx, s_idx, bound)
@@ -164,7 +164,7 @@ def lease_event(core_v1: Any, settings: Settings, reason: str, message: str, war
     }
     try:
         core_v1.create_namespaced_event(cfg.lease_namespace, body, _preload_content=False)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - boundary: logged
         log.warning("could not record Event %s on Lease %s: %s", reason, cfg.lease_name, exc)
 
 
@@ -236,7 +236,7 @@ class RolloutWatcher:
         if self.judge is not None and self.is_leader():
             try:
                 self.judge.check(now)
-            except Exception as exc:  # the next round tries again
+            except Exception as exc:  # noqa: BLE001 - the next round tries again
                 log.warning("judging the last promotion failed: %s", exc)
 
     def start(self) -> RolloutWatcher:

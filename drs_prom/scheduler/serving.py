@@ -156,7 +156,7 @@ class DelegatedAuth:
                     )
                 )
             ).status
-        except Exception as exc:  # ApiException, connection errors: say so, do not cache
+        except Exception as exc:  # noqa: BLE001 - ApiException, connection errors: say so, do not cache
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             log.warning("delegated auth for %s unavailable: %s", path, first[:200])
             return Verdict(503, "authorization is unavailable")

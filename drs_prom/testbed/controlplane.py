@@ -1,5 +1,7 @@
 """A real Kubernetes control plane (etcd + kube-apiserver [+ kube-scheduler]) on loopback.
 
+Over 400 lines because it holds the control plane's whole life (start, restart on the same etcd, fake nodes, tokens, kubectl); PKI, processes and builds are already apart.
+
 Binaries come from ``tests/k8s/build.sh`` (see build.py). Everything listens on 127.0.0.1
 only, on free ports, with state in a temporary directory that ``stop()`` removes. There is
 no kubelet and no kube-controller-manager: Nodes are plain API objects
@@ -173,7 +175,7 @@ class ControlPlane:
         self._etcd_prefix = f"/registry-{secrets.token_hex(4)}"  # kept across apiserver restarts
 
     # -- context manager ---------------------------------------------------
-    def __enter__(self) -> ControlPlane:  # noqa: PYI034
+    def __enter__(self) -> ControlPlane:
         self.start()
         return self
 

@@ -63,7 +63,7 @@ def _poll(fn: Callable[[], bool], timeout: float, interval: float = 0.1) -> floa
         try:
             if fn():
                 return time.monotonic() - t0
-        except Exception:  # noqa: BLE001, S110 - what is polled may be down
+        except Exception:  # noqa: BLE001 - what is polled may be down
             pass
         time.sleep(interval)
     return None

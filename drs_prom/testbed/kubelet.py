@@ -271,7 +271,7 @@ class TwinKubelet:
                 except ApiException as exc:
                     if exc.status == 404:
                         break  # deleted meanwhile (the run's cleanup)
-                except Exception:  # noqa: BLE001, S110 - connection refused while the apiserver restarts
+                except Exception:  # noqa: BLE001 - connection refused while the apiserver restarts
                     pass
                 self.stats.write_retries += 1
                 if time.monotonic() - first > (5.0 if self._stop.is_set() else self.give_up_seconds):

@@ -60,7 +60,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
         libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
-    except Exception:  # noqa: BLE001, S110 - best effort; atexit and stop_all remain
+    except Exception:  # noqa: BLE001 - best effort; atexit and stop_all remain
         pass
 
 
@@ -92,7 +92,7 @@ class ManagedProcess:
                 env=dict(env) if env is not None else None,
                 cwd=cwd,
                 start_new_session=True,  # our signals go to it alone, not to our caller's group
-                preexec_fn=_die_with_parent if _IS_LINUX else None,  # noqa: PLW1509 - only a prctl() call
+                preexec_fn=_die_with_parent if _IS_LINUX else None,
             )
 
         # PR_SET_PDEATHSIG fires when the creating THREAD ends: a process restarted from a short-lived

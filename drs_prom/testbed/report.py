@@ -99,7 +99,7 @@ def bench_agreement(
                 for k in AGREEMENT_METRICS
             },
         }
-    ranked = [s for s in rows]
+    ranked = list(rows)
     testbed_rank = sorted(ranked, key=lambda s: rows[s]["testbed"]["imbalance"])
     bench_rank = sorted(ranked, key=lambda s: rows[s]["bench"]["imbalance"])
     out: dict[str, Any] = {

@@ -98,7 +98,7 @@ class Testbed:
         self._runs = 0
 
     # -- lifecycle -----------------------------------------------------------------------
-    def __enter__(self) -> Testbed:  # noqa: PYI034
+    def __enter__(self) -> Testbed:
         self.start()
         return self
 
@@ -156,7 +156,7 @@ class Testbed:
         rundir.mkdir(parents=True, exist_ok=True)
         self.cp.create_namespace(ns)
         live = LiveCluster(self.scenario, speed=cfg.speed, slots=max(64, 2 * len(wl)), clock=time.time)
-        exporter = SimExporter(live, mode=cfg.exporter_mode).start()  # type: ignore[arg-type]
+        exporter = SimExporter(live, mode=cfg.exporter_mode).start()
         prom: PrometheusProc | None = None
         sched: RunningScheduler | None = None
         kubelet: TwinKubelet | None = None

@@ -305,7 +305,7 @@ def ref_feasible(pod: dict, node: dict) -> bool:
     alloc = status["allocatable"]
     cpu, mem = ref_requests(pod)
     pods_allowed = ref_quantity(alloc.get("pods", "110"))
-    if pods_allowed is None or 1 > pods_allowed:
+    if pods_allowed is None or pods_allowed < 1:
         return False
     if cpu > 0 and cpu > _ref_amount(alloc.get("cpu", 0), 1000):
         return False

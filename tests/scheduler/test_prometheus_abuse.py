@@ -70,7 +70,10 @@ class FakePrometheus:
     def answer(self, query: str, at: float) -> tuple[int, bytes]:
         fresh = "timestamp(" in query
         nodes = list(NODES)
-        value = lambda n: at - 1 if fresh else 0.1 * (1 + NODES.index(n)) if n in NODES else 0.5
+
+        def value(n: str) -> float:
+            return at - 1 if fresh else 0.1 * (1 + NODES.index(n)) if n in NODES else 0.5
+
         mode = self.mode
         if mode == "slow":
             time.sleep(2.0)

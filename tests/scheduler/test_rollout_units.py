@@ -51,10 +51,10 @@ def test_canary_selector_namespace_shadow_and_normal():
 def test_bad_rollout_settings_are_one_line_config_errors(tmp_path):
     bad = tmp_path / "c.yaml"
     bad.write_text("rollout:\n  canary_selector: 'a in (b)'\n")
-    with pytest.raises(ConfigError, match="canary_selector.*bad label selector term"):
+    with pytest.raises(ConfigError, match=r"canary_selector.*bad label selector term"):
         load_settings(bad)
     bad.write_text("rollout:\n  mode: yolo\n")
-    with pytest.raises(ConfigError, match="rollout.mode"):
+    with pytest.raises(ConfigError, match=r"rollout\.mode"):
         load_settings(bad)
     bad.write_text("rollout:\n  guardrails:\n    rules: [hot_node, vibes]\n")
     with pytest.raises(ConfigError, match="unknown guardrail rule 'vibes'"):
