@@ -13,15 +13,22 @@ open (nullable columns added); their schema-1 rows read back with ``nodes=None``
 from __future__ import annotations
 
 import json
+import logging
+import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from drs_prom.types import NodeInfo
+
+log = logging.getLogger(__name__)
+
+BATCH_ROWS = 500
+"""Rows per write transaction of the background writer."""
 
 JOURNAL_SCHEMA = 2
 
@@ -115,6 +122,8 @@ class Journal:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_DDL)
         self._upgrade()
+        self._queue: queue.SimpleQueue[Decision | Callable[[], Decision] | threading.Event | None] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
 
     def _upgrade(self) -> None:
         """Add the columns of newer schemas to a file created by an older one."""
@@ -130,15 +139,61 @@ class Journal:
                                 raise
 
     def append(self, decision: Decision) -> int:
-        row = asdict(decision)
-        row.pop("id")
-        for key in _JSON_FIELDS:
-            row[key] = None if row[key] is None else json.dumps(row[key])
-        cols = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
+        cols, values = _row(decision)
         with self._lock, self._db:
-            cur = self._db.execute(f"INSERT INTO decisions ({cols}) VALUES ({marks})", tuple(row.values()))
+            cur = self._db.execute(f"INSERT INTO decisions ({cols}) VALUES ({_marks(cols)})", values)
         return int(cur.lastrowid or 0)
+
+    def append_later(self, decision: Decision | Callable[[], Decision]) -> None:
+        """Queue a row for the background writer (the scheduler's hot path never waits on
+        SQLite). A callable is called in the writer thread, so building the row (JSON of
+        every candidate) is off the hot path too. ``flush``/``close`` write everything queued."""
+        if self._writer is None:
+            with self._lock:
+                if self._writer is None:
+                    self._writer = threading.Thread(target=self._write_loop, name="drs-journal", daemon=True)
+                    self._writer.start()
+        self._queue.put(decision)
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Wait until every queued row is written."""
+        if self._writer is not None:
+            done = threading.Event()
+            self._queue.put(done)
+            done.wait(timeout)
+
+    def _write_loop(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < BATCH_ROWS:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            rows: dict[str, list[tuple]] = {}
+            marks: list[threading.Event] = []
+            stop = False
+            for item in batch:
+                if item is None:
+                    stop = True
+                elif isinstance(item, threading.Event):
+                    marks.append(item)
+                else:
+                    try:
+                        cols, values = _row(item() if callable(item) else item)
+                        rows.setdefault(cols, []).append(values)
+                    except Exception:
+                        log.exception("journal row could not be built; dropped")
+            try:
+                with self._lock, self._db:
+                    for cols, values in rows.items():
+                        self._db.executemany(f"INSERT INTO decisions ({cols}) VALUES ({_marks(cols)})", values)
+            except Exception as exc:  # a full disk must not stop binding
+                log.warning("journal write of %d rows failed: %s", sum(map(len, rows.values())), exc)
+            for m in marks:
+                m.set()
+            if stop:
+                return
 
     def since(self, ts: float = 0.0, until: float | None = None) -> Iterator[Decision | dict]:
         """Decisions with ``ts`` in [ts, until); rows of an unknown schema come back as raw dicts."""
@@ -161,5 +216,24 @@ class Journal:
             yield Decision(**raw)
 
     def close(self) -> None:
+        """Write what is queued, then close (a clean shutdown loses no row)."""
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join(60)
         with self._lock:
             self._db.close()
+
+
+_COLUMNS = tuple(f.name for f in fields(Decision) if f.name != "id")
+
+
+def _row(decision: Decision) -> tuple[str, tuple]:
+    # a shallow read of the fields: dataclasses.asdict deep-copies every list and dict
+    row = {name: getattr(decision, name) for name in _COLUMNS}
+    for key in _JSON_FIELDS:
+        row[key] = None if row[key] is None else json.dumps(row[key])
+    return ", ".join(row), tuple(row.values())
+
+
+def _marks(cols: str) -> str:
+    return ", ".join("?" for _ in cols.split(", "))

@@ -7,6 +7,7 @@ apiserver validates quantities, so this only guards against hand-made objects).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
@@ -19,12 +20,25 @@ PROFILE_ANNOTATION = "drs.io/profile"
 
 def parse_quantity(q: Any) -> Decimal:
     """Kubernetes resource quantity ("500m", "1Gi", "1e3", 2) as a Decimal; ValueError if malformed."""
+    try:
+        return _parse_cached(q) if isinstance(q, str | int) else _parse_quantity(q)
+    except TypeError:  # unhashable
+        return _parse_quantity(q)
+
+
+def _parse_quantity(q: Any) -> Decimal:
     from kubernetes.utils import parse_quantity as _parse
 
     try:
         return Decimal(_parse(q))
     except (ValueError, TypeError, InvalidOperation):
         raise ValueError(f"bad quantity {q!r}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(q: str | int) -> Decimal:
+    """Every pod of a workload repeats the same few quantity strings: parse each once."""
+    return _parse_quantity(q)
 
 
 def cpu_millis(q: Any) -> int:
