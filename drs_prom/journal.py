@@ -196,7 +196,10 @@ class Journal:
                 return
 
     def since(self, ts: float = 0.0, until: float | None = None) -> Iterator[Decision | dict]:
-        """Decisions with ``ts`` in [ts, until); rows of an unknown schema come back as raw dicts."""
+        """Decisions with ``ts`` in [ts, until); rows of an unknown schema come back as raw dicts.
+        Rows queued with ``append_later`` are written first (a reader sees its own writes)."""
+        if self._writer is not None and threading.current_thread() is not self._writer:
+            self.flush()
         query = (
             "SELECT * FROM decisions WHERE ts >= ?" + (" AND ts < ?" if until is not None else "") + " ORDER BY ts, id"
         )
