@@ -3,7 +3,7 @@
     py-spy record --gil --format raw -o prof.txt -- drs-prom run ...   (or sched_throughput.py --py-spy DIR)
     python benchmarks/profile_breakdown.py prof.txt [more.txt ...] [--pods N]
 
-Each sample is put in the first category (in the order below) one of its frames
+Startup (imports, loading the model) is counted apart. Each other sample is put in the first category (in the order below) one of its frames
 matches, so an HTTP call made while binding counts as "bind round trip", and JSON decoding
 inside the watch as "watch decode". With ``--gil`` only the thread holding the GIL is
 sampled, i.e. the Python CPU that limits the scheduler; time in C without the GIL (socket
@@ -17,7 +17,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
+STARTUP = "startup (imports, model load)"
 CATEGORIES: tuple[tuple[str, str], ...] = (
+    (STARTUP, r"Command\.main|_find_and_load"),
     ("journal", r"journal\.py"),
     ("event", r"emit_event|_event \(.*loop\.py"),
     ("bind round trip", r"\bbind \(.*scheduler/bind\.py"),
@@ -33,7 +35,8 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ("watch: read", r"_lines|_watch \("),
     ("scheduling loop (other)", r"schedule_one|_schedule_loop"),
     ("bind worker (other)", r"_bind \("),
-    ("http /metrics", r"metrics\.py|prometheus_client"),
+    ("http /metrics", r"serve_forever|wsgiref|http/server|socketserver"),
+    ("own metrics (counters, histograms)", r"metrics\.py|prometheus_client"),
 )
 
 
@@ -63,6 +66,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=200.0, help="py-spy sampling rate (Hz)")
     args = ap.parse_args()
     counts = breakdown(args.files)
+    startup = counts.pop(STARTUP, 0)
+    print(f"{STARTUP:<34}{startup:>8} samples (left out below)")
     total = sum(counts.values()) or 1
     for name, n in counts.most_common():
         per_pod = f"{n / args.rate / args.pods * 1000:8.3f} ms/pod" if args.pods else ""

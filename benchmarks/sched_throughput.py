@@ -254,7 +254,7 @@ def start_drs(
         argv, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)}
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # a loaded 2-core machine imports slowly
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"drs-prom run exited: {(workdir / 'drs.log').read_text()[-2000:]}")
@@ -264,7 +264,8 @@ def start_drs(
                     return proc, url
         except Exception:
             time.sleep(0.3)
-    raise SystemExit("drs-prom run never became ready")
+    proc.kill()
+    raise SystemExit(f"drs-prom run never became ready: {(workdir / 'drs.log').read_text()[-3000:]}")
 
 
 def argv_tail(path: Path, cp: ControlPlane) -> list[str]:
