@@ -71,6 +71,7 @@ class Scheduler:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         self.coord = client.CoordinationV1Api(api_client)
+        self.writer = binder.ApiWriter(api_client)
         self.journal = journal
         self.metrics = metrics or SchedulerMetrics()
         self.decider = Decider(settings, self.metrics, source=source, policy=policy, model_loader=model_loader)
@@ -231,7 +232,7 @@ class Scheduler:
 
     def _event(self, pod: dict[str, Any], reason: str, message: str, kind: str) -> None:
         self._limiter.wait()
-        binder.emit_event(self.core, pod, reason, message, self.cfg.scheduler_name, kind)
+        binder.emit_event(self.writer, pod, reason, message, self.cfg.scheduler_name, kind)
 
     def _bind(
         self,
@@ -250,7 +251,7 @@ class Scheduler:
                 self.queue.requeue_now(item)
                 return
             self._limiter.wait()
-            outcome, detail = binder.bind(self.core, req.namespace, req.name, req.uid, node)
+            outcome, detail = binder.bind(self.writer, req.namespace, req.name, req.uid, node)
             self.metrics.binds.labels(outcome).inc()
             if outcome == binder.BOUND:
                 self.metrics.latency.observe(time.monotonic() - item.first_seen)
