@@ -133,14 +133,16 @@ def proc_stats(pid: int) -> tuple[float, float]:
     return rss, cpu
 
 
-def create_pods(core, ns: str, scheduler: str, n: int, created: dict[str, float] | None = None) -> None:
+def create_pods(
+    core, ns: str, scheduler: str, n: int, created: dict[str, float] | None = None, threads: int = 4
+) -> None:
     def create(i: int) -> None:
         name = f"p{i:05d}"
         core.create_namespaced_pod(ns, pod(name, scheduler), _preload_content=False)
         if created is not None:
             created[name] = time.monotonic()
 
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
         list(pool.map(create, range(n)))
 
 
@@ -191,7 +193,7 @@ def drain_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, s
     core = client.CoreV1Api(cp.admin_client)
     ns = f"drain-{label}-{int(time.time())}"
     cp.create_namespace(ns)
-    create_pods(core, ns, scheduler_name, n_pods)
+    create_pods(core, ns, scheduler_name, n_pods, threads=16)  # before the scheduler starts: not measured
     watcher = BindWatcher(core, ns)
     time.sleep(0.5)
     pid, stop = start()
@@ -248,7 +250,17 @@ def start_drs(
     if py_spy is not None:
         py_spy.mkdir(parents=True, exist_ok=True)
         out = py_spy / f"{name}-{int(time.time())}.txt"
-        spy = [str(Path(sys.executable).parent / "py-spy"), "record", "--gil", "--format", "raw", "-r", "200", "-o", str(out)]
+        spy = [
+            str(Path(sys.executable).parent / "py-spy"),
+            "record",
+            "--gil",
+            "--format",
+            "raw",
+            "-r",
+            "200",
+            "-o",
+            str(out),
+        ]
         argv = [*spy, "--", *argv]
     proc = subprocess.Popen(
         argv, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)}
