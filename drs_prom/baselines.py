@@ -39,15 +39,17 @@ scores below are the documented formulas; ``policy.choose`` masks infeasible nod
 
 A node without metrics (NaN load) gets the lowest finite score, never -inf: it stays
 usable when it is the only feasible node (Trimaran's behaviour).
+
+Build policies by name through ``drs_prom.registry``; the recent-bind memory the load-aware
+ones share with the learned policy lives in ``drs_prom.recent_binds``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from drs_prom.policy import DecisionContext, Policy
+from drs_prom.policy import DecisionContext
+from drs_prom.recent_binds import RemembersRecentBinds
 
 MAX_NODE_SCORE = 100
 DEFAULT_MILLI_CPU_REQUEST = 100  # schedutil.DefaultMilliCPURequest
@@ -110,90 +112,6 @@ def _after(ctx: DecisionContext, pending: np.ndarray | None = None) -> tuple[np.
     if pending is not None:
         out += pending
     return out, ok
-
-
-def _default_window() -> float:
-    from drs_prom.config import PrometheusSettings
-
-    return PrometheusSettings().window_seconds
-
-
-class RecentBinds:
-    """Load of our own recent placements that the metrics do not show yet (Trimaran's fix for herding).
-
-    A rate over a window of ``w`` seconds shows a load step of L after ``dt`` seconds as
-    L * dt / w, so the part still missing is L * (1 - dt / w). Each placement's expected
-    load (its ``pod_load`` row) is remembered for ``w`` seconds, keyed by node name.
-    """
-
-    MAX_REMEMBERED = 10_000
-
-    def __init__(self, window_seconds: float) -> None:
-        self.window_seconds = float(window_seconds)
-        self._t = np.zeros(0)
-        self._names: list[str] = []
-        self._rows = np.zeros((0, 6))
-        self._last_now = -np.inf
-        self._index_key: tuple[str, ...] = ()
-        self._index: dict[str, int] = {}
-
-    def pending(self, ctx: DecisionContext) -> np.ndarray:
-        w = self.window_seconds
-        out = np.zeros((len(ctx.nodes), 6))
-        if ctx.now < self._last_now:  # time went backwards: a new simulated episode, forget the old one
-            self._keep(np.zeros(len(self._t), dtype=bool))
-        self._last_now = ctx.now
-        if w <= 0 or not len(self._t):
-            return out
-        self._keep((ctx.now - self._t < w) & (np.arange(len(self._t)) >= len(self._t) - self.MAX_REMEMBERED))
-        key = tuple(n.name for n in ctx.nodes)
-        if key != self._index_key:
-            self._index_key, self._index = key, {name: i for i, name in enumerate(key)}
-        idx = np.array([self._index.get(name, -1) for name in self._names], dtype=np.int64)
-        weight = np.maximum(0.0, 1.0 - (ctx.now - self._t) / w)
-        known = idx >= 0
-        np.add.at(out, idx[known], self._rows[known] * weight[known, None])
-        return out
-
-    def _keep(self, mask: np.ndarray) -> None:
-        self._t = self._t[mask]
-        self._rows = self._rows[mask]
-        self._names = [n for n, k in zip(self._names, mask) if k]
-
-    def record(self, ctx: DecisionContext, node: int) -> None:
-        """Record that ``node`` was bound for ``ctx``'s pod, whoever chose it (training, replays, search)."""
-        scores = np.full(len(ctx.nodes), -np.inf)
-        scores[node] = 0.0
-        self.remember(ctx, scores)
-
-    def remember(self, ctx: DecisionContext, scores: np.ndarray) -> None:
-        """Record the node ``policy.choose`` will pick from ``scores`` (same masking and tie rule)."""
-        if self.window_seconds <= 0 or not ctx.feasible.any():
-            return
-        masked = np.where(ctx.feasible & ~np.isnan(scores), scores, -np.inf)
-        best = int(np.argmax(masked))
-        self._t = np.append(self._t, ctx.now)
-        self._names.append(ctx.nodes[best].name)
-        self._rows = np.vstack([self._rows, np.asarray(ctx.pod_load[best], dtype=np.float64)[None, :]])
-
-
-class RemembersRecentBinds:
-    """For policies that add their own not-yet-visible binds to the metrics (RecentBinds).
-
-    ``metric_window_seconds``: the rate window behind ctx.load (default: settings'
-    Prometheus window); the scheduler and the benchmark set it to the real one.
-    """
-
-    def __init__(self, metric_window_seconds: float | None = None) -> None:
-        self.recent = RecentBinds(_default_window() if metric_window_seconds is None else metric_window_seconds)
-
-    @property
-    def metric_window_seconds(self) -> float:
-        return self.recent.window_seconds
-
-    @metric_window_seconds.setter
-    def metric_window_seconds(self, value: float) -> None:
-        self.recent.window_seconds = float(value)
 
 
 class LeastLoaded(RemembersRecentBinds):
@@ -264,61 +182,3 @@ class RoundRobin:
             chosen = int(feasible[np.argmin(order[feasible])])
             self._next = (chosen + 1) % n
         return -order.astype(np.float64)
-
-
-PolicyFactory = Callable[[int], Policy]
-
-_REGISTRY: dict[str, PolicyFactory] = {
-    "kube-default": KubeDefault,
-    "least-loaded": LeastLoaded,
-    "balanced-load": BalancedLoad,
-    "random": RandomPolicy,
-    "round-robin": RoundRobin,
-}
-
-HEURISTICS: tuple[str, ...] = tuple(_REGISTRY)
-
-
-def register(name: str, factory: PolicyFactory) -> None:
-    """Add a policy factory (``factory(seed) -> Policy``); the agent registers drs / drs-original."""
-    _REGISTRY[name] = factory
-
-
-def _learned(name: str) -> PolicyFactory:
-    """Factory for a shipped learned policy; ModelError (one line) when it cannot be loaded."""
-
-    def factory(seed: int) -> Policy:
-        from drs_prom.errors import ModelError
-
-        try:
-            from drs_prom import agent  # lazy: TensorFlow loads only for learned policies
-        except ImportError as exc:
-            raise ModelError(f"policy {name!r} needs drs_prom.agent, which failed to import: {exc}") from None
-        make = getattr(agent, "make_policy", None)
-        if make is not None:
-            return make(name, seed)
-        path_fn = getattr(agent, "default_original_path" if name == "drs-original" else "default_model_path", None)
-        if path_fn is None:
-            raise ModelError(f"policy {name!r}: drs_prom.agent provides no default model")
-        return agent.load_policy(path_fn())
-
-    return factory
-
-
-for _name in ("drs", "drs-original"):
-    _REGISTRY.setdefault(_name, _learned(_name))
-
-
-def policies_by_name() -> dict[str, PolicyFactory]:
-    """Every known policy name -> factory(seed). Learned ones import TensorFlow only when built."""
-    return dict(_REGISTRY)
-
-
-def make_policy(name: str, seed: int = 0) -> Policy:
-    """Build a policy by name; ConfigError (one line) for an unknown name."""
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        from drs_prom.errors import ConfigError
-
-        raise ConfigError(f"unknown policy {name!r}; known: {', '.join(sorted(_REGISTRY))}")
-    return factory(seed)

@@ -409,7 +409,7 @@ def model_rollback(version: str | None, config_path: str | None, store_path: str
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="First port (0 = any free).")
 def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str, host: str, port: int) -> None:
     """Serve a simulated cluster's node metrics (node_exporter format) for a real Prometheus to scrape."""
-    from drs_prom.baselines import make_policy
+    from drs_prom.registry import make_policy
     from drs_prom.sim.scenario import load_scenario
     from drs_prom.sim.serve import serve_scenario
 
@@ -484,9 +484,10 @@ def train_cmd(
     """Train drs (or DRS's original DQN) on the simulator; writes .keras + .json + learning-curve .png."""
     import shlex
 
-    from drs_prom.agent.train import TrainConfig, run
     from drs_prom.config import load_settings
     from drs_prom.errors import ConfigError
+    from drs_prom.training.loop import TrainConfig
+    from drs_prom.training.run import run
 
     if not out_path.endswith(".keras"):
         raise ConfigError(f"--out must end in .keras: {out_path}")

@@ -1,4 +1,4 @@
-"""The APScheduler wrapper around ``retrain.run_once``: when to run, and never more than one at a time.
+"""The APScheduler wrapper around ``retrain.run.run_once``: when to run, and never more than one at a time.
 
 Runs beside the scheduler (``RetrainJob(...).start()`` in its process: a
 BackgroundScheduler thread) or on its own (``drs-prom retrain``). ``max_instances=1``
@@ -6,6 +6,9 @@ plus ``coalesce=True`` mean a slow run makes the next trigger wait, never overla
 a backlog of missed triggers collapses into one run. Nothing escapes ``fire``: a
 crash or a Prometheus outage during retraining is a counted, logged outcome and the
 scheduler keeps binding pods with the model it has.
+
+``build_run`` wires the production run: Prometheus, journal and model store from the settings,
+and the simulator checks (drs_prom.sim.retrain_checks) when the gate or replay asks for them.
 """
 
 from __future__ import annotations
@@ -18,6 +21,12 @@ from datetime import UTC
 from typing import Any
 
 from drs_prom.config import Settings
+from drs_prom.journal import Journal
+from drs_prom.model_store import ModelStore
+from drs_prom.prometheus import PrometheusSource
+from drs_prom.retrain.metrics import RetrainMetrics, RetrainResult
+from drs_prom.retrain.run import run_once
+from drs_prom.sim.retrain_checks import SimulatorChecks
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +93,6 @@ class RetrainJob:
                 "retraining run failed: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG)
             )
             try:
-                from drs_prom.retrain import RetrainMetrics
-
                 RetrainMetrics.get(self.registry).runs.labels("error").inc()
             except Exception:  # pragma: no cover - metrics must not matter here either
                 pass
@@ -137,12 +144,10 @@ def build_run(settings: Settings, registry: Any = None) -> Callable[[], Any]:
     runs needs no restart of the job.
     """
 
-    def run() -> Any:
-        from drs_prom.journal import Journal
-        from drs_prom.model_store import ModelStore
-        from drs_prom.prometheus import PrometheusSource
-        from drs_prom.retrain import run_once
+    rs = settings.retrain
+    simulator = SimulatorChecks(settings) if rs.sim_benchmark_pods or rs.sim_replay_episodes else None
 
+    def run() -> RetrainResult:
         source = PrometheusSource(settings.prometheus)
         journal = Journal(settings.scheduler.journal_path)
         try:
@@ -152,6 +157,7 @@ def build_run(settings: Settings, registry: Any = None) -> Callable[[], Any]:
                 journal,
                 ModelStore(settings.retrain.model_store, settings.retrain.keep_versions),
                 registry=registry,
+                simulator=simulator,
             )
         finally:
             journal.close()

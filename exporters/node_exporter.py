@@ -6,6 +6,8 @@ either. ``NodeCollector`` keeps no state: each scrape calls a reader returning
 ``NodeCounters`` and yields fresh metric families. The default reader is psutil; the
 simulator passes its own reader (simulated cumulative counters) and reuses the same
 exposition through ``build_registry``/``multi_node_app``.
+
+The process is started by ``drs-prom export`` (drs_prom.cli); this module knows nothing of the CLI.
 """
 
 from __future__ import annotations
@@ -303,17 +305,3 @@ def serve(
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m exporters.node_exporter ...`` is ``drs-prom export ...``."""
-    import sys
-
-    from drs_prom.cli import main as cli_main
-
-    sys.argv = ["drs-prom", "export", *(sys.argv[1:] if argv is None else argv)]
-    cli_main()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,12 @@
-"""The DQN agents (``drs`` and DRS's ``drs-original``): training, persistence, inference.
+"""The DQN agents (``drs`` and DRS's ``drs-original``): the learning pieces, persistence and inference.
 
-Importing this package does not import TensorFlow; only training and loading a
-``.keras`` file do. Inference is a numpy forward pass.
+- ``networks``: the Keras networks; ``dqn``: one learning step (DQN, DRS's DQN); ``replay``: buffers;
+- ``features``: the per-node candidate rows and DRS's flat state; ``persistence``: save/load ``.keras``
+  + JSON metadata; ``policy``: the numpy inference policies.
+
+The training loop, plots and benchmark summaries are in drs_prom.training (above the simulator).
+Importing this package does not import TensorFlow; only training and loading a ``.keras``
+file do. Inference is a numpy forward pass.
 """
 
 from __future__ import annotations

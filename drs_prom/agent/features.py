@@ -46,7 +46,7 @@ def candidate_matrix(ctx: DecisionContext, recent: np.ndarray | None = None) -> 
     """(n_nodes, N_CANDIDATE) float32: what each node would look like with the pod on it.
 
     ``recent``: (n, 6) load of our own recent binds that the metrics do not show yet
-    (baselines.RecentBinds); added to the metrics so that a burst of decisions inside
+    (recent_binds.RecentBinds); added to the metrics so that a burst of decisions inside
     one rate window does not herd onto the node that merely looks idle.
 
     ``dstd`` is n times the exact change of each feature's std across nodes when the

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from drs_prom.agent.features import candidate_matrix, drs_state
-from drs_prom.baselines import RemembersRecentBinds
 from drs_prom.config import Normalisation
 from drs_prom.errors import ModelError
 from drs_prom.policy import DecisionContext
+from drs_prom.recent_binds import RemembersRecentBinds
 
 Layers = Sequence[tuple[np.ndarray, np.ndarray, str]]
 

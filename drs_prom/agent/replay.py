@@ -82,6 +82,25 @@ class NodeReplay(_Ring):
         # No feasible next action means nothing to bootstrap from: treat as terminal.
         self.done[i] = float(done or not self.next_mask[i].any())
 
+    def fill(
+        self, chosen: np.ndarray, reward: np.ndarray, next_cands: np.ndarray, next_mask: np.ndarray, done: np.ndarray
+    ) -> None:
+        """Load ``len(reward)`` ready-made transitions (retraining's rebuilt batch) into slots 0..n-1 at once.
+
+        The arrays are taken as given (``next_cands`` already padded to ``max_nodes``, ``done`` already set).
+        """
+        n = len(reward)
+        if n > self.capacity:
+            raise ValueError(f"{n} transitions exceed the buffer's capacity={self.capacity}")
+        self.chosen[:n], self.reward[:n], self.next_cands[:n], self.next_mask[:n], self.done[:n] = (
+            chosen,
+            reward,
+            next_cands,
+            next_mask,
+            done,
+        )
+        self.size, self._pos = n, n % self.capacity
+
     def sample(self, batch: int) -> NodeBatch:
         idx = self._sample_slots(batch)
         return NodeBatch(self.chosen[idx], self.reward[idx], self.next_cands[idx], self.next_mask[idx], self.done[idx])

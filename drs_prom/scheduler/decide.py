@@ -15,7 +15,7 @@ fallback decision is counted in ``drs_fallback_decisions_total{reason}``.
 
 Recent binds: a pod bound less than one rate window ago is not (fully) in the metrics
 yet. The load-aware and learned policies keep that estimate themselves
-(baselines.RecentBinds: the expected load of each of their placements, fading out over
+(recent_binds.RecentBinds: the expected load of each of their placements, fading out over
 the rate window), exactly as they did in simulation and training, so it is not added
 here a second time; without it a burst would herd onto the node that looked idlest.
 """
@@ -44,8 +44,8 @@ METRICS_REASONS = ("prometheus_unreachable", "metrics_stale")
 
 
 def fallback_policy(name: str) -> Policy:
-    """A heuristic from drs_prom.baselines (seeded, deterministic)."""
-    from drs_prom.baselines import make_policy
+    """A heuristic by its registry name (seeded, deterministic)."""
+    from drs_prom.registry import make_policy
 
     return make_policy(name, seed=0)
 

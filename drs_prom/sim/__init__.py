@@ -5,6 +5,12 @@
 - ``cluster``   node capacities, running pods, contention slowdown, exact load integrals.
 - ``source``    ``SimSource``: a ``state.MetricsSource`` over the simulated cluster.
 - ``env``       ``SchedulingEnv``: reset/step per pod decision, ``run(policy)`` per episode.
-- ``bench``     ``drs-prom bench`` / ``demo``; ``plot`` draws its PNG.
-- ``serve``     a simulated cluster on the wall clock, scraped by a real Prometheus.
+- ``step_reward`` the reward of one settled step (training and retraining read it the same way).
+- ``bench``     ``drs-prom bench`` / ``demo``; ``report`` holds its results, ``plot`` draws its PNG,
+                ``clairvoyant`` is the future-reading reference it can add (bench -> clairvoyant, plot -> report).
+- ``serve``     a simulated cluster on the wall clock, scraped by a real Prometheus (exporters/ exposition).
+- ``retrain_checks`` the simulator's part of a retraining run (replay, gate score), injected by retrain_job.
+
+The simulator sits above drs_prom.retrain, drs_prom.registry and drs_prom.agent, and below
+drs_prom.training, which drives it.
 """

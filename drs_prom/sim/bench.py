@@ -12,102 +12,22 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from drs_prom.baselines import HEURISTICS, make_policy
+from drs_prom.agent import default_model_path, load_policy
 from drs_prom.config import Normalisation
-from drs_prom.errors import DrsError
+from drs_prom.errors import ConfigError, DrsError
 from drs_prom.policy import Policy
-from drs_prom.sim.env import EpisodeResult, SchedulingEnv
-from drs_prom.sim.scenario import Scenario
-
-REFERENCE = "kube-default"
-CLAIRVOYANT = "clairvoyant"
-"""Not a policy: sim/clairvoyant.py's rollout that reads the future from the simulator. Asking for it also
-reports the migration floor (free re-placement at every instant), where the scenario allows one."""
-
-METRICS: tuple[tuple[str, str, str], ...] = (
-    # key, column title, which direction is better
-    ("imbalance", "imbalance", "lower"),
-    ("utilisation", "util", "higher"),
-    ("completion_mean", "ct mean s", "lower"),
-    ("completion_p95", "ct p95 s", "lower"),
-    ("makespan", "makespan s", "lower"),
-    ("decisions_per_s", "decisions/s", "higher"),
-)
+from drs_prom.registry import HEURISTICS, LEARNED, make_policy, policies_by_name
+from drs_prom.sim.clairvoyant import CLAIRVOYANT, clairvoyant_run, migration_floor
+from drs_prom.sim.env import SchedulingEnv, fit_to_scenario
+from drs_prom.sim.plot import plot_report
+from drs_prom.sim.report import METRICS, REFERENCE, BenchReport, PolicyRow
+from drs_prom.sim.scenario import Scenario, load_scenario
 
 PolicyBuilder = Callable[[str, int], Policy]
-
-
-@dataclass
-class PolicyRow:
-    policy: str
-    runs: list[EpisodeResult] = field(default_factory=list)
-    skipped: str | None = None
-
-    def mean(self, key: str) -> float:
-        vals = [r.summary()[key] for r in self.runs]
-        return float(np.mean(vals)) if vals else math.nan
-
-
-@dataclass
-class BenchReport:
-    scenario: str
-    seeds: list[int]
-    n_nodes: int
-    pods: int
-    rows: list[PolicyRow]
-    wall_seconds: float = 0.0
-    migration_floor: float | None = None  # mean over seeds of clairvoyant.migration_floor, when asked for
-
-    def row(self, policy: str) -> PolicyRow | None:
-        return next((r for r in self.rows if r.policy == policy), None)
-
-    def ratio(self, policy: str, key: str) -> float:
-        """policy's mean over the reference's mean (NaN when either is missing)."""
-        ref, row = self.row(REFERENCE), self.row(policy)
-        if ref is None or row is None or not ref.runs or not row.runs:
-            return math.nan
-        base = ref.mean(key)
-        return row.mean(key) / base if base else math.nan
-
-    def to_json(self) -> dict:
-        out: dict = {
-            "scenario": self.scenario,
-            "seeds": self.seeds,
-            "n_nodes": self.n_nodes,
-            "pods": self.pods,
-            "reference": REFERENCE,
-            "wall_seconds": self.wall_seconds,
-            "policies": {},
-        }
-        if self.migration_floor is not None:
-            out["migration_floor"] = self.migration_floor
-        for row in self.rows:
-            if row.skipped:
-                out["policies"][row.policy] = {"skipped": row.skipped}
-                continue
-            out["policies"][row.policy] = {
-                "mean": {k: row.mean(k) for k, _, _ in METRICS},
-                "ratio_to_reference": {k: self.ratio(row.policy, k) for k, _, _ in METRICS},
-                "placements_per_s": float(np.mean([r.placements_per_second for r in row.runs])),
-                "slowdown_mean": float(np.mean([r.slowdown_mean for r in row.runs])),
-                "max_queue": int(max(r.max_queue for r in row.runs)),
-                "runs": [
-                    {k: v for k, v in asdict(r).items() if not k.startswith("series_")} | {"summary": r.summary()}
-                    for r in row.runs
-                ],
-                "series_seed": row.runs[0].seed,
-                "series": {
-                    "t": row.runs[0].series_t,
-                    "imbalance": row.runs[0].series_imbalance,
-                    "utilisation": row.runs[0].series_utilisation,
-                },
-            }
-        return out
 
 
 def default_builder(name: str, seed: int) -> Policy:
@@ -136,8 +56,6 @@ def run_bench(
                 env: SchedulingEnv | None = None
                 try:
                     if row.policy == CLAIRVOYANT:
-                        from drs_prom.sim.clairvoyant import clairvoyant_run
-
                         result = clairvoyant_run(scenario, seed)
                         bar.update(scenario.n_pods)
                         row.runs.append(result)
@@ -161,20 +79,10 @@ def run_bench(
 
 
 def _migration_floor(scenario: Scenario, seeds: Sequence[int]) -> float | None:
-    from drs_prom.sim.clairvoyant import migration_floor
-
     try:
         return float(np.mean([migration_floor(scenario, s) for s in seeds]))
     except DrsError:  # heterogeneous nodes or jittered demand: no floor for this scenario
         return None
-
-
-def fit_to_scenario(policy: Policy, scenario: Scenario) -> Policy:
-    """Give a policy's recent-bind memory the production default (the settings' 30 s rate window),
-    never shorter than the scenario's metric lag; a longer memory is also the stronger heuristic (see baselines)."""
-    if hasattr(policy, "metric_window_seconds"):
-        policy.metric_window_seconds = max(policy.metric_window_seconds, scenario.metric_window_seconds)
-    return policy
 
 
 def _policy_norm(policy: Policy) -> Normalisation | None:
@@ -233,8 +141,6 @@ def format_table(report: BenchReport) -> str:
 
 def write_report(report: BenchReport, out_dir: str | Path) -> tuple[Path, Path]:
     """JSON and PNG side by side; written to temp names then renamed so a crash leaves no half file."""
-    from drs_prom.sim.plot import plot_report
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"bench-{report.scenario}"
@@ -254,16 +160,11 @@ def _json_default(value: object) -> object:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-LEARNED: tuple[str, ...] = ("drs", "drs-original")
-
-
 def model_builder(model_path: str | None) -> PolicyBuilder:
     """Like default_builder, but ``drs`` loads ``model_path`` when one is given."""
 
     def build(name: str, seed: int) -> Policy:
         if name == "drs" and model_path:
-            from drs_prom.agent import load_policy
-
             return load_policy(model_path)
         return make_policy(name, seed)
 
@@ -272,9 +173,6 @@ def model_builder(model_path: str | None) -> PolicyBuilder:
 
 def parse_policies(text: str | None) -> list[str]:
     """Comma-separated names (default: every heuristic and both learned policies); ConfigError on unknown."""
-    from drs_prom.baselines import policies_by_name
-    from drs_prom.errors import ConfigError
-
     if not text:
         return [*HEURISTICS, *LEARNED]
     names = [p.strip() for p in text.split(",") if p.strip()]
@@ -289,10 +187,6 @@ def parse_policies(text: str | None) -> list[str]:
 
 def shipped_model() -> tuple[str | None, str]:
     """(path of the shipped drs model or None, a one-line note for the user)."""
-    try:
-        from drs_prom.agent import default_model_path
-    except ImportError as exc:
-        return None, f"the agent package is not available ({exc}); running the heuristics only"
     path = Path(default_model_path())
     if not path.exists():
         return None, f"no trained model at {path} yet; running the heuristics only"
@@ -303,8 +197,6 @@ def demo(
     seeds: int = 5, out_dir: str | Path = "out/demo", progress: bool = True, echo: Callable[[str], None] = print
 ) -> BenchReport:
     """drs-paper, every heuristic plus the shipped drs model (and drs-original if shipped), table + plot."""
-    from drs_prom.sim.scenario import load_scenario
-
     model, note = shipped_model()
     echo(note)
     policies = [*HEURISTICS, "drs", "drs-original"] if model else list(HEURISTICS)

@@ -21,14 +21,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from drs_prom.baselines import make_policy
 from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext, Policy, choose
-from drs_prom.sim.bench import CLAIRVOYANT, fit_to_scenario
+from drs_prom.registry import make_policy
 from drs_prom.sim.cluster import Nodes
-from drs_prom.sim.env import EpisodeResult, SchedulingEnv, scaled_load
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv, fit_to_scenario, scaled_load
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import generate
+
+CLAIRVOYANT = "clairvoyant"
+"""Not a policy: the rollout below, which reads the future from the simulator. Asking the benchmark for it also
+reports the migration floor (free re-placement at every instant), where the scenario allows one."""
 
 
 def _told(policy: Policy, ctx: DecisionContext, node: int) -> Policy:

@@ -365,3 +365,11 @@ class SchedulingEnv:
             series_imbalance=list(rec.imb),
             series_utilisation=list(rec.util),
         )
+
+
+def fit_to_scenario(policy: Policy, scenario: Scenario) -> Policy:
+    """Give a policy's recent-bind memory the production default (the settings' 30 s rate window),
+    never shorter than the scenario's metric lag; a longer memory is also the stronger heuristic (see baselines)."""
+    if hasattr(policy, "metric_window_seconds"):
+        policy.metric_window_seconds = max(policy.metric_window_seconds, scenario.metric_window_seconds)
+    return policy

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from drs_prom.sim.bench import BenchReport
-
+from drs_prom.sim.report import BenchReport
 
 SMOOTH_SAMPLES = 6
 """Plotted lines are moving means over this many samples (raw series are in the JSON)."""

@@ -28,8 +28,10 @@ import numpy as np
 
 from drs_prom.errors import ConfigError
 from drs_prom.sim.cluster import Cluster, Nodes
+from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload
+from exporters.node_exporter import NodeCollector, NodeCounters, build_registry, multi_node_app
 
 
 @dataclass(frozen=True)
@@ -174,8 +176,6 @@ class LiveCluster:
         clock: Callable[[], float] = time.monotonic,
     ) -> LiveCluster:
         """Decide a whole episode with ``policy`` in SchedulingEnv, then replay its binds on the wall clock."""
-        from drs_prom.sim.env import SchedulingEnv
-
         env = SchedulingEnv(scenario, seed=seed)
         binds: list[tuple[float, str, int]] = []
         env.run(policy, seed=seed, on_step=lambda info: binds.append((info.t, info.pod, info.node_index)))
@@ -198,10 +198,8 @@ class LiveCluster:
         return live
 
     # --- what an exporter reads ------------------------------------------------------------
-    def counters(self, node: int) -> Any:
+    def counters(self, node: int) -> NodeCounters:
         """node_exporter-style cumulative counters of one node (exporters.node_exporter.NodeCounters)."""
-        from exporters.node_exporter import NodeCounters
-
         with self._lock:
             self._catch_up()
             c = self.cluster
@@ -260,8 +258,6 @@ class SimExporter:
         self.paths: dict[str, str] = {}  # node name -> metrics path
 
     def _registry(self, i: int) -> Any:
-        from exporters.node_exporter import NodeCollector, build_registry
-
         return build_registry(NodeCollector(partial(self.live.counters, i), node_name=self.live.nodes.names[i]))
 
     def start(self) -> SimExporter:
@@ -288,8 +284,6 @@ class SimExporter:
         from wsgiref.simple_server import make_server
 
         from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
-
-        from exporters.node_exporter import multi_node_app
 
         registries = {name: self._registry(i) for i, name in enumerate(names)}
         httpd = make_server(

@@ -3,9 +3,9 @@
 import numpy as np
 
 from drs_prom.agent import load_policy
-from drs_prom.agent.latency import measure, synthetic_context
-from drs_prom.baselines import make_policy
 from drs_prom.policy import choose
+from drs_prom.registry import make_policy
+from drs_prom.training.latency import measure, synthetic_context
 
 
 def test_decision_latency_printed_and_choices_feasible(capsys):

@@ -3,8 +3,8 @@
 import numpy as np
 
 from drs_prom.agent import default_model_path, default_original_path, load_policy, read_metadata
-from drs_prom.baselines import make_policy
 from drs_prom.features import FEATURE_SCHEMA_VERSION
+from drs_prom.registry import make_policy
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import load_scenario
 

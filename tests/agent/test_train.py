@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from drs_prom.agent import load_policy
-from drs_prom.agent.train import TrainConfig, save_result, scenario_env_factory, train
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import load_scenario
+from drs_prom.training.loop import TrainConfig, train
+from drs_prom.training.run import save_result, scenario_env_factory
 
 TINY = load_scenario("drs-paper").truncated(25)
 

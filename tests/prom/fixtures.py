@@ -11,7 +11,7 @@ Plain functions (usable from any fixture, any scope) and ready-made fixtures:
 * ``start_node_exporter_real() -> ExporterProc``: Debian ``prometheus-node-exporter``
   limited to the cpu, meminfo, netdev, diskstats and uname collectors.
 * ``start_drs_exporter(node_name) -> ExporterProc``: our exporter as a subprocess
-  (``python -m exporters.node_exporter``). ExporterProc has ``.target`` ("127.0.0.1:port"),
+  (``python -m drs_prom export``, i.e. ``drs-prom export``). ExporterProc has ``.target`` ("127.0.0.1:port"),
   ``.url`` (its /metrics), ``.node_name``, ``.pid``, ``.stop()``.
 * ``wait_until(fn, timeout, what)``: poll until ``fn()`` is truthy, else fail with ``what``.
 * Fixtures: ``node_exporter_real``, ``drs_exporter`` (session); ``prometheus_both``
@@ -281,7 +281,8 @@ def start_drs_exporter(
     cmd = [
         sys.executable,
         "-m",
-        "exporters.node_exporter",
+        "drs_prom",
+        "export",
         "--listen",
         f"127.0.0.1:{port}",
         "--node-name",

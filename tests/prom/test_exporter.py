@@ -207,7 +207,7 @@ def test_serve_stops_when_asked():
 def test_export_command_exits_cleanly_on_sigterm(tmp_path):
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "exporters.node_exporter", "--listen", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "drs_prom", "export", "--listen", f"127.0.0.1:{port}"],
         env=dict(os.environ, NODE_NAME="sigterm-node"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -231,7 +231,7 @@ def test_export_command_reports_port_in_use():
         s.listen()
         port = s.getsockname()[1]
         out = subprocess.run(
-            [sys.executable, "-m", "exporters.node_exporter", "--listen", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "drs_prom", "export", "--listen", f"127.0.0.1:{port}"],
             capture_output=True,
             text=True,
             timeout=30,

@@ -84,9 +84,7 @@ def test_history_is_a_time_indexed_frame(prometheus_both, node_exporter_real, dr
         drs_exporter.node_name,
         node_exporter_real.node_name,
     }
-    empty = source.history(
-        datetime(2001, 1, 1, tzinfo=UTC), datetime(2001, 1, 1, 0, 1, tzinfo=UTC), 15
-    )
+    empty = source.history(datetime(2001, 1, 1, tzinfo=UTC), datetime(2001, 1, 1, 0, 1, tzinfo=UTC), 15)
     assert empty.empty  # no data then: an empty frame, not an exception
     with pytest.raises(MetricsError, match="points"):
         source.history(0, end, step=1)

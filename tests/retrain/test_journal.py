@@ -6,7 +6,7 @@ import dataclasses
 import sqlite3
 
 from drs_prom.journal import JOURNAL_SCHEMA, NODE_KEYS, Decision, Journal, node_entries
-from drs_prom.retrain import load_decisions
+from drs_prom.retrain.rebuild import load_decisions
 from drs_prom.types import NodeInfo
 
 # The layout schema-1 builds created, verbatim: files written by them must keep working.

@@ -6,7 +6,8 @@ import numpy as np
 
 from drs_prom.config import Settings
 from drs_prom.journal import Decision, Journal
-from drs_prom.retrain import NodeHistory, gate, load_decisions, rebuild_transitions, reward_delay
+from drs_prom.retrain.gate import gate
+from drs_prom.retrain.rebuild import NodeHistory, load_decisions, rebuild_transitions, reward_delay
 
 S = Settings.model_validate(
     {"prometheus": {"window": "10s", "max_sample_age_seconds": 15}, "scheduler": {"settle_seconds": 5}}
@@ -91,7 +92,7 @@ def test_gate_margin():
 def test_journalled_node_requests_rebuild_the_models_request_columns():
     """Schema 2: requests/allocatable/pod counts come from the journal, not Prometheus capacity."""
     from drs_prom.agent.features import CANDIDATE_COLUMNS, candidate_matrix
-    from drs_prom.retrain import decision_nodes
+    from drs_prom.retrain.rebuild import decision_nodes
 
     d = _d(95.0)
     d.pod_cpu_m, d.pod_mem_bytes = 500, 2**30
@@ -137,7 +138,7 @@ def test_journalled_node_requests_rebuild_the_models_request_columns():
 def test_approximated_rows_are_visible_in_metrics_and_summary():
     from prometheus_client import CollectorRegistry
 
-    from drs_prom.retrain import RetrainMetrics, RetrainResult, record
+    from drs_prom.retrain.metrics import RetrainMetrics, RetrainResult, record
 
     reg = CollectorRegistry()
     metrics = RetrainMetrics(reg)

@@ -22,12 +22,14 @@ import numpy as np
 import pytest
 import yaml
 
-from drs_prom.baselines import make_policy
 from drs_prom.config import Settings
 from drs_prom.journal import Journal
 from drs_prom.model_store import ModelStore
 from drs_prom.prometheus import PrometheusSource
-from drs_prom.retrain import fetch_history, gate, load_decisions, rebuild_transitions, reward_delay, transition_reward
+from drs_prom.registry import make_policy
+from drs_prom.retrain.gate import gate
+from drs_prom.retrain.history import fetch_history
+from drs_prom.retrain.rebuild import load_decisions, rebuild_transitions, reward_delay, transition_reward
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.state import node_matrix
 from tests.prom.fixtures import start_prometheus
@@ -323,9 +325,10 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
 
     from drs_prom.model_store import ModelWatcher, load_version_policy
     from drs_prom.policy import choose
-    from drs_prom.retrain import run_once
+    from drs_prom.retrain.run import run_once
     from drs_prom.retrain_job import RetrainJob
     from drs_prom.sim.env import SchedulingEnv
+    from drs_prom.sim.retrain_checks import SimulatorChecks
 
     tmp, run, base = world["tmp"], world["run"], world["settings"]
     # A wide gate margin: the first run must promote (it is judged against the shipped model).
@@ -349,7 +352,7 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
             journal,
             store,
             registry=reg,
-            scenario=world["sc"].with_changes(arrivals=[{"pods": 40, "rate_per_second": 0.02}]),
+            simulator=SimulatorChecks(s, world["sc"].with_changes(arrivals=[{"pods": 40, "rate_per_second": 0.02}])),
         )
         results.append(res)
         return res
@@ -411,7 +414,8 @@ def test_speed_10k_decisions(world):
 
     Printed, not asserted as wall-clock limits; the ratios compare the stages in one process.
     """
-    from drs_prom.retrain import _node_batch, train_candidate
+    from drs_prom.retrain.batch import node_batch
+    from drs_prom.retrain.candidate import train_candidate
 
     run, s = world["run"], world["settings"]
     rows = journal_rows(run, "least-loaded")
@@ -439,7 +443,7 @@ def test_speed_10k_decisions(world):
     t_rebuild = time.perf_counter() - t0
     assert len(trans) >= 9000, skipped
     t0 = time.perf_counter()
-    _node_batch(trans, 4, s.prometheus.window_seconds)
+    node_batch(trans, 4, s.prometheus.window_seconds)
     t_batch = time.perf_counter() - t0
     one_epoch = s.model_copy(
         update={"retrain": s.retrain.model_copy(update={"epochs": 1, "batch_size": 64, "sim_replay_episodes": 0})}

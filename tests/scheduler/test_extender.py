@@ -30,8 +30,8 @@ class FixedSource:
 
 
 def _extender(settings_overrides=None, cache=None, source=None):
-    from drs_prom.baselines import make_policy
     from drs_prom.config import load_settings
+    from drs_prom.registry import make_policy
     from drs_prom.scheduler.decide import Decider
     from drs_prom.scheduler.extender import Extender, ExtenderServer
     from drs_prom.scheduler.metrics import SchedulerMetrics

@@ -51,10 +51,7 @@ def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, ma
         model = load_policy()  # the shipped model (models/drs-v1.keras)
         sched = make_scheduler(source=source, policy=model)
         fallback = lambda reason: (
-            sched.metrics.registry.get_sample_value(
-                "drs_fallback_decisions_total", {"reason": reason}
-            )
-            or 0.0
+            sched.metrics.registry.get_sample_value("drs_fallback_decisions_total", {"reason": reason}) or 0.0
         )
 
         for i in range(10):

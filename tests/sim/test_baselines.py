@@ -10,11 +10,10 @@ from drs_prom.baselines import (
     imbalance_if_placed,
     kube_default_scores,
     least_allocated_score,
-    make_policy,
-    policies_by_name,
 )
 from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext, choose
+from drs_prom.registry import make_policy, policies_by_name
 from drs_prom.state import imbalance
 from drs_prom.types import NodeInfo, PodRequest
 
@@ -137,7 +136,7 @@ def test_least_loaded_counts_its_own_placements_the_metrics_do_not_show_yet():
 
 
 def test_recent_binds_record_a_bind_the_policy_did_not_choose():
-    from drs_prom.baselines import RecentBinds
+    from drs_prom.recent_binds import RecentBinds
 
     nodes = [NodeInfo(f"n{i}", 4000, 8 * GI) for i in range(3)]
     pod_load = np.tile([0.2, 0.1, 0, 0, 0, 0], (3, 1)).astype(np.float32)

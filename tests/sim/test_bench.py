@@ -72,7 +72,7 @@ def test_unavailable_policy_is_skipped_with_its_reason():
     def builder(name, seed):
         if name == "drs":
             raise ModelError("no trained model")
-        from drs_prom.baselines import make_policy
+        from drs_prom.registry import make_policy
 
         return make_policy(name, seed)
 
@@ -93,8 +93,9 @@ def test_demo_runs_the_paper_scenario_and_says_where_the_plot_is(tmp_path):
 
 
 def test_a_policy_sees_its_own_scales_but_metrics_stay_on_the_scenarios():
-    from drs_prom.baselines import RoundRobin, make_policy
+    from drs_prom.baselines import RoundRobin
     from drs_prom.config import Normalisation
+    from drs_prom.registry import make_policy
 
     seen = []
 

@@ -3,9 +3,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from drs_prom.baselines import HEURISTICS, make_policy
 from drs_prom.filters import feasible_mask
 from drs_prom.policy import choose
+from drs_prom.registry import HEURISTICS, make_policy
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.source import SimSource

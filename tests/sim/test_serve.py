@@ -28,7 +28,7 @@ def test_live_cluster_counts_monotonic_totals_consistent_with_rates():
 
 
 def test_replay_reproduces_the_simulated_episode():
-    from drs_prom.baselines import make_policy
+    from drs_prom.registry import make_policy
 
     sc = load_scenario("drs-paper").truncated(10)
     now = [0.0]
@@ -91,7 +91,7 @@ def test_serve_scenario_prints_a_scrape_config_and_stops_on_request():
 
     import yaml
 
-    from drs_prom.baselines import make_policy
+    from drs_prom.registry import make_policy
     from drs_prom.sim.serve import serve_scenario
 
     lines: list[str] = []

@@ -2,7 +2,7 @@
 
 import pytest
 
-from drs_prom.baselines import make_policy
+from drs_prom.registry import make_policy
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import load_scenario
 

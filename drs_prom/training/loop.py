@@ -2,7 +2,7 @@
 
 ``env.reset() -> ctx``; ``env.step(node_index) -> (ctx_next, info, done)`` where
 ``info.load_before``/``info.load_after`` are the normalised (n, 6) matrices around the
-settled action. One command (``drs-prom train``) reproduces the shipped model.
+settled action. Saving, plotting and benchmarking the result are in drs_prom.training.run.
 """
 
 from __future__ import annotations
@@ -10,16 +10,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from drs_prom.agent.features import DRS_SCALE, N_CANDIDATE, candidate_matrix, drs_state, drs_state_dim
-from drs_prom.baselines import RecentBinds, _default_window
-from drs_prom.config import Normalisation, RewardSettings
+from drs_prom.agent.dqn import DRSDQN, DRSConfig, LinearSchedule, NodeDQN, NodeDQNConfig
+from drs_prom.agent.features import N_CANDIDATE, candidate_matrix, drs_state, drs_state_dim
+from drs_prom.agent.networks import configure_tf, export_dense
+from drs_prom.agent.policy import NodeAgentPolicy
+from drs_prom.agent.replay import FlatReplay, NodeReplay
+from drs_prom.config import RewardSettings
 from drs_prom.policy import DecisionContext, choose
-from drs_prom.reward import drs_reward, reward
+from drs_prom.recent_binds import RecentBinds, default_window
+from drs_prom.registry import make_policy
+from drs_prom.sim.step_reward import step_reward
 from drs_prom.state import imbalance
 
 
@@ -65,7 +69,7 @@ class TrainConfig:
     """Episodes between greedy evaluations on held-out seeds; the best-scoring weights are
     kept (RL curves are noisy: the last episode is rarely the best). 0 keeps the last."""
     eval_seeds: int = 8
-    recent_window_seconds: float = field(default_factory=_default_window)
+    recent_window_seconds: float = field(default_factory=default_window)
     """Memory of our own binds (the metrics' rate window; the policy's default too)."""
     reward: RewardSettings = field(default_factory=RewardSettings)
 
@@ -82,19 +86,6 @@ class TrainResult:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
-def step_reward(info: Any, policy: str, settings: RewardSettings) -> float:
-    """Reward of one settled action, read from the env's StepInfo."""
-    if policy == "drs-original":
-        return drs_reward(np.nan_to_num(info.load_after)) * DRS_SCALE
-    return reward(
-        np.nan_to_num(info.load_before),
-        np.nan_to_num(info.load_after),
-        float(info.util_after),
-        float(info.mean_slowdown_after),
-        settings,
-    )
-
-
 def _random_feasible(rng: np.random.Generator, mask: np.ndarray) -> int:
     return int(rng.choice(np.flatnonzero(mask)))
 
@@ -105,8 +96,6 @@ def _masked_argmax(q: np.ndarray, mask: np.ndarray) -> int:
 
 def train(make_env: EnvFactory, cfg: TrainConfig, progress: bool = True) -> TrainResult:
     """Train ``cfg.policy`` for ``cfg.episodes`` episodes; returns the online Keras model and curves."""
-    from drs_prom.agent.networks import configure_tf
-
     configure_tf()
     import keras
 
@@ -129,9 +118,6 @@ def _bar(total: int, desc: str, progress: bool) -> Any:
 
 
 def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> TrainResult:
-    from drs_prom.agent.dqn import LinearSchedule, NodeDQN, NodeDQNConfig
-    from drs_prom.agent.replay import NodeReplay
-
     t0 = time.monotonic()
     rng = np.random.default_rng(cfg.seed)
     agent = NodeDQN(
@@ -215,8 +201,6 @@ class _Selector:
         if env is None or not hasattr(env, "run"):
             self.seeds = []
             return
-        from drs_prom.baselines import make_policy
-
         self.ref = self._measure(make_policy("kube-default", cfg.seed))
 
     def _measure(self, policy: Any) -> tuple[float, float]:
@@ -226,9 +210,6 @@ class _Selector:
     def score(self, model: Any) -> float | None:
         if not self.seeds or self.ref is None:
             return None
-        from drs_prom.agent.networks import export_dense
-        from drs_prom.agent.policy import NodeAgentPolicy
-
         imb, comp = self._measure(NodeAgentPolicy(export_dense(model)))
         score = imb / self.ref[0] + 2.0 * max(0.0, comp / self.ref[1] - 1.02)
         self.history.append(round(score, 4))
@@ -240,8 +221,6 @@ def _imitate(
 ) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Warm start: roll out the teacher heuristic, fill the replay with its transitions and
     fit a large-margin loss so the net ranks the teacher's choice first (DQfD-style)."""
-    from drs_prom.baselines import make_policy
-
     teacher = make_policy(cfg.imitate, cfg.seed)
     all_c, all_m, all_a = [], [], []
     for ep in range(cfg.imitate_episodes):
@@ -286,9 +265,6 @@ def _imitate(
 
 def _train_drs(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> TrainResult:
     """DRS as published: constant 0.9 greedy, replay 100, batch 32, learn once the buffer is full."""
-    from drs_prom.agent.dqn import DRSDQN, DRSConfig
-    from drs_prom.agent.replay import FlatReplay
-
     t0 = time.monotonic()
     rng = np.random.default_rng(cfg.seed)
     dcfg = DRSConfig()
@@ -333,141 +309,3 @@ def _train_drs(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> TrainR
     return TrainResult(
         agent.online, returns, imbs, epsl, time.monotonic() - t0, steps, n_nodes, {"drs_config": asdict(dcfg)}
     )
-
-
-def plot_curve(result: TrainResult, path: str | Path, title: str) -> Path:
-    """Learning curve PNG: episode return and mean imbalance per episode."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
-    ep = np.arange(1, len(result.returns) + 1)
-    ax1.plot(ep, result.returns, lw=1)
-    ax1.set_ylabel("episode return")
-    ax1.set_title(title)
-    ax2.plot(ep, result.imbalance, lw=1, color="tab:red")
-    ax2.set_ylabel("mean imbalance")
-    ax2.set_xlabel("episode")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
-
-
-def save_result(result: TrainResult, cfg: TrainConfig, out: str | Path, norm: Normalisation, command: str = "") -> Path:
-    """Write the model (+ JSON metadata) and its learning curve next to it."""
-    from drs_prom.agent.persistence import base_metadata, save_model
-
-    meta = base_metadata(cfg.policy, norm, result.n_nodes if cfg.policy == "drs-original" else None)
-    conf = asdict(cfg)
-    conf["reward"] = cfg.reward.model_dump()
-    meta["training"] = {
-        "scenario": cfg.scenario,
-        "seed": cfg.seed,
-        "episodes": cfg.episodes,
-        "steps": result.steps,
-        "seconds": round(result.seconds, 1),
-        "nodes": result.n_nodes,
-        "config": conf,
-        "command": command,
-        "final_imbalance": float(np.mean(result.imbalance[-5:])) if result.imbalance else None,
-        **result.notes,
-    }
-    meta["benchmark"] = {}
-    path = save_model(result.model, meta, out)
-    plot_curve(result, Path(out).with_suffix(".png"), f"{cfg.policy} on {cfg.scenario} (seed {cfg.seed})")
-    return path
-
-
-def scenario_env_factory(scenario: Any, norm: Normalisation | None = None) -> tuple[EnvFactory, Normalisation]:
-    """Env factory over a simulator scenario (name, path or Scenario), and the normalisation it uses.
-
-    ``"a,b"`` mixes scenarios: episode seed s uses the (s mod 2)-th. They must share a
-    normalisation (and, for drs-original, a node count).
-    """
-    from drs_prom.errors import ConfigError
-    from drs_prom.sim.env import SchedulingEnv
-    from drs_prom.sim.scenario import Scenario, load_scenario
-
-    if isinstance(scenario, Scenario):
-        scs = [scenario]
-    else:
-        scs = [load_scenario(name.strip()) for name in str(scenario).split(",") if name.strip()]
-    use = norm or scs[0].norm
-    if norm is None and any(sc.norm != use for sc in scs):
-        raise ConfigError(f"scenarios {scenario} use different normalisations; train on one at a time")
-
-    def make(seed: int) -> Env:
-        return SchedulingEnv(scs[seed % len(scs)], seed=seed, norm=use)
-
-    return make, use
-
-
-def benchmark_summary(
-    policy: Any,
-    scenario: str,
-    seeds: int,
-    others: tuple[str, ...] = ("kube-default", "balanced-load", "least-loaded", "random"),
-) -> dict[str, Any]:
-    """The trained policy against heuristics on bench seeds 0..seeds-1, for the model's metadata."""
-    from drs_prom.baselines import make_policy
-    from drs_prom.sim.bench import run_bench
-    from drs_prom.sim.scenario import load_scenario
-
-    def build(name: str, seed: int) -> Any:
-        return policy if name == policy.name else make_policy(name, seed)
-
-    report = run_bench(load_scenario(scenario), list(range(seeds)), [*others, policy.name], build, progress=False)
-    out: dict[str, Any] = {"scenario": scenario, "seeds": seeds, "policies": {}}
-    for row in report.rows:
-        if row.skipped:
-            continue
-        out["policies"][row.policy] = {
-            k: {"mean": round(row.mean(k), 4), "ratio_to_kube_default": round(report.ratio(row.policy, k), 4)}
-            for k in ("imbalance", "utilisation", "completion_mean", "completion_p95")
-        }
-    return out
-
-
-def run(
-    cfg: TrainConfig,
-    out: str | Path,
-    drs_scales: bool = False,
-    bench_seeds: int = 5,
-    generalise: tuple[str, ...] = ("cluster-50",),
-    progress: bool = True,
-    command: str = "",
-    echo: Callable[[str], None] = print,
-) -> Path:
-    """``drs-prom train``: train, save model + JSON + curve, record a benchmark in the JSON."""
-    from drs_prom.agent.networks import export_dense
-    from drs_prom.agent.persistence import update_metadata
-    from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
-
-    make_env, norm = scenario_env_factory(cfg.scenario, Normalisation.drs_paper() if drs_scales else None)
-    result = train(make_env, cfg, progress=progress)
-    path = save_result(result, cfg, out, norm, command=command)
-    echo(f"trained {cfg.policy} on {cfg.scenario}: {result.steps} steps in {result.seconds:.0f} s -> {path}")
-    echo(f"learning curve: {Path(out).with_suffix('.png')}")
-    if bench_seeds and not drs_scales:
-        layers = export_dense(result.model)
-        policy = NodeAgentPolicy(layers) if cfg.policy == "drs" else DRSOriginalPolicy(layers, result.n_nodes)
-        trained_on = [name.strip() for name in cfg.scenario.split(",") if name.strip()]
-        bench = {name: benchmark_summary(policy, name, bench_seeds) for name in trained_on}
-        if cfg.policy == "drs":
-            for sc in generalise:
-                if sc not in bench:
-                    bench[sc] = benchmark_summary(policy, sc, min(bench_seeds, 3), ("kube-default", "balanced-load"))
-        update_metadata(path, benchmark=bench)
-        for sc, b in bench.items():
-            mine = b["policies"].get(cfg.policy, {})
-            if mine:
-                echo(
-                    f"{sc}: imbalance {mine['imbalance']['mean']:.3f} (x{1 / mine['imbalance']['ratio_to_kube_default']:.2f} lower than kube-default), "
-                    f"mean completion {mine['completion_mean']['mean']:.1f} s (x{mine['completion_mean']['ratio_to_kube_default']:.3f})"
-                )
-    return path

@@ -1,6 +1,6 @@
 """Decision latency of a policy at several cluster sizes (median and p99), against baselines.
 
-    python -m drs_prom.agent.latency [model.keras]
+    python -m drs_prom.training.latency [model.keras]
 
 Timed: ``choose(policy, ctx)`` (features + forward pass + masked argmax) on synthetic
 contexts; printed next to the same measurement for a heuristic and for the Keras model
@@ -16,7 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from drs_prom.agent import load_model
+from drs_prom.agent.features import candidate_matrix
+from drs_prom.agent.networks import configure_tf
 from drs_prom.policy import DecisionContext, choose
+from drs_prom.registry import make_policy
 from drs_prom.types import NodeInfo, PodRequest
 
 
@@ -54,11 +58,6 @@ def measure(policy: Any, sizes: Sequence[int] = (4, 50, 500), repeats: int = 300
 
 
 def main(argv: Sequence[str] = ()) -> None:
-    from drs_prom.agent import load_model
-    from drs_prom.agent.features import candidate_matrix
-    from drs_prom.agent.networks import configure_tf
-    from drs_prom.baselines import make_policy
-
     loaded = load_model(argv[0] if argv else None)
     policy = loaded.policy()
     tf = configure_tf()

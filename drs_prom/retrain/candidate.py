@@ -1,0 +1,91 @@
+"""Train a candidate: a copy of the current model on the older transitions, plus simulator replay if given."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from drs_prom.agent.dqn import NodeDQN, NodeDQNConfig
+from drs_prom.agent.features import N_CANDIDATE
+from drs_prom.agent.networks import configure_tf, export_dense
+from drs_prom.agent.policy import Layers
+from drs_prom.agent.replay import NodeReplay
+from drs_prom.config import Settings
+from drs_prom.retrain.batch import max_nodes, node_batch
+from drs_prom.retrain.rebuild import Transition
+
+
+class RetrainSimulator(Protocol):
+    """The simulator's part of a run: replay experience for training and a seeded score for the gate.
+
+    Implemented by drs_prom.sim.retrain_checks.SimulatorChecks and injected by the caller
+    (drs_prom.retrain_job), so retraining itself never imports the simulator.
+    """
+
+    @property
+    def n_nodes(self) -> int: ...
+
+    @property
+    def n_pods(self) -> int: ...
+
+    def add_replay(self, learner: NodeDQN, replay: NodeReplay, episodes: int) -> int:
+        """Add ``episodes`` epsilon-greedy episodes of ``learner`` to ``replay``; the transitions added."""
+        ...
+
+    def score(self, layers: Layers) -> float:
+        """Mean reward per decision of the greedy policy ``layers`` in one seeded run (higher is better)."""
+        ...
+
+
+def _hidden_of(layers: Layers) -> tuple[int, ...]:
+    return tuple(int(k.shape[1]) for k, _, _ in layers[:-1])
+
+
+@dataclass
+class Trained:
+    model: Any  # the Keras online network
+    layers: list
+    steps: int
+    seconds: float
+    sim_transitions: int
+    gamma: float
+    hidden: tuple[int, ...]
+
+
+def train_candidate(
+    start_layers: Layers | None,
+    train: Sequence[Transition],
+    settings: Settings,
+    simulator: RetrainSimulator | None = None,
+) -> Trained:
+    """A copy of the starting model trained on ``train`` (+ simulator replay) for ``epochs`` passes."""
+    configure_tf()
+    import keras  # after configure_tf: TensorFlow reads its thread settings at import
+
+    t0 = time.perf_counter()
+    rs = settings.retrain
+    keras.utils.set_random_seed(rs.seed)
+    hidden = _hidden_of(start_layers) if start_layers else NodeDQNConfig().hidden
+    cfg = NodeDQNConfig(hidden=hidden)
+    agent = NodeDQN(N_CANDIDATE, cfg, seed=rs.seed)
+    if start_layers:
+        weights = [w for k, b, _ in start_layers for w in (k, b)]
+        agent.online.set_weights(weights)
+        agent.sync_target()
+    width = max_nodes(train)
+    sim = simulator if rs.sim_replay_episodes else None
+    if sim is not None:
+        width = max(width, sim.n_nodes)
+    cap = len(train) + (rs.sim_replay_episodes * max(sim.n_pods, 1) if sim is not None else 0)
+    replay = NodeReplay(cap, N_CANDIDATE, width, seed=rs.seed)
+    replay.fill(*node_batch(train, width, settings.prometheus.window_seconds))
+    sim_n = sim.add_replay(agent, replay, rs.sim_replay_episodes) if sim is not None else 0
+    steps = rs.epochs * max(1, int(np.ceil(len(replay) / rs.batch_size)))
+    for _ in range(steps):
+        agent.learn(replay.sample(rs.batch_size))
+    agent.sync_target()
+    return Trained(agent.online, export_dense(agent.online), steps, time.perf_counter() - t0, sim_n, cfg.gamma, hidden)

@@ -1,0 +1,92 @@
+"""What a benchmark run produced: per-policy episode results over seeds, and ratios to kube-default.
+
+Data only (no running, no plotting): drs_prom.sim.bench fills it, drs_prom.sim.plot draws it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from drs_prom.sim.env import EpisodeResult
+
+REFERENCE = "kube-default"
+METRICS: tuple[tuple[str, str, str], ...] = (
+    # key, column title, which direction is better
+    ("imbalance", "imbalance", "lower"),
+    ("utilisation", "util", "higher"),
+    ("completion_mean", "ct mean s", "lower"),
+    ("completion_p95", "ct p95 s", "lower"),
+    ("makespan", "makespan s", "lower"),
+    ("decisions_per_s", "decisions/s", "higher"),
+)
+
+
+@dataclass
+class PolicyRow:
+    policy: str
+    runs: list[EpisodeResult] = field(default_factory=list)
+    skipped: str | None = None
+
+    def mean(self, key: str) -> float:
+        vals = [r.summary()[key] for r in self.runs]
+        return float(np.mean(vals)) if vals else math.nan
+
+
+@dataclass
+class BenchReport:
+    scenario: str
+    seeds: list[int]
+    n_nodes: int
+    pods: int
+    rows: list[PolicyRow]
+    wall_seconds: float = 0.0
+    migration_floor: float | None = None  # mean over seeds of clairvoyant.migration_floor, when asked for
+
+    def row(self, policy: str) -> PolicyRow | None:
+        return next((r for r in self.rows if r.policy == policy), None)
+
+    def ratio(self, policy: str, key: str) -> float:
+        """policy's mean over the reference's mean (NaN when either is missing)."""
+        ref, row = self.row(REFERENCE), self.row(policy)
+        if ref is None or row is None or not ref.runs or not row.runs:
+            return math.nan
+        base = ref.mean(key)
+        return row.mean(key) / base if base else math.nan
+
+    def to_json(self) -> dict:
+        out: dict = {
+            "scenario": self.scenario,
+            "seeds": self.seeds,
+            "n_nodes": self.n_nodes,
+            "pods": self.pods,
+            "reference": REFERENCE,
+            "wall_seconds": self.wall_seconds,
+            "policies": {},
+        }
+        if self.migration_floor is not None:
+            out["migration_floor"] = self.migration_floor
+        for row in self.rows:
+            if row.skipped:
+                out["policies"][row.policy] = {"skipped": row.skipped}
+                continue
+            out["policies"][row.policy] = {
+                "mean": {k: row.mean(k) for k, _, _ in METRICS},
+                "ratio_to_reference": {k: self.ratio(row.policy, k) for k, _, _ in METRICS},
+                "placements_per_s": float(np.mean([r.placements_per_second for r in row.runs])),
+                "slowdown_mean": float(np.mean([r.slowdown_mean for r in row.runs])),
+                "max_queue": int(max(r.max_queue for r in row.runs)),
+                "runs": [
+                    {k: v for k, v in asdict(r).items() if not k.startswith("series_")} | {"summary": r.summary()}
+                    for r in row.runs
+                ],
+                "series_seed": row.runs[0].seed,
+                "series": {
+                    "t": row.runs[0].series_t,
+                    "imbalance": row.runs[0].series_imbalance,
+                    "utilisation": row.runs[0].series_utilisation,
+                },
+            }
+        return out

@@ -1,0 +1,93 @@
+"""The simulator's part of a retraining run (drs_prom.retrain.candidate.RetrainSimulator).
+
+Replay experience of the model being trained, and the gate's seeded simulator score.
+Built by drs_prom.retrain_job and handed to ``retrain.run.run_once``, so retraining does
+not import the simulator. The scenario (``retrain.sim_scenario`` cut to
+``sim_benchmark_pods`` pods unless one is given) is loaded on first use.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from drs_prom.agent.dqn import NodeDQN
+from drs_prom.agent.features import candidate_matrix
+from drs_prom.agent.policy import Layers, NodeAgentPolicy
+from drs_prom.agent.replay import NodeReplay
+from drs_prom.config import Settings
+from drs_prom.recent_binds import RecentBinds
+from drs_prom.sim.cluster import Nodes
+from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.scenario import Scenario, load_scenario
+from drs_prom.sim.step_reward import step_reward
+
+
+def benchmark_scenario(settings: Settings) -> Scenario:
+    """The gate's simulator run: the configured scenario cut to ``sim_benchmark_pods`` pods."""
+    return load_scenario(settings.retrain.sim_scenario).truncated(settings.retrain.sim_benchmark_pods)
+
+
+class SimulatorChecks:
+    """RetrainSimulator over one scenario (default: ``benchmark_scenario(settings)``, loaded lazily)."""
+
+    def __init__(self, settings: Settings, scenario: Scenario | None = None) -> None:
+        self.settings = settings
+        self._given = scenario
+
+    @cached_property
+    def scenario(self) -> Scenario:
+        return self._given if self._given is not None else benchmark_scenario(self.settings)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(Nodes.from_scenario(self.scenario))
+
+    @property
+    def n_pods(self) -> int:
+        return self.scenario.n_pods
+
+    def score(self, layers: Layers) -> float:
+        """Mean reward per decision of the greedy policy in one seeded simulator run (higher is better)."""
+        settings = self.settings
+        env = SchedulingEnv(self.scenario, seed=settings.retrain.seed, norm=settings.normalisation)
+        rewards: list[float] = []
+        env.run(
+            NodeAgentPolicy(layers),
+            seed=settings.retrain.seed,
+            on_step=lambda info: rewards.append(step_reward(info, "drs", settings.reward)),
+        )
+        return float(np.mean(rewards)) if rewards else float("nan")
+
+    def add_replay(self, learner: NodeDQN, replay: NodeReplay, episodes: int) -> int:
+        """Add simulator experience of the model being trained (epsilon-greedy, seeded)."""
+        settings = self.settings
+        recent = RecentBinds(settings.prometheus.window_seconds)  # as the serving policy sees it
+        rng = np.random.default_rng(settings.retrain.seed)
+        env = SchedulingEnv(self.scenario, seed=settings.retrain.seed + 7919, norm=settings.normalisation)
+        added = 0
+        for _ in range(episodes):
+            ctx = env.reset()
+            done = False
+            while not done and ctx is not None:
+                cands = candidate_matrix(ctx, recent.pending(ctx))
+                mask = np.asarray(ctx.feasible, bool)
+                if rng.random() < 0.1:
+                    a = int(rng.choice(np.flatnonzero(mask)))
+                else:
+                    a = int(np.argmax(np.where(mask, learner.q_values(cands), -np.inf)))
+                recent.record(ctx, a)
+                nxt, info, done = env.step(a)
+                nc = None if done or nxt is None else candidate_matrix(nxt, recent.pending(nxt))
+                if len(cands) <= replay.max_nodes and (nc is None or len(nc) <= replay.max_nodes):
+                    replay.add(
+                        cands[a],
+                        step_reward(info, "drs", settings.reward),
+                        nc,
+                        None if nc is None else nxt.feasible,
+                        done,
+                    )
+                    added += 1
+                ctx = nxt
+        return added
