@@ -15,6 +15,8 @@ import logging
 import uuid
 from typing import Any
 
+import urllib3
+
 log = logging.getLogger(__name__)
 
 BOUND, CONFLICT, GONE, FAILED = "bound", "conflict", "gone", "failed"
@@ -34,8 +36,6 @@ class ApiWriter:
 
     def post(self, path: str, body: dict[str, Any], timeout: float) -> tuple[int, bytes]:
         """(HTTP status, response body); connection errors raise."""
-        import urllib3
-
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": self.user_agent}
         for auth in self.configuration.auth_settings().values():  # refreshes an expiring token first
             if auth.get("in") == "header" and auth.get("value"):
