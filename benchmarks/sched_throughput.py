@@ -1,17 +1,30 @@
-"""Scheduling throughput and queue-to-bind latency against the real kube-apiserver.
+"""Scheduling throughput and create-to-bind latency against the real kube-apiserver.
 
 Runs drs-prom's scheduler (``drs-prom run`` as its own process, like in a cluster) and
-the real kube-scheduler on the same control plane (tests/k8s harness), at 5 and 100
-fake nodes, and prints pods/s and p50/p99 latency from pod creation (the create call
-returning) to the bind being visible in a watch. Numbers are printed, never asserted.
+the real kube-scheduler on the same control plane (tests/k8s harness), side by side in
+one invocation, at each node count of ``--nodes`` (fake nodes), and prints per scheduler:
 
-    /tmp/warmvenv/bin/python benchmarks/sched_throughput.py [--pods 300] [--nodes 5,100] [--model PATH]
+- pods/s while pods are being created, and p50/p99 from the create call returning to the
+  bind being visible in a watch;
+- queue drain: all pods pending before a fresh scheduler starts, first to last bind;
+- RSS (MiB) and CPU seconds per 1000 pods bound (the scheduler process only);
+- the ratios drs-prom / kube-scheduler.
 
-There is no Prometheus in these runs, so drs-prom decides with its request-based
-fallback: the runs measure the machinery (watch, queue, filter, score, bind, events).
-What the model adds per pod is measured separately, in-process, at the end: one
-decision (filter + state + score) with the shipped DQN vs the fallback, at 5 and 100
-nodes, on a literal node snapshot.
+With ``--prometheus`` (the path users deploy) a real Prometheus scrapes a simulated
+cluster of the same size and node names (``drs-prom sim-serve --mode paths``, replaying
+an episode of DRS's applications), and drs-prom decides with the shipped model on fresh
+state; the run checks that no decision fell back. Without it drs-prom has no metrics and
+decides with its request-based fallback (the machinery alone).
+
+kube-scheduler runs with its client rate limit lifted (qps/burst 1000) and so does
+drs-prom (``client_qps``/``client_burst``); both use their default node sampling.
+Numbers are printed (and written with ``--json``), never asserted.
+
+    python benchmarks/sched_throughput.py --prometheus --nodes 100,1000 --pods 500 \
+        --rss-pods 5000 --json /tmp/throughput.json
+
+``--py-spy DIR`` records drs-prom's scheduler with py-spy (raw collapsed stacks, one file
+per run) for the profile breakdown (benchmarks/profile_breakdown.py).
 """
 
 from __future__ import annotations
@@ -20,6 +33,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +48,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from drs_prom.config import SchedulerSettings
 from drs_prom.testbed.controlplane import ControlPlane
 from drs_prom.testbed.process import free_port
 
@@ -106,7 +121,40 @@ class BindWatcher:
         self._t.join(10)
 
 
-def run_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int) -> dict:
+def proc_stats(pid: int) -> tuple[float, float]:
+    """(RSS MiB, CPU seconds user+system) of one process, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    rss = 0.0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) / 1024.0
+    return rss, cpu
+
+
+def create_pods(
+    core, ns: str, scheduler: str, n: int, created: dict[str, float] | None = None, threads: int = 4
+) -> None:
+    def create(i: int) -> None:
+        name = f"p{i:05d}"
+        core.create_namespaced_pod(ns, pod(name, scheduler), _preload_content=False)
+        if created is not None:
+            created[name] = time.monotonic()
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(create, range(n)))
+
+
+def wait_bound(watcher: BindWatcher, n: int, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while len(watcher.bound) < n and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def run_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, pid: int) -> dict:
+    """Pods created while the scheduler runs: pods/s, create-to-bind p50/p99, CPU per 1000 pods."""
     from kubernetes import client
 
     core = client.CoreV1Api(cp.admin_client)
@@ -115,31 +163,27 @@ def run_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int) -> 
     watcher = BindWatcher(core, ns)
     time.sleep(0.5)
     created: dict[str, float] = {}
-
-    def create(i: int) -> None:
-        name = f"p{i:05d}"
-        core.create_namespaced_pod(ns, pod(name, scheduler_name), _preload_content=False)
-        created[name] = time.monotonic()
-
+    _, cpu0 = proc_stats(pid)
     t0 = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        list(pool.map(create, range(n_pods)))
+    create_pods(core, ns, scheduler_name, n_pods, created)
     t_created = time.monotonic()
-    deadline = time.monotonic() + 300
-    while len(watcher.bound) < n_pods and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_bound(watcher, n_pods)
     watcher.stop()
+    rss, cpu1 = proc_stats(pid)
     lat = np.array([watcher.bound[n] - created[n] for n in created if n in watcher.bound])
     last = max(watcher.bound.values()) if watcher.bound else float("nan")
     core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+    bound = len(watcher.bound)
     return {
         "label": label,
         "pods": n_pods,
-        "bound": len(watcher.bound),
+        "bound": bound,
         "create_rate": n_pods / (t_created - t0),
-        "pods_per_s": len(watcher.bound) / (last - t0) if watcher.bound else 0.0,
+        "pods_per_s": bound / (last - t0) if bound else 0.0,
         "p50_ms": float(np.percentile(lat, 50) * 1000) if len(lat) else float("nan"),
         "p99_ms": float(np.percentile(lat, 99) * 1000) if len(lat) else float("nan"),
+        "cpu_s_per_1000": (cpu1 - cpu0) / bound * 1000 if bound else float("nan"),
+        "rss_mb": rss,
     }
 
 
@@ -150,64 +194,80 @@ def drain_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, s
     core = client.CoreV1Api(cp.admin_client)
     ns = f"drain-{label}-{int(time.time())}"
     cp.create_namespace(ns)
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        list(
-            pool.map(
-                lambda i: core.create_namespaced_pod(ns, pod(f"p{i:05d}", scheduler_name), _preload_content=False),
-                range(n_pods),
-            )
-        )
+    create_pods(core, ns, scheduler_name, n_pods, threads=16)  # before the scheduler starts: not measured
     watcher = BindWatcher(core, ns)
     time.sleep(0.5)
-    stop = start()
+    pid, stop = start()
+    _, cpu0 = proc_stats(pid)
     try:
-        deadline = time.monotonic() + 300
-        while len(watcher.bound) < n_pods and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_bound(watcher, n_pods)
+        rss, cpu1 = proc_stats(pid)
     finally:
         watcher.stop()
         stop()
     times = sorted(watcher.bound.values())
     core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
     rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
-    return {"label": label, "pods": n_pods, "bound": len(times), "drain_pods_per_s": rate}
+    return {
+        "label": label,
+        "pods": n_pods,
+        "bound": len(times),
+        "drain_pods_per_s": rate,
+        "drain_rss_mb": rss,
+        "drain_cpu_s_per_1000": (cpu1 - cpu0) / len(times) * 1000 if times else float("nan"),
+    }
 
 
 def start_drs(
-    cp: ControlPlane, workdir: Path, model: str | None, name: str = "drs-scheduler"
+    cp: ControlPlane,
+    workdir: Path,
+    model: str | None,
+    name: str = "drs-scheduler",
+    prom_url: str | None = None,
+    py_spy: Path | None = None,
 ) -> tuple[subprocess.Popen, str]:
     port = free_port()
+    prom = (
+        {"url": prom_url, "window": PROM_WINDOW, "max_sample_age_seconds": 120, "timeout_seconds": PROM_TIMEOUT}
+        if prom_url
+        else {"url": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 0.5}  # nothing listens: fallback
+    )
     cfg = {
-        "prometheus": {"url": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 0.5},  # nothing listens: fallback
+        "prometheus": prom,
         "scheduler": {
             "metrics_listen": f"127.0.0.1:{port}",
             "leader_election": False,
             "scheduler_name": name,
-            "journal_path": str(workdir / "journal.sqlite"),
+            "journal_path": str(workdir / f"journal-{name}.sqlite"),
             "model_path": model or str(workdir / "none.keras"),
         },
     }
-    path = workdir / "drs.yaml"
+    if "client_qps" in SchedulerSettings.model_fields:  # as kube-scheduler's lifted limit
+        cfg["scheduler"].update(client_qps=1000, client_burst=1000)
+    path = workdir / f"drs-{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     log = open(workdir / "drs.log", "ab")
+    argv = argv_tail(path, cp)
+    if py_spy is not None:
+        py_spy.mkdir(parents=True, exist_ok=True)
+        out = py_spy / f"{name}-{int(time.time())}.txt"
+        spy = [
+            str(Path(sys.executable).parent / "py-spy"),
+            "record",
+            "--gil",
+            "--format",
+            "raw",
+            "-r",
+            "200",
+            "-o",
+            str(out),
+        ]
+        argv = [*spy, "--", *argv]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from drs_prom.cli import main; main()",
-            "run",
-            "--config",
-            str(path),
-            "--kubeconfig",
-            str(cp.admin_kubeconfig),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=str(REPO),
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        argv, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)}
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 300  # a loaded 2-core machine imports slowly
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"drs-prom run exited: {(workdir / 'drs.log').read_text()[-2000:]}")
@@ -217,7 +277,144 @@ def start_drs(
                     return proc, url
         except Exception:
             time.sleep(0.3)
-    raise SystemExit("drs-prom run never became ready")
+    proc.kill()
+    raise SystemExit(f"drs-prom run never became ready: {(workdir / 'drs.log').read_text()[-3000:]}")
+
+
+def argv_tail(path: Path, cp: ControlPlane) -> list[str]:
+    return [
+        sys.executable,
+        "-c",
+        "from drs_prom.cli import main; main()",
+        "run",
+        "--config",
+        str(path),
+        "--kubeconfig",
+        str(cp.admin_kubeconfig),
+    ]
+
+
+def scheduler_pid(proc: subprocess.Popen) -> int:
+    """The scheduler's own pid (py-spy runs it as its child)."""
+    try:
+        kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    except OSError:
+        kids = []
+    exe = Path(f"/proc/{proc.pid}/exe").resolve().name if Path(f"/proc/{proc.pid}/exe").exists() else ""
+    return int(kids[0]) if kids and exe.startswith("py-spy") else proc.pid
+
+
+def stop_drs(proc: subprocess.Popen) -> None:
+    proc.send_signal(
+        signal.SIGINT if Path(f"/proc/{proc.pid}/exe").resolve().name.startswith("py-spy") else signal.SIGTERM
+    )
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def drs_metrics(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+        return {
+            ln.rsplit(" ", 1)[0]: float(ln.rsplit(" ", 1)[1])
+            for ln in r.read().decode().splitlines()
+            if ln and not ln.startswith("#") and " " in ln
+        }
+
+
+def fallbacks(metrics: dict[str, float]) -> float:
+    return sum(v for k, v in metrics.items() if k.startswith("drs_fallback_decisions_total"))
+
+
+# -- Prometheus on a simulated cluster of the same size --------------------------------
+
+PROM_SCRAPE = "10s"  # 1000 targets served by one Python process on a shared 2-core machine
+PROM_WINDOW = "1m"
+PROM_TIMEOUT = 30.0  # a busy Prometheus answers slowly; drs-prom refreshes state off the hot path
+
+
+def sim_scenario(n: int, workdir: Path) -> tuple[Path, list[str]]:
+    """cluster-500's worker type and DRS's applications, ``n`` nodes named like the fake nodes."""
+    import drs_prom.sim as sim
+
+    base = yaml.safe_load((Path(sim.__file__).parent / "scenarios" / "cluster-500.yaml").read_text())
+    base["name"] = f"bench-{n}"
+    base["nodes"][0]["name"] = f"bn{n}"
+    base["nodes"][0]["count"] = n
+    base["arrivals"] = [{"pods": n, "rate_per_second": max(1.0, n / 60), "process": "poisson"}]
+    path = workdir / f"bench-{n}.yaml"
+    path.write_text(yaml.safe_dump(base))
+    return path, [f"bn{n}-{i + 1}" for i in range(n)]
+
+
+class SimPrometheus:
+    """``drs-prom sim-serve --mode paths`` (own process) and a real Prometheus scraping it."""
+
+    def __init__(self, n: int, workdir: Path) -> None:
+        self.n, self.workdir = n, workdir
+        self.serve: subprocess.Popen | None = None
+        self.prom = None
+
+    def start_serving(self) -> SimPrometheus:
+        scenario, _ = sim_scenario(self.n, self.workdir)
+        self.port = free_port()
+        argv = [sys.executable, "-c", "from drs_prom.cli import main; main()", "sim-serve", "--scenario", str(scenario)]
+        argv += ["--mode", "paths", "--port", str(self.port)]
+        self.serve = subprocess.Popen(
+            argv,
+            stdout=open(self.workdir / f"sim-serve-{self.n}.log", "wb"),
+            stderr=subprocess.STDOUT,
+            cwd=str(REPO),
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        return self
+
+    def start_prometheus(self, names: list[str]) -> str:
+        from drs_prom.prometheus import PrometheusSource
+        from tests.prom.fixtures import start_prometheus, wait_until
+
+        deadline = time.monotonic() + 300
+        url = f"http://127.0.0.1:{self.port}/nodes/{names[0]}/metrics"
+        while time.monotonic() < deadline:  # the episode is simulated before serving starts
+            if self.serve.poll() is not None:
+                raise SystemExit(f"sim-serve exited: {(self.workdir / f'sim-serve-{self.n}.log').read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(url, timeout=2):
+                    break
+            except Exception:
+                time.sleep(1)
+        job = {
+            "job_name": "node",
+            "scrape_interval": PROM_SCRAPE,
+            "scrape_timeout": PROM_SCRAPE,
+            "static_configs": [
+                {
+                    "targets": [f"127.0.0.1:{self.port}"],
+                    "labels": {"instance": n, "__metrics_path__": f"/nodes/{n}/metrics"},
+                }
+                for n in names
+            ],
+        }
+        self.prom = start_prometheus(self.workdir / f"prom-{self.n}", extra_config={"scrape_configs": [job]})
+        source = PrometheusSource.from_url(
+            self.prom.url, window=PROM_WINDOW, timeout_seconds=PROM_TIMEOUT, max_sample_age_seconds=120
+        )
+        wait_until(lambda: len(source.snapshot().fresh()) == self.n, 400, f"fresh metrics for all {self.n} nodes", 2)
+        source.close()
+        return self.prom.url
+
+    def stop(self) -> None:
+        if self.prom is not None:
+            self.prom.stop()
+        if self.serve is not None:
+            self.serve.terminate()
+            try:
+                self.serve.wait(20)
+            except subprocess.TimeoutExpired:
+                self.serve.kill()
+                self.serve.wait(10)
 
 
 def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict:
@@ -259,86 +456,175 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
     return out
 
 
+def create_nodes(cp: ControlPlane, names: list[str]) -> None:
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda name: cp.create_fake_node(name, cpu="64", memory="256Gi", pods="500"), names))
+
+
+def delete_nodes(core, names: list[str]) -> None:
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(core.delete_node, names))
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pods", type=int, default=300)
-    ap.add_argument("--nodes", default="5,100")
+    ap.add_argument("--pods", type=int, default=300, help="pods per run")
+    ap.add_argument("--nodes", default="5,100", help="comma-separated fake node counts")
     ap.add_argument("--no-drain", dest="drain", action="store_false", help="skip the queue-drain runs")
+    ap.add_argument(
+        "--prometheus", action="store_true", help="real Prometheus on a simulated cluster; drs uses the model"
+    )
+    ap.add_argument("--rss-pods", type=int, default=0, help="also drain this many pods at the largest node count (RSS)")
     ap.add_argument("--model", default=None, help="model file (default: the shipped models/drs-v1.keras)")
+    ap.add_argument("--json", dest="json_path", default=None, help="write the results per node count here")
+    ap.add_argument("--py-spy", dest="py_spy", default=None, help="record drs-prom with py-spy into this directory")
+    ap.add_argument("--no-decision-cost", dest="decision_cost", action="store_false")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks: stop every process
+    model = args.model or str(REPO / "models" / "drs-v1.keras")
+    spy = Path(args.py_spy) if args.py_spy else None
+    counts = [int(x) for x in args.nodes.split(",")]
     results: list[dict] = []
     drains: list[dict] = []
+    notes: list[str] = []
     with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
         from kubernetes import client
 
         core = client.CoreV1Api(cp.admin_client)
-        drs, drs_url = start_drs(cp, Path(tmp), args.model or str(REPO / "models" / "drs-v1.keras"))
-        kube = cp.start_kube_scheduler(KUBE_CFG.format(name="bench-kube"))
-        try:
-            for n in (int(x) for x in args.nodes.split(",")):
-                names = [f"bn-{n}-{i}" for i in range(n)]
-                for name in names:
-                    cp.create_fake_node(name, cpu="64", memory="256Gi", pods="500")
-                time.sleep(1.0)
-                results.append({"nodes": n, **run_once(cp, f"drs-{n}", "drs-scheduler", args.pods)})
-                results.append({"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods)})
-                if args.drain:
-
-                    def drs_start():
-                        d, _ = start_drs(
-                            cp, Path(tmp), args.model or str(REPO / "models" / "drs-v1.keras"), name="drain-drs"
+        work = Path(tmp)
+        for n in counts:
+            names = sim_scenario(n, work)[1]
+            sim = SimPrometheus(n, work).start_serving() if args.prometheus else None
+            try:
+                create_nodes(cp, names)
+                prom_url = sim.start_prometheus(names) if sim else None
+                drs, drs_url = start_drs(cp, work, model, prom_url=prom_url, py_spy=spy)
+                kube = cp.start_kube_scheduler(KUBE_CFG.format(name="bench-kube"))
+                try:
+                    time.sleep(1.0)
+                    results.append(
+                        {"nodes": n, **run_once(cp, f"drs-{n}", "drs-scheduler", args.pods, scheduler_pid(drs))}
+                    )
+                    results.append({"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods, kube.pid)})
+                    own = drs_metrics(drs_url)
+                    att = own.get("drs_scheduling_attempt_seconds_count", 0)
+                    notes.append(
+                        f"{n} nodes: drs-prom scheduling cycle (filter+score, no bind) mean "
+                        f"{own.get('drs_scheduling_attempt_seconds_sum', 0) / max(att, 1) * 1000:.2f} ms over {att:.0f}"
+                        f" attempts; fallback decisions {fallbacks(own):.0f}"
+                    )
+                    if args.prometheus and fallbacks(own):
+                        notes.append(
+                            f"WARNING: {n} nodes: drs-prom fell back {fallbacks(own):.0f} times (not the model)"
                         )
-                        return lambda: (d.terminate(), d.wait(20))
+                finally:
+                    stop_drs(drs)
+                    kube.stop()
+                pod_counts = [args.pods] if args.drain else []
+                if args.rss_pods and n == max(counts):
+                    pod_counts.append(args.rss_pods)
+                for n_pods in pod_counts:
 
-                    def kube_start():
-                        k = cp.start_kube_scheduler(KUBE_CFG.format(name="drain-kube"))
-                        return k.stop
+                    def drs_start(n_pods: int = n_pods) -> tuple[int, object]:
+                        d, u = start_drs(cp, work, model, name=f"drain-drs-{n_pods}", prom_url=prom_url, py_spy=spy)
+                        holder["drs"] = (d, u)
+                        return scheduler_pid(d), lambda: (holder.update(m=drs_metrics(u)), stop_drs(d))
 
-                    drains.append({"nodes": n, **drain_once(cp, f"drs-{n}", "drain-drs", args.pods, drs_start)})
-                    drains.append({"nodes": n, **drain_once(cp, f"kube-{n}", "drain-kube", args.pods, kube_start)})
-                for name in names:
-                    core.delete_node(name)
-            with urllib.request.urlopen(drs_url + "/metrics", timeout=5) as r:
-                own = {
-                    ln.split()[0]: float(ln.split()[1])
-                    for ln in r.read().decode().splitlines()
-                    if ln and not ln.startswith("#") and len(ln.split()) == 2
-                }
-            att_n = own.get("drs_scheduling_attempt_seconds_count", 0)
-            if att_n:
-                print(
-                    f"drs-prom scheduling cycle (filter+score, no bind): mean "
-                    f"{own['drs_scheduling_attempt_seconds_sum'] / att_n * 1000:.2f} ms over {att_n:.0f} attempts"
-                )
-        finally:
-            drs.terminate()
-            drs.wait(20)
-            kube.stop()
-    print(
-        f"\n{'scheduler':<16}{'nodes':>6}{'pods':>6}{'bound':>6}{'create/s':>10}{'pods/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
-    )
+                    def kube_start(n_pods: int = n_pods) -> tuple[int, object]:
+                        k = cp.start_kube_scheduler(KUBE_CFG.format(name=f"drain-kube-{n_pods}"))
+                        return k.pid, k.stop
+
+                    holder: dict = {}
+                    drains.append({"nodes": n, **drain_once(cp, f"drs-{n}", f"drain-drs-{n_pods}", n_pods, drs_start)})
+                    if args.prometheus and fallbacks(holder.get("m", {})):
+                        notes.append(
+                            f"WARNING: drain at {n} nodes: drs-prom fell back {fallbacks(holder['m']):.0f} times"
+                        )
+                    drains.append(
+                        {"nodes": n, **drain_once(cp, f"kube-{n}", f"drain-kube-{n_pods}", n_pods, kube_start)}
+                    )
+                delete_nodes(core, names)
+            except Exception as exc:  # keep the node counts already measured
+                notes.append(f"ERROR at {n} nodes: {type(exc).__name__}: {str(exc)[:300]}")
+                break
+            finally:
+                if sim is not None:
+                    sim.stop()
+    report = summarise(results, drains, counts, args)
+    print_report(results, drains, notes, report)
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(report, indent=2))
+        print(f"\nwrote {args.json_path}")
+    if args.decision_cost:
+        print("\nper-decision cost in-process (filter + state + score), shipped model vs kube-default fallback:")
+        for n in counts:
+            c = decision_cost(n, args.model)
+            print(f"{n:>5} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms")
+
+
+def summarise(results: list[dict], drains: list[dict], counts: list[int], args: argparse.Namespace) -> dict:
+    """Per node count: both schedulers' numbers and drs-prom / kube-scheduler ratios."""
+    out: dict = {
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "pods": args.pods,
+        "prometheus": bool(args.prometheus),
+        "model": args.model or "models/drs-v1.keras",
+        "nodes": {},
+    }
+    for n in counts:
+        if not any(x["nodes"] == n for x in results) or len([x for x in results if x["nodes"] == n]) < 2:
+            continue
+        row: dict = {}
+        for who in ("drs", "kube"):
+            r = next(x for x in results if x["nodes"] == n and x["label"].startswith(who))
+            d = [x for x in drains if x["nodes"] == n and x["label"].startswith(who)]
+            main_drain = next((x for x in d if x["pods"] == args.pods), None)
+            big = next((x for x in d if x["pods"] != args.pods), None)
+            row["drs-prom" if who == "drs" else "kube-scheduler"] = {
+                "pods_per_s": r["pods_per_s"],
+                "queue_drain_per_s": main_drain["drain_pods_per_s"] if main_drain else None,
+                "p50_ms": r["p50_ms"],
+                "p99_ms": r["p99_ms"],
+                "rss_mb": (big or r)["drain_rss_mb" if big else "rss_mb"],
+                "rss_pods": big["pods"] if big else args.pods,
+                "cpu_s_per_1000": r["cpu_s_per_1000"],
+                "drain_cpu_s_per_1000": main_drain["drain_cpu_s_per_1000"] if main_drain else None,
+                "bound": r["bound"],
+            }
+        d, k = row["drs-prom"], row["kube-scheduler"]
+        row["pods_per_s_ratio"] = ratio(d["pods_per_s"], k["pods_per_s"])
+        row["queue_drain_ratio"] = (
+            ratio(d["queue_drain_per_s"], k["queue_drain_per_s"]) if d["queue_drain_per_s"] is not None else None
+        )
+        row["p50_ratio"] = ratio(d["p50_ms"], k["p50_ms"])
+        out["nodes"][str(n)] = row
+    return out
+
+
+def print_report(results: list[dict], drains: list[dict], notes: list[str], report: dict) -> None:
+    print("\n" + "\n".join(notes))
+    head = f"{'scheduler':<12}{'nodes':>6}{'pods':>6}{'bound':>6}{'create/s':>9}{'pods/s':>8}{'p50 ms':>8}"
+    print(f"\n{head}{'p99 ms':>8}{'RSS MB':>8}{'cpu s/1000':>11}")
     for r in results:
         print(
-            f"{r['label']:<16}{r['nodes']:>6}{r['pods']:>6}{r['bound']:>6}{r['create_rate']:>10.1f}{r['pods_per_s']:>9.1f}"
-            f"{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}"
+            f"{r['label']:<12}{r['nodes']:>6}{r['pods']:>6}{r['bound']:>6}{r['create_rate']:>9.1f}{r['pods_per_s']:>8.1f}"
+            f"{r['p50_ms']:>8.1f}{r['p99_ms']:>8.1f}{r['rss_mb']:>8.0f}{r['cpu_s_per_1000']:>11.2f}"
         )
     if drains:
         print("\nqueue drain (all pods pending before the scheduler starts; first to last bind):")
         for r in drains:
-            print(f"{r['label']:<16}{r['nodes']:>6}{r['pods']:>6}{r['bound']:>6}{r['drain_pods_per_s']:>10.1f} pods/s")
-    by = {(r["label"].split("-")[0], r["nodes"]): r for r in results}
-    for n in sorted({r["nodes"] for r in results}):
-        d, k = by[("drs", n)], by[("kube", n)]
-        print(
-            f"{n} nodes: drs-prom/kube-scheduler throughput ratio {d['pods_per_s'] / k['pods_per_s']:.2f}, "
-            f"p50 latency ratio {d['p50_ms'] / k['p50_ms']:.2f}"
-        )
-    print("\nper-decision cost in-process (filter + state + score), shipped model vs kube-default fallback:")
-    for n in sorted({r["nodes"] for r in results}):
-        c = decision_cost(n, args.model)
-        print(
-            f"{n:>4} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms, ratio {c['model'] / c['fallback']:.2f}"
-        )
+            print(
+                f"{r['label']:<12}{r['nodes']:>6}{r['pods']:>6}{r['bound']:>6}{r['drain_pods_per_s']:>9.1f} pods/s"
+                f"  RSS {r['drain_rss_mb']:.0f} MB  cpu {r['drain_cpu_s_per_1000']:.2f} s/1000 pods"
+            )
+    print("\nratios drs-prom / kube-scheduler:")
+    for n, row in report["nodes"].items():
+        drain = f"{row['queue_drain_ratio']:.2f}" if row["queue_drain_ratio"] is not None else "-"
+        print(f"{n:>5} nodes: pods/s {row['pods_per_s_ratio']:.2f}, queue drain {drain}, p50 {row['p50_ratio']:.2f}")
 
 
 if __name__ == "__main__":

@@ -139,6 +139,25 @@ class SchedulerSettings(_Section):
     backoff_max_seconds: float = Field(60.0, gt=0)
     online_learning: bool = Field(False, description="Record transitions and learn while scheduling.")
     settle_seconds: float = Field(5.0, ge=0, description="Delay before a decision's reward is measured (DRS: 5 s).")
+    percentage_of_nodes_to_score: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="As kube-scheduler's percentageOfNodesToScore: stop filtering after this share of nodes "
+        "is found feasible and score only those (never fewer than 100 nodes). 0 = kube-scheduler's adaptive "
+        "default (50% minus 1% per 125 nodes, at least 5%); 100 = score every node.",
+    )
+    client_qps: float = Field(
+        50.0,
+        ge=0,
+        description="API writes (binds, events) per second, as kube-scheduler's clientConnection.qps; 0 = no limit.",
+    )
+    client_burst: int = Field(
+        100, ge=1, description="Writes allowed at once above client_qps (clientConnection.burst)."
+    )
+    bind_workers: int = Field(
+        16, ge=1, description="Binds in flight at once (the binding cycle runs off the scheduling thread)."
+    )
 
 
 class RetrainSettings(_Section):

@@ -204,3 +204,103 @@ def failure_message(result: FilterResult) -> str:
         return f"{available}/{total} nodes are available."
     parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
     return f"{available}/{total} nodes are available: {parts}."
+
+
+# -- vectorised over node arrays (the scheduler's hot path) -------------------------
+
+
+def constraint_key(pod: PodRequest) -> tuple[object, ...]:
+    """What the node-dependent but request-independent filters read from a pod
+    (tolerations, nodeSelector, required affinity). Pods of one workload share it, so the
+    scheduler evaluates those filters once per key and node-table version, not per pod."""
+    return (pod.tolerations, tuple(sorted(pod.node_selector.items())), pod.affinity_terms)
+
+
+def static_mask(pod: PodRequest, nodes: Sequence[NodeInfo]) -> np.ndarray:
+    """NodeUnschedulable, TaintToleration and NodeAffinity over ``nodes`` (resources aside).
+
+    A loop over nodes, but callers cache it per ``constraint_key``: it only changes when a
+    node's labels, taints or readiness change, never when a pod is bound.
+    """
+    probe = PodRequest(
+        name=pod.name,
+        cpu_m=0,
+        mem_bytes=0,
+        node_selector=pod.node_selector,
+        affinity_terms=pod.affinity_terms,
+        tolerations=pod.tolerations,
+    )
+    # with zero requests and room for one more pod assumed, only the static filters can fail
+    return np.array(
+        [not check(probe, replace_counts(n)) for n in nodes],
+        dtype=bool,
+    ).reshape(len(nodes))
+
+
+def replace_counts(node: NodeInfo) -> NodeInfo:
+    """``node`` with no pods on it (for checks that must ignore the resource filter)."""
+    return NodeInfo(
+        name=node.name,
+        allocatable_cpu_m=node.allocatable_cpu_m,
+        allocatable_mem_bytes=node.allocatable_mem_bytes,
+        allocatable_pods=max(1, node.allocatable_pods),
+        labels=node.labels,
+        taints=node.taints,
+        unschedulable=node.unschedulable,
+        ready=node.ready,
+    )
+
+
+def resource_mask(
+    pod: PodRequest,
+    alloc_cpu_m: np.ndarray,
+    alloc_mem: np.ndarray,
+    alloc_pods: np.ndarray,
+    req_cpu_m: np.ndarray,
+    req_mem: np.ndarray,
+    pod_count: np.ndarray,
+) -> np.ndarray:
+    """NodeResourcesFit over arrays: the same rule as ``resource_reasons``, one numpy pass."""
+    ok = pod_count + 1 <= alloc_pods
+    if pod.cpu_m > 0:
+        ok &= pod.cpu_m <= alloc_cpu_m - req_cpu_m
+    if pod.mem_bytes > 0:
+        ok &= pod.mem_bytes <= alloc_mem - req_mem
+    return ok
+
+
+# -- node sampling (kube-scheduler's percentageOfNodesToScore) ----------------------
+
+MIN_FEASIBLE_NODES = 100
+"""kube-scheduler's minFeasibleNodesToFind: below this many nodes every node is scored."""
+MIN_PERCENTAGE = 5
+"""kube-scheduler's minFeasibleNodesPercentageToFind."""
+
+
+def nodes_to_score(n_nodes: int, percentage: int = 0) -> int:
+    """How many feasible nodes to find before scoring, as kube-scheduler's numFeasibleNodesToFind.
+
+    ``percentage`` 0 is kube-scheduler's adaptive default: 50% minus 1% per 125 nodes,
+    at least 5%; never fewer than 100 nodes (all nodes in clusters below 100).
+    """
+    if n_nodes < MIN_FEASIBLE_NODES or percentage >= 100:
+        return n_nodes
+    if percentage <= 0:
+        percentage = max(MIN_PERCENTAGE, 50 - n_nodes // 125)
+    return max(MIN_FEASIBLE_NODES, n_nodes * percentage // 100)
+
+
+def sample_feasible(mask: np.ndarray, k: int, start: int) -> tuple[np.ndarray, int]:
+    """The first ``k`` feasible node indices going round from ``start``, and how many nodes
+    were looked at (kube-scheduler advances its next start index by that), sorted by index."""
+    n = len(mask)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    start %= n
+    found = np.flatnonzero(np.roll(mask, -start))
+    if len(found) > k:
+        found = found[:k]
+        processed = int(found[-1]) + 1
+    else:
+        processed = n
+    return np.sort((found + start) % n), processed

@@ -21,17 +21,21 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from drs_prom.types import NodeInfo
 
 log = logging.getLogger(__name__)
+
+BATCH_ROWS = 500
+"""Rows per write transaction of the background writer."""
 
 JOURNAL_SCHEMA = 3
 
@@ -176,6 +180,10 @@ class Journal:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_DDL)
         self._upgrade()
+        self._queue: queue.SimpleQueue[Decision | Callable[[], Decision] | threading.Event | None] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
+        self.on_write_failure: Callable[[Exception, int], None] | None = None
+        """Called by the background writer with the error and the rows lost (the scheduler counts them)."""
 
     def _upgrade(self) -> None:
         """Add the columns of newer schemas to a file created by an older one."""
@@ -191,20 +199,72 @@ class Journal:
                                 raise
 
     def append(self, decision: Decision) -> int:
-        row = asdict(decision)
-        row.pop("id")
-        for key in _JSON_FIELDS:
-            row[key] = None if row[key] is None else json.dumps(row[key])
-        cols = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
+        cols, values = _row(decision)
         with self._lock, self._db:
-            cur = self._db.execute(f"INSERT INTO decisions ({cols}) VALUES ({marks})", tuple(row.values()))
+            cur = self._db.execute(f"INSERT INTO decisions ({cols}) VALUES ({_marks(cols)})", values)
         return int(cur.lastrowid or 0)
+
+    def append_later(self, decision: Decision | Callable[[], Decision]) -> None:
+        """Queue a row for the background writer (the scheduler's hot path never waits on
+        SQLite). A callable is called in the writer thread, so building the row (JSON of
+        every candidate) is off the hot path too. ``flush``/``close`` write everything queued."""
+        if self._writer is None:
+            with self._lock:
+                if self._writer is None:
+                    self._writer = threading.Thread(target=self._write_loop, name="drs-journal", daemon=True)
+                    self._writer.start()
+        self._queue.put(decision)
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Wait until every queued row is written."""
+        if self._writer is not None:
+            done = threading.Event()
+            self._queue.put(done)
+            done.wait(timeout)
+
+    def _write_loop(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < BATCH_ROWS:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            rows: dict[str, list[tuple]] = {}
+            marks: list[threading.Event] = []
+            stop = False
+            for item in batch:
+                if item is None:
+                    stop = True
+                elif isinstance(item, threading.Event):
+                    marks.append(item)
+                else:
+                    try:
+                        cols, values = _row(item() if callable(item) else item)
+                        rows.setdefault(cols, []).append(values)
+                    except Exception:
+                        log.exception("journal row could not be built; dropped")
+            try:
+                with self._lock, self._db:
+                    for cols, batch_rows in rows.items():
+                        self._db.executemany(f"INSERT INTO decisions ({cols}) VALUES ({_marks(cols)})", batch_rows)
+            except Exception as exc:  # noqa: BLE001 - writer boundary: a full disk must not stop binding
+                lost = sum(map(len, rows.values()))
+                if self.on_write_failure is not None:
+                    self.on_write_failure(exc, lost)  # the scheduler counts it and says so once a minute
+                else:
+                    log.warning("journal write of %d rows failed: %s", lost, exc)
+            for m in marks:
+                m.set()
+            if stop:
+                return
 
     def since(self, ts: float = 0.0, until: float | None = None) -> Iterator[Decision | dict]:
         """Decisions with ``ts`` in [ts, until); rows of an unknown schema, or damaged ones
         (JSON that does not parse or has the wrong shape), come back as raw dicts, so one bad
         row never stops a reader."""
+        if self._writer is not None and threading.current_thread() is not self._writer:
+            self.flush()
         query = (
             "SELECT * FROM decisions WHERE ts >= ?" + (" AND ts < ?" if until is not None else "") + " ORDER BY ts, id"
         )
@@ -244,6 +304,10 @@ class Journal:
         return [RolloutEvent(kind=k, detail=json.loads(d), version=v, ts=t, id=i) for i, t, k, v, d in rows]
 
     def close(self) -> None:
+        """Write what is queued, then close (a clean shutdown loses no row)."""
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join(60)
         with self._lock:
             self._db.close()
 
@@ -282,3 +346,18 @@ def open_journal(path: str | Path) -> Journal | None:
     except OSError as exc:
         log.warning("decision journal %s cannot be used (%s); scheduling without a journal", path, exc)
         return None
+
+
+_COLUMNS = tuple(f.name for f in fields(Decision) if f.name != "id")
+
+
+def _row(decision: Decision) -> tuple[str, tuple]:
+    # a shallow read of the fields: dataclasses.asdict deep-copies every list and dict
+    row = {name: getattr(decision, name) for name in _COLUMNS}
+    for key in _JSON_FIELDS:
+        row[key] = None if row[key] is None else json.dumps(row[key])
+    return ", ".join(row), tuple(row.values())
+
+
+def _marks(cols: str) -> str:
+    return ", ".join("?" for _ in cols.split(", "))

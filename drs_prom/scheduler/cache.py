@@ -11,7 +11,6 @@ row never both count on the same free capacity.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import random
@@ -21,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from drs_prom.scheduler import kube
+from drs_prom.scheduler.nodes import NodeTable, NodeView
 from drs_prom.types import NodeInfo
 
 log = logging.getLogger(__name__)
@@ -32,16 +32,17 @@ class WatchExpired(Exception):
     """The apiserver answered 410 Gone: our resourceVersion is too old, relist."""
 
 
-def _lines(resp: Any) -> Iterator[str]:
-    buf = b""
+def _lines(resp: Any) -> Iterator[bytes]:
+    """Complete lines of a watch stream (one JSON event each); splits each chunk once."""
+    rest = b""
     for chunk in resp.stream(amt=None, decode_content=False):
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
+        parts = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+        rest = parts.pop()
+        for line in parts:
             if line.strip():
-                yield line.decode("utf-8")
-    if buf.strip():
-        yield buf.decode("utf-8")
+                yield line
+    if rest.strip():
+        yield rest
 
 
 class Reflector:
@@ -181,6 +182,12 @@ class ClusterCache:
     ``on_pending(pod)``: one of our pods is pending (new or updated);
     ``on_gone(uid)``: a pod was deleted or is no longer pending for us;
     ``on_change()``: something that may free or add room (node add/update, pod removed).
+
+    Requests per node live in a ``NodeTable`` (arrays): binding, assuming or forgetting
+    a pod updates one row; only a node change rebuilds the table (lazily, on next read).
+    An assumed pod counts on its node at once and stops counting when it is forgotten
+    (its bind failed), confirmed by the watch (then it counts where it was bound) or
+    older than ``ASSUME_TTL`` seconds without confirmation.
     """
 
     ASSUME_TTL = 60.0
@@ -206,8 +213,9 @@ class ClusterCache:
         self._by_node: dict[str, dict[str, tuple[int, int]]] = {}
         self._assumed: dict[str, tuple[str, int, int, float]] = {}  # uid -> (node, cpu, mem, at)
         self._pending: dict[str, dict[str, Any]] = {}  # uid -> pod (ours, unbound)
-        self._generation = 0
-        self._infos: tuple[int, list[NodeInfo]] = (-1, [])
+        self._node_version = 0
+        self._next_expiry = -float("inf")
+        self._table: NodeTable | None = None  # None: nodes changed, rebuild on next read
         self._reflectors: list[Reflector] = []
         self._base: dict[str, tuple[str, NodeInfo]] = {}
 
@@ -246,7 +254,7 @@ class ClusterCache:
     def _on_node_list(self, items: list[dict[str, Any]]) -> None:
         with self._lock:
             self.nodes = {n["metadata"]["name"]: n for n in items}
-            self._bump()
+            self._table = None
         self.on_change()
 
     def _on_node_event(self, kind: str, node: dict[str, Any]) -> None:
@@ -254,9 +262,10 @@ class ClusterCache:
         with self._lock:
             if kind == "DELETED":
                 self.nodes.pop(name, None)
+                self._base.pop(name, None)
             else:
                 self.nodes[name] = node
-            self._bump()
+            self._table = None
         if kind != "DELETED":
             self.on_change()
 
@@ -268,6 +277,7 @@ class ClusterCache:
             self._pods.clear()
             self._by_node.clear()
             self._pending.clear()
+            self._table = None
         for uid in gone:
             self.on_gone(uid)
         for pod in items:
@@ -283,18 +293,20 @@ class ClusterCache:
         with self._lock:
             if kind == "DELETED" or kube.is_terminal(pod):
                 freed = self._drop_bound(uid)
-                self._assumed.pop(uid, None)
+                self._unassume(uid)
                 self._pending.pop(uid, None)
-                self._bump()
                 action = "gone"
             elif node:
-                cpu, mem = kube.pod_requests(pod)
-                self._drop_bound(uid)
-                self._pods[uid] = (node, cpu, mem)
-                self._by_node.setdefault(node, {})[uid] = (cpu, mem)
-                self._assumed.pop(uid, None)  # confirmed
+                old = self._pods.get(uid)
+                cpu, mem = (old[1], old[2]) if old is not None and old[0] == node else kube.pod_requests(pod)
+                if old is None or old != (node, cpu, mem):
+                    self._unassume(uid)  # confirmed: from now on it counts where it is bound
+                    self._drop_bound(uid)
+                    self._pods[uid] = (node, cpu, mem)
+                    self._by_node.setdefault(node, {})[uid] = (cpu, mem)
+                    if self._table is not None:
+                        self._table.add(node, cpu, mem, 1)
                 self._pending.pop(uid, None)
-                self._bump()
                 action = "gone"  # no longer pending
             elif kube.is_ours_pending(pod, self.scheduler_name) and (
                 not self.namespace or meta.get("namespace") == self.namespace
@@ -315,6 +327,17 @@ class ClusterCache:
         if old is None:
             return False
         self._by_node.get(old[0], {}).pop(uid, None)
+        if self._table is not None:
+            self._table.add(old[0], -old[1], -old[2], -1)
+        return True
+
+    def _unassume(self, uid: str) -> bool:
+        """Stop counting an assumed pod (it counts only while it is not seen bound)."""
+        old = self._assumed.pop(uid, None)
+        if old is None:
+            return False
+        if uid not in self._pods and self._table is not None:
+            self._table.add(old[0], -old[1], -old[2], -1)
         return True
 
     def pending_pod(self, uid: str) -> dict[str, Any] | None:
@@ -329,44 +352,53 @@ class ClusterCache:
 
     # -- assume / forget ---------------------------------------------------
     def assume(self, uid: str, node: str, cpu_m: int, mem: int) -> None:
+        """Count the pod on ``node`` now, before its bind is confirmed (kube-scheduler's AssumePod)."""
         with self._lock:
+            self._unassume(uid)
             self._assumed[uid] = (node, cpu_m, mem, self._clock())
-            self._bump()
+            if uid not in self._pods and self._table is not None:
+                self._table.add(node, cpu_m, mem, 1)
 
     def forget(self, uid: str) -> None:
+        """The bind failed: the pod's room on its node is free again (kube-scheduler's ForgetPod)."""
         with self._lock:
-            if self._assumed.pop(uid, None) is not None:
-                self._bump()
+            freed = self._unassume(uid)
+        if freed:
+            self.on_change()
 
     def is_bound(self, uid: str) -> bool:
         with self._lock:
             return uid in self._pods
 
+    def assumed(self) -> dict[str, str]:
+        """uid -> node of the pods assumed and not yet seen bound."""
+        with self._lock:
+            return {uid: a[0] for uid, a in self._assumed.items() if uid not in self._pods}
+
     # -- views ----------------------------------------------------------------
-    def node_infos(self) -> list[NodeInfo]:
-        """NodeInfo per node (sorted by name) counting bound and assumed pods."""
+    def view(self) -> NodeView:
+        """Requests per node now (bound + assumed pods), as arrays over the sorted node names."""
         with self._lock:
             self._expire_assumed()
-            if self._infos[0] == self._generation:
-                return self._infos[1]
-            extra: dict[str, list[tuple[int, int]]] = {}
-            for uid, (node, cpu, mem, _) in self._assumed.items():
-                if uid not in self._pods:
-                    extra.setdefault(node, []).append((cpu, mem))
-            infos = []
-            for name in sorted(self.nodes):
-                base = self._base_info(self.nodes[name])
-                used = list(self._by_node.get(name, {}).values()) + extra.get(name, [])
-                infos.append(
-                    dataclasses.replace(
-                        base,
-                        requested_cpu_m=sum(c for c, _ in used),
-                        requested_mem_bytes=sum(m for _, m in used),
-                        pod_count=len(used),
-                    )
-                )
-            self._infos = (self._generation, infos)
-            return infos
+            return self._current_table().view()
+
+    def node_infos(self) -> list[NodeInfo]:
+        """NodeInfo per node (sorted by name) counting bound and assumed pods."""
+        return self.view().all_infos()
+
+    def _current_table(self) -> NodeTable:
+        if self._table is not None:
+            return self._table
+        self._node_version += 1
+        table = NodeTable([self._base_info(self.nodes[name]) for name in sorted(self.nodes)], self._node_version)
+        for name, pods in self._by_node.items():
+            for cpu, mem in pods.values():
+                table.add(name, cpu, mem, 1)
+        for uid, (name, cpu, mem, _) in self._assumed.items():
+            if uid not in self._pods:
+                table.add(name, cpu, mem, 1)
+        self._table = table
+        return table
 
     def _base_info(self, node: dict[str, Any]) -> NodeInfo:
         """Parsed node (no pods), memoised per resourceVersion: quantities parse once."""
@@ -380,11 +412,8 @@ class ClusterCache:
 
     def _expire_assumed(self) -> None:
         now = self._clock()
-        old = [uid for uid, (*_, at) in self._assumed.items() if now - at > self.ASSUME_TTL]
-        for uid in old:
-            self._assumed.pop(uid, None)
-        if old:
-            self._bump()
-
-    def _bump(self) -> None:
-        self._generation += 1
+        if now < self._next_expiry:  # checked at most once a second, not once per pod
+            return
+        self._next_expiry = now + 1.0
+        for uid in [uid for uid, (*_, at) in self._assumed.items() if now - at > self.ASSUME_TTL]:
+            self._unassume(uid)

@@ -81,6 +81,7 @@ class Decider:
         self.policy = policy
         self.model_loader = model_loader
         self._state = _State(error="no state yet")
+        self._load_memo: tuple[NodeSnapshot, tuple[str, ...], np.ndarray, np.ndarray] | None = None
         self._lock = threading.Lock()
         self._fallbacks: dict[str, Policy] = {}
         self._stop = threading.Event()
@@ -164,18 +165,47 @@ class Decider:
         return str(getattr(self.policy, "version", "") or "") or None
 
     # -- deciding ----------------------------------------------------------------
-    def load(self, nodes: Sequence[NodeInfo], feasible: np.ndarray) -> tuple[np.ndarray, str | None]:
-        """Normalised node load as the metrics show it, and the fallback reason, if any."""
+    def node_load(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Normalised load (n, 6) and stale flags (n,) of ``names`` from the current snapshot,
+        or None without usable metrics. Memoised per snapshot and node list: the scheduler
+        asks once per pod for the same names, and the pandas reindex is the expensive part."""
         state = self._state
-        names = [n.name for n in nodes]
         if self.source is None or state.snapshot is None or state.error is not None:
-            return np.full((len(nodes), 6), np.nan, dtype=np.float32), "prometheus_unreachable"
+            return None
+        memo = self._load_memo
+        if memo is not None and memo[0] is state.snapshot and (memo[1] is names or memo[1] == names):
+            return memo[2], memo[3]
         snap = state.snapshot
-        load = node_matrix(snap.features, self.settings.normalisation, names).astype(np.float64)
-        stale = np.array([(n in snap.stale) or bool(np.isnan(load[i]).any()) for i, n in enumerate(names)], dtype=bool)
+        load = node_matrix(snap.features, self.settings.normalisation, names).astype(np.float32)
+        stale = np.isnan(load).any(axis=1) | np.array([n in snap.stale for n in names], dtype=bool).reshape(len(names))
+        self._load_memo = (snap, names, load, stale)
+        return load, stale
+
+    def load(
+        self,
+        nodes: Sequence[NodeInfo],
+        feasible: np.ndarray,
+        rows: np.ndarray | None = None,
+        names: tuple | None = None,
+    ) -> tuple[np.ndarray, str | None]:
+        """Normalised node load as the metrics show it, and the fallback reason, if any.
+
+        ``names`` + ``rows``: ``nodes`` are ``names[rows]`` (the scheduler's node table and
+        its sampled candidates), so the load matrix is taken once per snapshot, not per pod.
+        """
+        if names is None or rows is None:
+            names, rows = tuple(n.name for n in nodes), None
+        got = self.node_load(names)
+        if got is None:
+            return np.full((len(nodes), 6), np.nan, dtype=np.float32), "prometheus_unreachable"
+        load, stale = got
+        if rows is not None:
+            load, stale = load[rows], stale[rows]
+        else:  # the memo is shared: callers get their own copy
+            load = load.copy()
         if (stale & feasible).any():
-            return load.astype(np.float32), "metrics_stale"
-        return load.astype(np.float32), None
+            return load, "metrics_stale"
+        return load, None
 
     def fallback(self, reason: str) -> Policy:
         return self.named(NO_METRICS_FALLBACK if reason in METRICS_REASONS else self.settings.scheduler.fallback)
@@ -188,14 +218,24 @@ class Decider:
             return self._fallbacks[name]
 
     def decide(
-        self, pod: PodRequest, demand: Sequence[float], nodes: Sequence[NodeInfo], feasible: np.ndarray
+        self,
+        pod: PodRequest,
+        demand: Sequence[float],
+        nodes: Sequence[NodeInfo],
+        feasible: np.ndarray,
+        rows: np.ndarray | None = None,
+        names: tuple[str, ...] | None = None,
     ) -> Choice:
-        """Score ``nodes`` (infeasible ones get -inf) and pick one; index -1 if none is feasible."""
-        load, reason = self.load(nodes, feasible)
+        """Score ``nodes`` (infeasible ones get -inf) and pick one; index -1 if none is feasible.
+
+        One policy call (one batched forward pass for the model) over all candidates.
+        ``rows``/``names``: see ``load``.
+        """
+        load, reason = self.load(nodes, feasible, rows, names)
         pod_load = pod_matrix(
             demand,
-            [n.allocatable_cpu_m / 1000.0 for n in nodes],
-            [float(n.allocatable_mem_bytes) for n in nodes],
+            np.fromiter((n.allocatable_cpu_m for n in nodes), np.float64, len(nodes)) / 1000.0,
+            np.fromiter((n.allocatable_mem_bytes for n in nodes), np.float64, len(nodes)),
             self.settings.normalisation,
         )
         ctx = DecisionContext(pod=pod, nodes=nodes, feasible=feasible, load=load, pod_load=pod_load, now=time.time())

@@ -7,6 +7,7 @@ apiserver validates quantities, so this only guards against hand-made objects).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -40,6 +41,12 @@ _WIDE = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 def parse_quantity(q: Any) -> Decimal:
     """Kubernetes resource quantity ("500m", "1Gi", "1e3", 2) as a Decimal; ValueError if malformed."""
+    if isinstance(q, str | int) and not isinstance(q, bool):
+        return _parse_cached(q)  # every pod of a workload repeats the same few strings
+    return _parse_quantity(q)
+
+
+def _parse_quantity(q: Any) -> Decimal:
     if isinstance(q, bool) or not isinstance(q, (str, int, float)):
         raise ValueError(f"bad quantity {str(q)[:40]!r}")
     if isinstance(q, int):
@@ -70,6 +77,12 @@ def _amount(value: Decimal, exp: int) -> int:
     if scaled <= -INT64_MAX:
         return -INT64_MAX
     return int(scaled.to_integral_value(rounding=ROUND_CEILING))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(q: str | int) -> Decimal:
+    """Every pod of a workload repeats the same few quantity strings: parse each once."""
+    return _parse_quantity(q)
 
 
 def cpu_millis(q: Any) -> int:

@@ -35,6 +35,7 @@ from drs_prom.scheduler.decide import Decider
 from drs_prom.scheduler.metrics import HealthServer, SchedulerMetrics
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve
 from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
+from drs_prom.scheduler.ratelimit import TokenBucket
 from drs_prom.scheduler.rollout import RolloutWatcher, arm_text
 from drs_prom.state import MetricsSource
 from drs_prom.types import NodeInfo
@@ -62,7 +63,7 @@ class Scheduler:
         identity: str | None = None,
         observed: ObservedUsage | None = None,
         model_loader: Callable[[], Policy | None] | None = None,
-        bind_workers: int = 8,
+        bind_workers: int | None = None,
         serve_http: bool = True,
         recorder: Any = None,
     ) -> None:
@@ -73,9 +74,12 @@ class Scheduler:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         self.coord = client.CoordinationV1Api(api_client)
+        self.writer = binder.ApiWriter(api_client)
         self.journal = journal
         self._journal_log = RateLimitedLog(log, 60.0)  # a full disk fails every row: one line a minute
         self.metrics = metrics or SchedulerMetrics()
+        if journal is not None:
+            journal.on_write_failure = self._journal_write_failed
         self.decider = Decider(settings, self.metrics, source=source, policy=policy, model_loader=model_loader)
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.observed = observed
@@ -90,7 +94,11 @@ class Scheduler:
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="drs-bind")
+        workers = bind_workers or self.cfg.bind_workers
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="drs-bind")
+        # binds and events share one client-side limit, like kube-scheduler's clientConnection.qps/burst
+        self._limiter = TokenBucket(self.cfg.client_qps, self.cfg.client_burst)
+        self._next_start = 0  # where the next node search starts (kube-scheduler's nextStartNodeIndex)
         # events go through their own pool so a slow event write never delays the next bind
         self._events = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="drs-event")
         self._serve_http = serve_http
@@ -174,6 +182,8 @@ class Scheduler:
         self.decider.stop()
         self._pool.shutdown(wait=True, cancel_futures=False)
         self._events.shutdown(wait=True, cancel_futures=False)
+        if self.journal is not None:
+            self.journal.flush()
         if self.elector is not None:
             self.elector.stop(release=True)
         self.cache.stop()
@@ -215,7 +225,12 @@ class Scheduler:
                 self.queue.done(item, scheduled=False)
 
     def schedule_one(self, item: QueuedPod) -> str:
-        """One scheduling cycle. Returns 'gone', 'unschedulable' or 'binding'."""
+        """One scheduling cycle. Returns 'gone', 'unschedulable' or 'binding'.
+
+        Filters run over the node table's arrays; like kube-scheduler, the search stops
+        once ``nodes_to_score`` feasible nodes are found (starting where the last search
+        stopped), and only the nodes looked at reach the policy (one call, one forward pass).
+        """
         t0 = time.monotonic()
         pod = self.cache.pending_pod(item.uid)
         if pod is None:  # deleted or bound while queued
@@ -223,40 +238,47 @@ class Scheduler:
             return "gone"
         demand = resolve(pod, self.observed)
         req = kube.to_pod_request(pod, demand.demand)
-        nodes = self.cache.node_infos()
-        result = filters.filter_nodes(req, nodes)
-        if not result.any:
-            msg = filters.failure_message(result)
+        view = self.cache.view()
+        mask = view.feasible(req)
+        if not mask.any():
+            msg = filters.failure_message(filters.filter_nodes(req, view.all_infos()))
             self.metrics.unschedulable.inc()
             log.info("%s unschedulable: %s", item.key, msg)
-            self._events.submit(
-                binder.emit_event, self.core, pod, "FailedScheduling", msg, self.cfg.scheduler_name, "Warning"
-            )
+            self._submit_event(pod, "FailedScheduling", msg, "Warning")
             self.queue.done(item, scheduled=False)
             return "unschedulable"
-
-        names = [n.name for n in nodes]
-        choice = self.decider.decide(req, demand.demand, nodes, result.mask)
-        node = names[choice.index]
+        rows, feasible = self._candidates(mask)
+        nodes = view.infos(rows)
+        choice = self.decider.decide(req, demand.demand, nodes, feasible, rows=rows, names=view.names)
+        node = nodes[choice.index].name
         self.metrics.attempt_latency.observe(time.monotonic() - t0)
         self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes)
-        self._pool.submit(
-            self._bind,
-            item,
-            pod,
-            req,
-            demand.demand,
-            node,
-            nodes,
-            result.mask,
-            choice.scores,
-            choice.policy,
-            choice.reason,
-            choice,
-        )
+        self._pool.submit(self._bind, item, pod, req, demand.demand, node, nodes, feasible, choice)
         return "binding"
 
+    def _candidates(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows the policy sees and their feasibility: every node looked at until enough
+        feasible ones were found (all nodes in clusters under 100), in table order."""
+        n = len(mask)
+        k = filters.nodes_to_score(n, self.cfg.percentage_of_nodes_to_score)
+        if k >= n:
+            return np.arange(n), mask
+        found, processed = filters.sample_feasible(mask, k, self._next_start)
+        start = self._next_start % n
+        self._next_start = (start + processed) % n
+        rows = np.sort((np.arange(processed) + start) % n)
+        feasible = np.zeros(n, dtype=bool)
+        feasible[found] = True
+        return rows, feasible[rows]
+
     # -- binding cycle -------------------------------------------------------------
+    def _submit_event(self, pod: dict[str, Any], reason: str, message: str, kind: str = "Normal") -> None:
+        self._events.submit(self._event, pod, reason, message, kind)
+
+    def _event(self, pod: dict[str, Any], reason: str, message: str, kind: str) -> None:
+        self._limiter.wait()
+        binder.emit_event(self.writer, pod, reason, message, self.cfg.scheduler_name, kind)
+
     def _bind(
         self,
         item: QueuedPod,
@@ -266,30 +288,25 @@ class Scheduler:
         node: str,
         nodes: list[NodeInfo],
         feasible: np.ndarray,
-        scores: np.ndarray,
-        policy: Policy,
-        reason: str | None,
-        choice: Choice | None = None,
+        choice: Choice,
     ) -> None:
-        names = [n.name for n in nodes]
         try:
             if not self.is_leader():  # fencing: lost the lease since the decision
                 self.cache.forget(item.uid)
                 self.queue.requeue_now(item)
                 return
-            outcome, detail = binder.bind(self.core, req.namespace, req.name, req.uid, node)
+            self._limiter.wait()
+            outcome, detail = binder.bind(self.writer, req.namespace, req.name, req.uid, node)
             self.metrics.binds.labels(outcome).inc()
             if outcome == binder.BOUND:
                 self.metrics.latency.observe(time.monotonic() - item.first_seen)
                 self.queue.done(item, scheduled=True)
-                self._events.submit(
-                    binder.emit_event,
-                    self.core,
+                names = [n.name for n in nodes]
+                self._submit_event(
                     pod,
                     "Scheduled",
-                    self._scheduled_message(req, node, names, scores, policy, reason)
-                    + (f"; {arm_text(choice, names)}" if choice is not None else ""),
-                    self.cfg.scheduler_name,
+                    self._scheduled_message(req, node, names, choice.scores, choice.policy, choice.reason)
+                    + f"; {arm_text(choice, names)}",
                 )
                 if self.recorder is not None:
                     self.recorder.record(req, demand, node, names)
@@ -302,7 +319,7 @@ class Scheduler:
                 log.warning("%s: bind to %s failed: %s; retrying", item.key, node, detail)
                 self.cache.forget(item.uid)
                 self.queue.done(item, scheduled=False)
-            self._journal(req, demand, node, nodes, feasible, scores, policy, reason, outcome, choice)
+            self._journal(req, demand, node, nodes, feasible, choice, outcome)
         except Exception:
             log.exception("binding %s failed unexpectedly; retrying", item.key)
             self.cache.forget(item.uid)
@@ -318,6 +335,11 @@ class Scheduler:
         what = "top scores" if reason else "top Q-values"  # the model's scores are its Q-values
         return f"Successfully assigned {req.namespace}/{req.name} to {node} by {how}; {what}: {top}"
 
+    def _journal_write_failed(self, exc: Exception, rows: int) -> None:
+        """The journal's writer thread could not store ``rows`` rows (a full disk): count, say so once a minute."""
+        self.metrics.journal_failures.inc(rows)
+        self._journal_log.warn("journal", "journal write of %d rows failed, binding continues: %s", rows, exc)
+
     def _journal(
         self,
         req: Any,
@@ -325,49 +347,51 @@ class Scheduler:
         node: str,
         nodes: list[NodeInfo],
         feasible: np.ndarray,
-        scores: np.ndarray,
-        policy: Policy,
-        reason: str | None,
+        choice: Choice,
         outcome: str,
-        choice: Choice | None = None,
     ) -> None:
-        """One journal row; ``nodes`` are the NodeInfo the pod was filtered and scored on
-        (requests as of that moment), so retraining rebuilds the model's exact input."""
+        """One journal row, built and written by the journal's writer thread; ``nodes`` are
+        the NodeInfo the pod was filtered and scored on (requests as of that moment), so
+        retraining rebuilds the model's exact input."""
         if self.journal is None:
             return
-        names = [n.name for n in nodes]
-        order = sorted(range(len(names)), key=lambda i: (not feasible[i], i))  # feasible first
-        shadow = choice.shadow if choice is not None else None
+        scores, policy, reason = choice.scores, choice.policy, choice.reason
+        model_version = (str(getattr(policy, "version", "") or "") or None) if reason is None else None
+        shadow = choice.shadow
 
-        def aligned(v: np.ndarray) -> list[float | None]:
-            return [float(v[i]) if np.isfinite(v[i]) else None for i in order]
+        def row() -> Decision:
+            order = sorted(range(len(nodes)), key=lambda i: (not feasible[i], i))  # feasible first
+            names = [n.name for n in nodes]
+
+            def aligned(v: np.ndarray) -> list[float | None]:
+                return [float(v[i]) if np.isfinite(v[i]) else None for i in order]
+
+            return Decision(
+                pod_uid=req.uid,
+                pod_name=req.name,
+                namespace=req.namespace,
+                owner=req.owner,
+                pod_features=[float(v) for v in demand],
+                candidates=[names[i] for i in order],
+                nodes=node_entries([nodes[i] for i in order]),
+                pod_cpu_m=int(req.cpu_m),
+                pod_mem_bytes=int(req.mem_bytes),
+                feasible=[bool(feasible[i]) for i in order],
+                chosen=node,
+                scores=aligned(scores),
+                policy=getattr(policy, "name", "?"),
+                model_version=model_version,
+                fallback_reason=reason,
+                outcome=outcome,
+                arm=choice.arm,
+                shadow_policy=shadow.shadow_policy if shadow else None,
+                shadow_choice=names[shadow.shadow_index] if shadow and shadow.shadow_index >= 0 else None,
+                shadow_scores=aligned(shadow.shadow_scores) if shadow else None,
+                counterfactual=dict(shadow.counterfactual) if shadow else None,
+            )
 
         try:
-            self.journal.append(
-                Decision(
-                    pod_uid=req.uid,
-                    pod_name=req.name,
-                    namespace=req.namespace,
-                    owner=req.owner,
-                    pod_features=[float(v) for v in demand],
-                    candidates=[names[i] for i in order],
-                    nodes=node_entries([nodes[i] for i in order]),
-                    pod_cpu_m=int(req.cpu_m),
-                    pod_mem_bytes=int(req.mem_bytes),
-                    feasible=[bool(feasible[i]) for i in order],
-                    chosen=node,
-                    scores=aligned(scores),
-                    policy=getattr(policy, "name", "?"),
-                    model_version=(str(getattr(policy, "version", "") or "") or None) if reason is None else None,
-                    fallback_reason=reason,
-                    outcome=outcome,
-                    arm=choice.arm if choice is not None else None,
-                    shadow_policy=shadow.shadow_policy if shadow else None,
-                    shadow_choice=names[shadow.shadow_index] if shadow and shadow.shadow_index >= 0 else None,
-                    shadow_scores=aligned(shadow.shadow_scores) if shadow else None,
-                    counterfactual=dict(shadow.counterfactual) if shadow else None,
-                )
-            )
+            self.journal.append_later(row)
         except Exception as exc:  # noqa: BLE001 - journal boundary: counted, logged once a minute; a full disk must not stop binding
             self.metrics.journal_failures.inc()
             self._journal_log.warn("journal", "journal append failed, binding continues: %s", exc)

@@ -1,0 +1,110 @@
+"""The cluster's nodes as arrays, so a scheduling cycle never loops over nodes in Python.
+
+``NodeTable`` is rebuilt only when the node set or a node's spec/status changes; binding
+a pod changes three numbers of one row (``add``). ``NodeView`` is an immutable copy the
+scheduling thread works on while the watch threads keep updating the table.
+
+Filters that do not depend on requests (taints, unschedulable, node affinity) are cached
+per pod ``constraint_key`` and table version: the pods of one Deployment share them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from drs_prom import filters
+from drs_prom.types import NodeInfo, PodRequest
+
+MAX_STATIC_MASKS = 256
+"""Distinct pod constraint sets remembered per table version (a bound on memory)."""
+
+
+class NodeTable:
+    """Allocatable and requested resources per node, by index into the sorted ``names``."""
+
+    def __init__(self, base: Sequence[NodeInfo], version: int) -> None:
+        self.version = version
+        self.base = list(base)  # parsed nodes without pods, sorted by name
+        self.names = tuple(n.name for n in self.base)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        n = len(self.base)
+        self.alloc_cpu = np.array([b.allocatable_cpu_m for b in self.base], dtype=np.int64).reshape(n)
+        self.alloc_mem = np.array([b.allocatable_mem_bytes for b in self.base], dtype=np.int64).reshape(n)
+        self.alloc_pods = np.array([b.allocatable_pods for b in self.base], dtype=np.int64).reshape(n)
+        self.req_cpu = np.zeros(n, dtype=np.int64)
+        self.req_mem = np.zeros(n, dtype=np.int64)
+        self.pods = np.zeros(n, dtype=np.int64)
+        self._infos: list[NodeInfo | None] = [None] * n  # NodeInfo with current requests, built on demand
+        self._static: dict[tuple, np.ndarray] = {}
+
+    def add(self, node: str, cpu_m: int, mem: int, count: int) -> None:
+        """Add (or with negative values remove) one pod's requests on ``node``; unknown nodes are ignored."""
+        i = self.index.get(node)
+        if i is None:
+            return
+        self.req_cpu[i] += cpu_m
+        self.req_mem[i] += mem
+        self.pods[i] += count
+
+    def static_mask(self, pod: PodRequest) -> np.ndarray:
+        key = filters.constraint_key(pod)
+        mask = self._static.get(key)
+        if mask is None:
+            if len(self._static) >= MAX_STATIC_MASKS:
+                self._static.clear()
+            mask = filters.static_mask(pod, self.base)
+            self._static[key] = mask
+        return mask
+
+    def view(self) -> NodeView:
+        return NodeView(
+            table=self,
+            names=self.names,
+            req_cpu=self.req_cpu.copy(),
+            req_mem=self.req_mem.copy(),
+            pods=self.pods.copy(),
+        )
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """The requests per node at one moment (copies), plus the table's static arrays."""
+
+    table: NodeTable
+    names: tuple[str, ...]
+    req_cpu: np.ndarray
+    req_mem: np.ndarray
+    pods: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def feasible(self, pod: PodRequest) -> np.ndarray:
+        """Every core filter, vectorised (the static part cached per constraint key)."""
+        t = self.table
+        return t.static_mask(pod) & filters.resource_mask(
+            pod, t.alloc_cpu, t.alloc_mem, t.alloc_pods, self.req_cpu, self.req_mem, self.pods
+        )
+
+    def infos(self, idx: Sequence[int] | np.ndarray) -> list[NodeInfo]:
+        """NodeInfo (requests as of this view) for the nodes at ``idx``; built once per node
+        and request change (the table keeps them), so a cycle mostly reuses them."""
+        cache = self.table._infos
+        base = self.table.base
+        cpus, mems, counts = self.req_cpu.tolist(), self.req_mem.tolist(), self.pods.tolist()
+        out = []
+        for i in np.asarray(idx, dtype=np.int64).tolist():
+            cpu, mem, count = cpus[i], mems[i], counts[i]
+            got = cache[i]
+            if got is None or got.requested_cpu_m != cpu or got.requested_mem_bytes != mem or got.pod_count != count:
+                got = dataclasses.replace(base[i], requested_cpu_m=cpu, requested_mem_bytes=mem, pod_count=count)
+                cache[i] = got  # harmless if stale by now: every use compares the counts first
+            out.append(got)
+        return out
+
+    def all_infos(self) -> list[NodeInfo]:
+        return self.infos(np.arange(len(self.names)))

@@ -1,0 +1,96 @@
+"""The throughput benchmark's report and profile breakdown, on literal inputs (the benchmark
+itself is a command: it is never run, nor timed, in the suite)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(label: str, n: int, pods_per_s: float, p50: float, cpu: float, rss: float) -> dict:
+    return {
+        "label": label,
+        "nodes": n,
+        "pods": 300,
+        "bound": 300,
+        "pods_per_s": pods_per_s,
+        "p50_ms": p50,
+        "p99_ms": 2 * p50,
+        "cpu_s_per_1000": cpu,
+        "rss_mb": rss,
+    }
+
+
+def drain(label: str, n: int, pods: int, rate: float, rss: float) -> dict:
+    return {
+        "label": label,
+        "nodes": n,
+        "pods": pods,
+        "bound": pods,
+        "drain_pods_per_s": rate,
+        "drain_rss_mb": rss,
+        "drain_cpu_s_per_1000": 1.0,
+    }
+
+
+def test_summary_has_both_schedulers_and_the_ratios_per_node_count():
+    bench = load("sched_throughput")
+    results = [
+        run("drs-100", 100, 120.0, 30.0, 2.0, 300.0),
+        run("kube-100", 100, 100.0, 20.0, 1.0, 80.0),
+        run("drs-1000", 1000, 80.0, 40.0, 3.0, 310.0),
+        run("kube-1000", 1000, 100.0, 25.0, 1.5, 90.0),
+    ]
+    drains = [
+        drain("drs-100", 100, 300, 400.0, 301.0),
+        drain("kube-100", 100, 300, 200.0, 81.0),
+        drain("drs-1000", 1000, 300, 150.0, 320.0),
+        drain("kube-1000", 1000, 300, 300.0, 95.0),
+        drain("drs-1000", 1000, 5000, 140.0, 450.0),
+        drain("kube-1000", 1000, 5000, 290.0, 120.0),
+    ]
+    args = argparse.Namespace(pods=300, prometheus=True, model=None)
+    report = bench.summarise(results, drains, [100, 1000], args)
+    r100, r1000 = report["nodes"]["100"], report["nodes"]["1000"]
+    assert r100["pods_per_s_ratio"] == pytest.approx(1.2)
+    assert r100["queue_drain_ratio"] == pytest.approx(2.0)
+    assert r100["p50_ratio"] == pytest.approx(1.5)
+    assert r1000["queue_drain_ratio"] == pytest.approx(0.5)  # the 300-pod drain, not the RSS run
+    keys = {"pods_per_s", "queue_drain_per_s", "p50_ms", "p99_ms", "rss_mb", "cpu_s_per_1000"}
+    for who in ("drs-prom", "kube-scheduler"):
+        assert keys <= set(r100[who]) and keys <= set(r1000[who])
+    # RSS at the largest node count comes from the big drain (5000 pods), elsewhere from the run
+    assert r1000["drs-prom"]["rss_mb"] == 450.0 and r1000["drs-prom"]["rss_pods"] == 5000
+    assert r100["kube-scheduler"]["rss_mb"] == 80.0
+    assert math.isnan(bench.ratio(1.0, 0.0))
+
+
+def test_profile_samples_go_to_the_first_matching_category(tmp_path):
+    prof = load("profile_breakdown")
+    lines = [
+        "_bootstrap (threading.py:1);_bind (drs_prom/scheduler/loop.py:240);bind (drs_prom/scheduler/bind.py:60);"
+        "request (urllib3/_request_methods.py:1) 7",
+        "_bootstrap (threading.py:1);_watch (drs_prom/scheduler/cache.py:150);loads (json/__init__.py:346) 3",
+        "_bootstrap (threading.py:1);_write_loop (drs_prom/journal.py:180);dumps (json/__init__.py:1) 2",
+        "<module> (<string>:1);Command.main (click/core.py:1560);_find_and_load (<frozen>:1) 50",
+    ]
+    path = tmp_path / "raw.txt"
+    path.write_text("\n".join(lines) + "\n")
+    counts = prof.breakdown([path])
+    assert counts["bind round trip"] == 7
+    assert counts["watch: decode (json)"] == 3
+    assert counts["journal"] == 2
+    assert counts[prof.STARTUP] == 50
