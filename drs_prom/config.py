@@ -1,5 +1,7 @@
 """Settings, grouped by concern, validated once at load.
 
+Over 400 lines because every settings section lives here, validated at load, each field with its unit and reason.
+
 Every field has a default that works on the embedded simulator, so an empty file (or
 no file) is a valid configuration. Units are in the field names or descriptions.
 """

@@ -1,5 +1,7 @@
 """Nodes and pods as the apiserver last told us, kept current by list + watch.
 
+Over 400 lines because the watch reflectors, the node table and kube-scheduler's assumed-pod bookkeeping share one lock.
+
 ``Reflector`` is the client-go pattern in a few lines: list (remember the
 resourceVersion), watch from it with bookmarks, relist on 410 Gone, reconnect with
 capped exponential backoff on any other failure. ``ClusterCache`` keeps nodes, the

@@ -1,5 +1,7 @@
 """The scheduling loop: pop a pod, filter nodes, let the Decider choose, bind.
 
+Over 400 lines because it is both cycles (schedule, bind) with their fencing, events and accounting.
+
 One thread schedules (decisions are sequential, like kube-scheduler's scheduling
 cycle); a small pool binds and records events (its binding cycle). Before a bind the
 pod is *assumed* on its node in the cache, so the next decision already counts its
