@@ -34,6 +34,8 @@ scores below are the documented formulas; ``policy.choose`` masks infeasible nod
 - ``balanced-load``: greedy on DRS's own objective: the node whose choice leaves the
   lowest cluster imbalance (sum over features of the std across nodes, with the pod's
   load added to that node's row), least-loaded breaking near ties.
+- ``trimaran-tlp``, ``trimaran-lvrb``, ``capacity-balanced``, ``capacity-balanced-overload``:
+  the field's load-aware scorers, see drs_prom.load_aware.
 - ``random``: uniform over feasible nodes (seeded). ``round-robin``: next feasible node
   after the last one chosen.
 
@@ -47,7 +49,17 @@ from collections.abc import Callable
 
 import numpy as np
 
+from drs_prom.load_aware import (
+    CapacityBalancedLoad,
+    CapacityBalancedOverload,
+    LoadVariationRiskBalancing,
+    TargetLoadPacking,
+    imbalance_if_placed,
+)
 from drs_prom.policy import DecisionContext, Policy
+from drs_prom.recent_binds import RecentBinds, RemembersRecentBinds, _default_window
+
+__all__ = ["RecentBinds", "RemembersRecentBinds", "_default_window", "imbalance_if_placed"]  # re-exported
 
 MAX_NODE_SCORE = 100
 DEFAULT_MILLI_CPU_REQUEST = 100  # schedutil.DefaultMilliCPURequest
@@ -112,90 +124,6 @@ def _after(ctx: DecisionContext, pending: np.ndarray | None = None) -> tuple[np.
     return out, ok
 
 
-def _default_window() -> float:
-    from drs_prom.config import PrometheusSettings
-
-    return PrometheusSettings().window_seconds
-
-
-class RecentBinds:
-    """Load of our own recent placements that the metrics do not show yet (Trimaran's fix for herding).
-
-    A rate over a window of ``w`` seconds shows a load step of L after ``dt`` seconds as
-    L * dt / w, so the part still missing is L * (1 - dt / w). Each placement's expected
-    load (its ``pod_load`` row) is remembered for ``w`` seconds, keyed by node name.
-    """
-
-    MAX_REMEMBERED = 10_000
-
-    def __init__(self, window_seconds: float) -> None:
-        self.window_seconds = float(window_seconds)
-        self._t = np.zeros(0)
-        self._names: list[str] = []
-        self._rows = np.zeros((0, 6))
-        self._last_now = -np.inf
-        self._index_key: tuple[str, ...] = ()
-        self._index: dict[str, int] = {}
-
-    def pending(self, ctx: DecisionContext) -> np.ndarray:
-        w = self.window_seconds
-        out = np.zeros((len(ctx.nodes), 6))
-        if ctx.now < self._last_now:  # time went backwards: a new simulated episode, forget the old one
-            self._keep(np.zeros(len(self._t), dtype=bool))
-        self._last_now = ctx.now
-        if w <= 0 or not len(self._t):
-            return out
-        self._keep((ctx.now - self._t < w) & (np.arange(len(self._t)) >= len(self._t) - self.MAX_REMEMBERED))
-        key = tuple(n.name for n in ctx.nodes)
-        if key != self._index_key:
-            self._index_key, self._index = key, {name: i for i, name in enumerate(key)}
-        idx = np.array([self._index.get(name, -1) for name in self._names], dtype=np.int64)
-        weight = np.maximum(0.0, 1.0 - (ctx.now - self._t) / w)
-        known = idx >= 0
-        np.add.at(out, idx[known], self._rows[known] * weight[known, None])
-        return out
-
-    def _keep(self, mask: np.ndarray) -> None:
-        self._t = self._t[mask]
-        self._rows = self._rows[mask]
-        self._names = [n for n, k in zip(self._names, mask) if k]
-
-    def record(self, ctx: DecisionContext, node: int) -> None:
-        """Record that ``node`` was bound for ``ctx``'s pod, whoever chose it (training, replays, search)."""
-        scores = np.full(len(ctx.nodes), -np.inf)
-        scores[node] = 0.0
-        self.remember(ctx, scores)
-
-    def remember(self, ctx: DecisionContext, scores: np.ndarray) -> None:
-        """Record the node ``policy.choose`` will pick from ``scores`` (same masking and tie rule)."""
-        if self.window_seconds <= 0 or not ctx.feasible.any():
-            return
-        masked = np.where(ctx.feasible & ~np.isnan(scores), scores, -np.inf)
-        best = int(np.argmax(masked))
-        self._t = np.append(self._t, ctx.now)
-        self._names.append(ctx.nodes[best].name)
-        self._rows = np.vstack([self._rows, np.asarray(ctx.pod_load[best], dtype=np.float64)[None, :]])
-
-
-class RemembersRecentBinds:
-    """For policies that add their own not-yet-visible binds to the metrics (RecentBinds).
-
-    ``metric_window_seconds``: the rate window behind ctx.load (default: settings'
-    Prometheus window); the scheduler and the benchmark set it to the real one.
-    """
-
-    def __init__(self, metric_window_seconds: float | None = None) -> None:
-        self.recent = RecentBinds(_default_window() if metric_window_seconds is None else metric_window_seconds)
-
-    @property
-    def metric_window_seconds(self) -> float:
-        return self.recent.window_seconds
-
-    @metric_window_seconds.setter
-    def metric_window_seconds(self, value: float) -> None:
-        self.recent.window_seconds = float(value)
-
-
 class LeastLoaded(RemembersRecentBinds):
     """Trimaran-style load-aware scoring on live metrics plus its own recent binds."""
 
@@ -214,17 +142,6 @@ class LeastLoaded(RemembersRecentBinds):
         s = self._score(ctx)
         self.recent.remember(ctx, s)
         return s
-
-
-def imbalance_if_placed(load: np.ndarray, pod_load: np.ndarray) -> np.ndarray:
-    """For each node i: DRS imbalance of the cluster with pod_load[i] added to row i, in O(n*6)."""
-    n = len(load)
-    s = load.sum(axis=0)
-    q = (load**2).sum(axis=0)
-    s2 = s[None, :] + pod_load
-    q2 = q[None, :] + (load + pod_load) ** 2 - load**2
-    var = np.maximum(q2 / n - (s2 / n) ** 2, 0.0)
-    return np.sqrt(var).sum(axis=1)
 
 
 class BalancedLoad(LeastLoaded):
@@ -274,6 +191,10 @@ _REGISTRY: dict[str, PolicyFactory] = {
     "balanced-load": BalancedLoad,
     "random": RandomPolicy,
     "round-robin": RoundRobin,
+    "trimaran-tlp": TargetLoadPacking,
+    "trimaran-lvrb": LoadVariationRiskBalancing,
+    "capacity-balanced": CapacityBalancedLoad,
+    "capacity-balanced-overload": CapacityBalancedOverload,
 }
 
 HEURISTICS: tuple[str, ...] = tuple(_REGISTRY)

@@ -144,7 +144,7 @@ def run_bench(
                         continue
                     policy = fit_to_scenario(builder(row.policy, seed), scenario)
                     # a learned policy sees load on the scales it was trained with; metrics stay on the scenario's
-                    env = SchedulingEnv(scenario, seed=seed, norm=_policy_norm(policy))
+                    env = SchedulingEnv(scenario, seed=seed, norm=_policy_norm(policy, scenario))
                     result = env.run(policy, seed=seed, on_step=lambda _info: bar.update(1))
                 except DrsError as exc:
                     row.skipped = str(exc)
@@ -177,9 +177,14 @@ def fit_to_scenario(policy: Policy, scenario: Scenario) -> Policy:
     return policy
 
 
-def _policy_norm(policy: Policy) -> Normalisation | None:
+def _policy_norm(policy: Policy, scenario: Scenario) -> Normalisation | None:
+    """The scales a policy sees: a learned policy's own; unclipped for policies that read overload."""
     norm = getattr(policy, "normalisation", None)
-    return norm if isinstance(norm, Normalisation) else None
+    if isinstance(norm, Normalisation):
+        return norm
+    if getattr(policy, "reads_unclipped_load", False):
+        return scenario.norm.model_copy(update={"clip": False})
+    return None
 
 
 def _fmt(value: float, key: str) -> str:

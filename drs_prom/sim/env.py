@@ -236,6 +236,9 @@ class SchedulingEnv:
         self._resets = 0
         self.episode_seed = self.seed
         self.ctx: DecisionContext | None = None
+        # the value of ctx.load at which each node's resource is full (cpu/mem are fractions of the node)
+        self._full = self.nodes.capacity / scales(self.norm)[None, :]
+        self._full[:, :2] = 1.0 / scales(self.norm)[:2]
         self._plain = not any(self.nodes.taints) and not any(p.node_selector for p in scenario.profiles.values())
 
     @property
@@ -335,7 +338,9 @@ class SchedulingEnv:
         load = node_matrix(snap.features, self.norm)  # SimSource frames are in node order
         assert req.demand is not None
         pod_load = pod_matrix(req.demand, self.nodes.capacity[:, 0], self.nodes.capacity[:, 1], self.norm)
-        return DecisionContext(pod=req, nodes=nodes, feasible=mask, load=load, pod_load=pod_load, now=self.cluster.t)
+        return DecisionContext(
+            pod=req, nodes=nodes, feasible=mask, load=load, pod_load=pod_load, now=self.cluster.t, full=self._full
+        )
 
     def _advance_to_decision(self) -> DecisionContext | None:
         c, wl = self.cluster, self.workload
