@@ -43,6 +43,7 @@ kube-scheduler's selectHost does. A node without metrics gets the minimum score 
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 
@@ -109,6 +110,24 @@ def lvrb_resource_score(mu: float, sigma: float, margin: float, sensitivity: flo
     sigma = min(max(sigma * margin, 0.0), 1.0)
     risk = (mu + sigma) / 2
     return int((1.0 - risk) * MAX_NODE_SCORE + 0.5)
+
+
+def lvrb_resource_scores(mu: np.ndarray, sigma: np.ndarray, margin: float, sensitivity: float) -> np.ndarray:
+    """lvrb_resource_score over arrays of nodes (same operations, NaN rows give 0 and are masked by the caller)."""
+    mu = np.clip(np.nan_to_num(mu), 0.0, 1.0)
+    sigma = np.clip(np.nan_to_num(sigma), 0.0, 1.0)
+    if sensitivity > 0:
+        sigma = sigma ** (1.0 / sensitivity)
+    sigma = np.clip(sigma * margin, 0.0, 1.0)
+    return np.floor((1.0 - (mu + sigma) / 2) * MAX_NODE_SCORE + 0.5)
+
+
+def _accumulate(acc: list[float], cpu: float, mem: float, sign: int) -> None:
+    acc[0] += sign
+    acc[1] += sign * cpu
+    acc[2] += sign * cpu * cpu
+    acc[3] += sign * mem
+    acc[4] += sign * mem * mem
 
 
 class TargetLoadPacking(RemembersRecentBinds):
@@ -179,32 +198,40 @@ class LoadVariationRiskBalancing(RemembersRecentBinds):
         self.recent = _RecentRequests(self.recent.window_seconds, lambda ctx: float(ctx.pod.cpu_m), fade=True)
         self._rng = np.random.default_rng(seed)
         self._samples: dict[str, deque[tuple[float, float, float]]] = {}
+        self._sums: dict[str, list[float]] = {}
         self._last = -np.inf
 
     def _observe(self, ctx: DecisionContext, util: np.ndarray) -> None:
-        """Keep one (t, cpu, mem) utilisation sample per node per ``sample_seconds``, within the stats window."""
+        """Keep one (t, cpu, mem) utilisation sample per node per ``sample_seconds``, within the stats window.
+
+        Running sums per node (count, sum, sum of squares) make the std O(1) per node.
+        """
         if ctx.now < self._last:  # a new simulated episode
             self._samples.clear()
+            self._sums.clear()
             self._last = -np.inf
         if ctx.now - self._last < self.sample_seconds:
             return
         self._last = ctx.now
         horizon = ctx.now - self.stats_window_seconds
-        for node, (cpu, mem) in zip(ctx.nodes, util):
-            if np.isnan(cpu) or np.isnan(mem):
+        for node, (cpu, mem) in zip(ctx.nodes, util.tolist()):
+            if math.isnan(cpu) or math.isnan(mem):  # no metrics, no sample
                 continue
             q = self._samples.setdefault(node.name, deque())
-            q.append((ctx.now, float(cpu), float(mem)))
+            acc = self._sums.setdefault(node.name, [0.0, 0.0, 0.0, 0.0, 0.0])
+            q.append((ctx.now, cpu, mem))
+            _accumulate(acc, cpu, mem, +1)
             while q and q[0][0] < horizon:
-                q.popleft()
+                _, c0, m0 = q.popleft()
+                _accumulate(acc, c0, m0, -1)
 
     def std(self, name: str) -> tuple[float, float]:
         """Std of the node's sampled CPU and memory utilisation (0 with fewer than two samples)."""
-        q = self._samples.get(name)
-        if not q or len(q) < 2:
+        acc = self._sums.get(name)
+        if acc is None or acc[0] < 2:
             return 0.0, 0.0
-        arr = np.array([(c, m) for _, c, m in q])
-        return float(arr[:, 0].std()), float(arr[:, 1].std())
+        n, sc, qc, sm, qm = acc
+        return math.sqrt(max(qc / n - (sc / n) ** 2, 0.0)), math.sqrt(max(qm / n - (sm / n) ** 2, 0.0))
 
     def node_scores(self, ctx: DecisionContext) -> np.ndarray:
         """Integer LVRB scores (0..100) of every node, before tie-breaking."""
@@ -212,20 +239,16 @@ class LoadVariationRiskBalancing(RemembersRecentBinds):
         util = load[:, :2] / full_of(ctx)[:, :2]
         self._observe(ctx, util)
         pending = self.recent.pending(ctx)
-        out = np.zeros(len(ctx.nodes))
-        for i, node in enumerate(ctx.nodes):
-            if np.isnan(util[i]).any():
-                continue
-            sd_cpu, sd_mem = self.std(node.name)
-            cap_cpu, cap_mem = float(node.allocatable_cpu_m), float(node.allocatable_mem_bytes)
-            if cap_cpu <= 0 or cap_mem <= 0:
-                continue
-            mu_cpu = util[i, 0] + (ctx.pod.cpu_m + pending[i, 0]) / cap_cpu
-            mu_mem = util[i, 1] + (ctx.pod.mem_bytes + pending[i, 1]) / cap_mem
-            cpu = lvrb_resource_score(mu_cpu, sd_cpu, self.margin, self.sensitivity)
-            mem = lvrb_resource_score(mu_mem, sd_mem, self.margin, self.sensitivity)
-            out[i] = round(min(cpu, mem))
-        return out
+        cap_cpu = np.array([n.allocatable_cpu_m for n in ctx.nodes], dtype=np.float64)
+        cap_mem = np.array([n.allocatable_mem_bytes for n in ctx.nodes], dtype=np.float64)
+        sd = np.array([self.std(n.name) for n in ctx.nodes]).reshape(-1, 2)
+        ok = ~np.isnan(util).any(axis=1) & (cap_cpu > 0) & (cap_mem > 0)
+        safe_cpu, safe_mem = np.where(cap_cpu > 0, cap_cpu, 1.0), np.where(cap_mem > 0, cap_mem, 1.0)
+        mu_cpu = util[:, 0] + (ctx.pod.cpu_m + pending[:, 0]) / safe_cpu
+        mu_mem = util[:, 1] + (ctx.pod.mem_bytes + pending[:, 1]) / safe_mem
+        cpu = lvrb_resource_scores(mu_cpu, sd[:, 0], self.margin, self.sensitivity)
+        mem = lvrb_resource_scores(mu_mem, sd[:, 1], self.margin, self.sensitivity)
+        return np.where(ok, np.minimum(cpu, mem), 0.0)
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         s = self.node_scores(ctx) + self._rng.uniform(0.0, 0.5, size=len(ctx.nodes))

@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from drs_prom.baselines import HEURISTICS, make_policy
-from drs_prom.config import Normalisation
+from drs_prom.config import Normalisation, ObjectiveSettings
 from drs_prom.errors import DrsError
+from drs_prom.objectives import OBJECTIVES
 from drs_prom.policy import Policy
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv
 from drs_prom.sim.scenario import Scenario
@@ -31,6 +32,9 @@ reports the migration floor (free re-placement at every instant), where the scen
 
 METRICS: tuple[tuple[str, str, str], ...] = (
     # key, column title, which direction is better
+    ("composite", "composite", "lower"),
+    ("slowdown_p95", "sd p95", "lower"),
+    ("overload", "overload", "lower"),
     ("imbalance", "imbalance", "lower"),
     ("utilisation", "util", "higher"),
     ("completion_mean", "ct mean s", "lower"),
@@ -74,6 +78,14 @@ class BenchReport:
         base = ref.mean(key)
         return row.mean(key) / base if base else math.nan
 
+    def ratio_composite(self, policy: str) -> float:
+        """policy's mean composite over the reference's (NaN when either is missing)."""
+        ref, row = self.row(REFERENCE), self.row(policy)
+        if ref is None or row is None or not ref.runs or not row.runs:
+            return math.nan
+        base = float(np.mean([r.composite for r in ref.runs]))
+        return float(np.mean([r.composite for r in row.runs])) / base if base else math.nan
+
     def to_json(self) -> dict:
         out: dict = {
             "scenario": self.scenario,
@@ -82,6 +94,7 @@ class BenchReport:
             "pods": self.pods,
             "reference": REFERENCE,
             "wall_seconds": self.wall_seconds,
+            "objective_settings": ObjectiveSettings().model_dump(),
             "policies": {},
         }
         if self.migration_floor is not None:
@@ -90,7 +103,20 @@ class BenchReport:
             if row.skipped:
                 out["policies"][row.policy] = {"skipped": row.skipped}
                 continue
+            ref = self.row(REFERENCE)
+            objs = {k: float(np.mean([r.objectives.as_dict()[k] for r in row.runs])) for k in OBJECTIVES}
+            ref_objs = (
+                {k: float(np.mean([r.objectives.as_dict()[k] for r in ref.runs])) for k in OBJECTIVES}
+                if ref is not None and ref.runs
+                else {}
+            )
             out["policies"][row.policy] = {
+                "composite": float(np.mean([r.composite for r in row.runs])),
+                "composite_ratio_to_reference": self.ratio_composite(row.policy),
+                "objectives": objs,
+                "objectives_ratio_to_reference": {
+                    k: (v / ref_objs[k] if ref_objs.get(k) else math.nan) for k, v in objs.items()
+                },
                 "mean": {k: row.mean(k) for k, _, _ in METRICS},
                 "ratio_to_reference": {k: self.ratio(row.policy, k) for k, _, _ in METRICS},
                 "placements_per_s": float(np.mean([r.placements_per_second for r in row.runs])),
@@ -194,7 +220,7 @@ def _fmt(value: float, key: str) -> str:
         return f"{value:,.0f}"
     if key == "utilisation":
         return f"{value:.3f}"
-    if key == "imbalance":
+    if key in ("imbalance", "composite", "slowdown_p95", "overload"):
         return f"{value:.3f}"
     return f"{value:.1f}"
 

@@ -263,10 +263,12 @@ class SchedulingEnv:
             self.objective_settings.hot_fraction,
         )
         self.recorder: Callable[[float, float, np.ndarray], None] = self._own_recorder  # a test may wrap it
-        self.scheduled = np.ones(len(self.workload), dtype=bool)
+        self.scheduled = self.workload.scheduled
+        self._pinned = self.workload.pinned
         self.n_scheduled = int(self.scheduled.sum())
         self.horizon = horizon(self.workload.arrival[self.scheduled], self.workload.work[self.scheduled])
         self._next_arrival = 0
+        self._open = self.n_scheduled  # scheduled pods not finished yet
         self._pending: deque[int] = deque()
         self._queue: deque[int] = deque()
         self._finished: list[FinishedPod] = []
@@ -354,6 +356,9 @@ class SchedulingEnv:
                 self._queue.append(pod)
                 self.max_queue = max(self.max_queue, len(self._queue))
             t_arr = float(wl.arrival[self._next_arrival]) if self._next_arrival < len(wl) else float("inf")
+            if self._open == 0 and not self._queue:  # only background left: the episode is over
+                self._current, self.ctx = -1, None
+                return None
             if t_arr == float("inf") and not len(c.running):
                 if self._queue:  # pragma: no cover - prevented by scenario validation
                     raise RuntimeError(f"{len(self._queue)} pods can never be placed")
@@ -362,6 +367,9 @@ class SchedulingEnv:
             done = c.advance(t_arr, self.recorder)
             if len(done):
                 for p in done:
+                    if not self.scheduled[p]:
+                        continue
+                    self._open -= 1
                     self._finished.append(
                         FinishedPod(
                             wl.names[p],
@@ -376,7 +384,10 @@ class SchedulingEnv:
                 self._pending.extend(self._queue)  # retry waiting pods first, oldest first
                 self._queue.clear()
             while self._next_arrival < len(wl) and wl.arrival[self._next_arrival] <= c.t + 1e-12:
-                self._pending.append(self._next_arrival)
+                if self._pinned is not None and self._pinned[self._next_arrival] >= 0:
+                    c.bind(self._next_arrival, int(self._pinned[self._next_arrival]))  # background: no decision
+                else:
+                    self._pending.append(self._next_arrival)
                 self._next_arrival += 1
 
     # --- whole episodes --------------------------------------------------------------
