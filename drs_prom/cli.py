@@ -7,6 +7,7 @@ needs them so ``drs-prom --help`` and ``drs-prom export`` start fast.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -278,6 +279,7 @@ def bench_cmd(
             jobs=jobs,
             pods=pods,
             echo=None if no_progress else click.echo,
+            partial_dir=Path(out_dir) / "scenarios",
         )
         path = write_suite(result, out_dir)
         click.echo(format_suite(result))

@@ -21,6 +21,13 @@ edit). Each seed draws, with ``GeneratorParams`` (all ranges documented and vali
   at a bottleneck utilisation drawn from ``load``;
 - **metric lag**: the metrics' averaging window, from ``metric_windows``.
 
+Episode length: ``pods`` is raised to ``pods_per_load`` x the steady-state number of
+running pods so a large cluster reaches its load, but capped at ``max_pods`` (400) to
+keep simulation affordable; so the largest clusters (roughly 60+ nodes at high load) are
+still warming up when arrivals end and run below the drawn load. Hardware generations
+differ in size and in resource ratios (cores, memory per core, link, disk class), not in
+per-core speed: a pod's work at full speed is the same on every node.
+
 Every profile's full-speed demand, jitter included, fits within 90 % of every node it may
 run on, so a pod's work at full speed is its run time alone on an idle node and slowdown
 measures contention and queueing only.

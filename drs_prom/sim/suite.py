@@ -18,7 +18,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -183,14 +183,23 @@ def run_suite(
     jobs: int = 1,
     pods: int | None = None,
     echo: Callable[[str], None] | None = None,
+    partial_dir: str | Path | None = None,
 ) -> SuiteResult:
-    """Bench every scenario of ``names`` (in ``jobs`` processes); ``echo`` gets one line per finished scenario."""
+    """Bench every scenario of ``names`` (in ``jobs`` processes); ``echo`` gets one line per finished scenario.
+
+    ``partial_dir``: each finished scenario is also written there at once (``<name>.json``),
+    so a long suite that is interrupted keeps what it measured.
+    """
     t0 = time.perf_counter()
     args = [(n, list(seeds), list(policies), model_path, pods) for n in names]
     done: dict[str, dict] = {}
 
     def note(name: str, res: dict) -> None:
         done[name] = res
+        if partial_dir is not None:
+            part = Path(partial_dir)
+            part.mkdir(parents=True, exist_ok=True)
+            (part / f"{name}.json").write_text(json.dumps(res, default=_json_default))
         if echo is not None:
             s = res["summary"]
             echo(
@@ -204,8 +213,8 @@ def run_suite(
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(_bench_one, *a): a[0] for a in args}
-            for fut, name in futures.items():
-                note(name, fut.result())
+            for fut in as_completed(futures):
+                note(futures[fut], fut.result())
     return SuiteResult(list(seeds), list(policies), [done[n] for n in names], time.perf_counter() - t0)
 
 
@@ -257,8 +266,31 @@ def format_suite(result: SuiteResult) -> str:
     return "\n".join([title, *out, tally, f"wall {result.wall_seconds:.0f} s"])
 
 
+def format_scenario(summary: dict) -> str:
+    """Markdown table of one scenario: composite and every objective per policy, mean over seeds
+    with the ratio to kube-default, and the paired difference to the best baseline [95 % CI]."""
+    keys = ["composite", *OBJECTIVES]
+    head = ["policy", *keys, "vs best baseline [95% CI]"]
+    rows = [head, ["---"] * len(head)]
+    for p, comp in sorted(summary["composite"].items(), key=lambda kv: kv[1]):
+        vals = summary["objectives"][p] | {"composite": comp}
+        ratio = summary["ratio_to_reference"].get(p, {})
+        cells = [p] + [f"{vals[k]:.3f} ({ratio.get(k, math.nan):.2f}x)" for k in keys]
+        v = summary["vs_best_baseline"].get(p)
+        cells.append(f"{v['mean']:+.3f} [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}] vs {v['against']}" if v else "-")
+        rows.append(cells)
+    for p, why in summary["skipped"].items():
+        rows.append([p, f"skipped: {why}"] + [""] * (len(head) - 2))
+    title = (
+        f"### {summary['scenario']} ({summary['n_nodes']} nodes, {summary['pods']} pods): "
+        f"best {summary['best']}, best baseline {summary['best_baseline']}"
+    )
+    return "\n".join([title, "", *("| " + " | ".join(r) + " |" for r in rows)])
+
+
 def write_suite(result: SuiteResult, out_dir: str | Path) -> Path:
-    """suite.json plus one Pareto PNG per scenario (pareto-<scenario>.png)."""
+    """suite.json, suite.md (the summary and one objectives table per scenario) and one Pareto PNG per
+    scenario (pareto-<scenario>.png)."""
     from drs_prom.sim.plot import plot_pareto
 
     out = Path(out_dir)
@@ -267,6 +299,8 @@ def write_suite(result: SuiteResult, out_dir: str | Path) -> Path:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result.to_json(), indent=1, default=_json_default))
     tmp.replace(path)
+    md = ["```", format_suite(result), "```", "", *(format_scenario(x) + "\n" for x in result.summaries())]
+    (out / "suite.md").write_text("\n".join(md))
     for s in result.scenarios:
         plot_pareto(s["bench"], out / f"pareto-{s['bench']['scenario']}.png")
     return path

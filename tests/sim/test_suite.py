@@ -51,6 +51,8 @@ def test_suite_cli_smoke(tmp_path):
         assert key in kd  # the single-scenario bench JSON's fields are all still there
     assert kd["composite_ratio_to_reference"] == pytest.approx(1.0) and "objectives" in kd
     assert (tmp_path / "pareto-eval-diurnal-2.png").stat().st_size > 10_000
+    md = (tmp_path / "suite.md").read_text()
+    assert "### eval-diurnal-2" in md and "slowdown_p95" in md and "| kube-default |" in md
     bad = subprocess.run(
         [sys.executable, "-c", code, "bench", "--suite", "--only", "nope", "--out", str(tmp_path)],
         capture_output=True,
