@@ -34,6 +34,8 @@ scores below are the documented formulas; ``policy.choose`` masks infeasible nod
 - ``balanced-load``: greedy on DRS's own objective: the node whose choice leaves the
   lowest cluster imbalance (sum over features of the std across nodes, with the pod's
   load added to that node's row), least-loaded breaking near ties.
+- ``trimaran-tlp``, ``trimaran-lvrb``, ``capacity-balanced``, ``capacity-balanced-overload``:
+  the field's load-aware scorers, see drs_prom.load_aware.
 - ``random``: uniform over feasible nodes (seeded). ``round-robin``: next feasible node
   after the last one chosen.
 
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from drs_prom.load_aware import imbalance_if_placed
 from drs_prom.policy import DecisionContext
 from drs_prom.recent_binds import RemembersRecentBinds
 
@@ -78,19 +81,28 @@ def balanced_allocation_score(fractions: list[float]) -> int:
 
 
 def kube_default_scores(ctx: DecisionContext) -> np.ndarray:
-    """Integer kube-scheduler scores (fit + balanced, 0..200) of every node, before tie-breaking."""
+    """Integer kube-scheduler scores (fit + balanced, 0..200) of every node, before tie-breaking.
+
+    Vectorised over nodes with the same integer and float operations as
+    least_allocated_score and balanced_allocation_score (a test checks both agree).
+    """
     cpu = ctx.pod.cpu_m or DEFAULT_MILLI_CPU_REQUEST
     mem = ctx.pod.mem_bytes or DEFAULT_MEMORY_REQUEST
-    out = np.zeros(len(ctx.nodes), dtype=np.float64)
-    for i, node in enumerate(ctx.nodes):
-        rc, rm = node.requested_cpu_m + cpu, node.requested_mem_bytes + mem
-        fit = (
-            least_allocated_score(rc, node.allocatable_cpu_m) + least_allocated_score(rm, node.allocatable_mem_bytes)
-        ) // 2
-        fc = rc / node.allocatable_cpu_m if node.allocatable_cpu_m else 1.0
-        fm = rm / node.allocatable_mem_bytes if node.allocatable_mem_bytes else 1.0
-        out[i] = fit + balanced_allocation_score([fc, fm])
-    return out
+    nodes = ctx.nodes
+    acpu = np.fromiter((n.allocatable_cpu_m for n in nodes), dtype=np.int64, count=len(nodes))
+    amem = np.fromiter((n.allocatable_mem_bytes for n in nodes), dtype=np.int64, count=len(nodes))
+    rc = np.fromiter((n.requested_cpu_m for n in nodes), dtype=np.int64, count=len(nodes)) + cpu
+    rm = np.fromiter((n.requested_mem_bytes for n in nodes), dtype=np.int64, count=len(nodes)) + mem
+
+    def least(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+        ok = (alloc > 0) & (req <= alloc)
+        return np.where(ok, (alloc - req) * MAX_NODE_SCORE // np.maximum(alloc, 1), 0)
+
+    fit = (least(rc, acpu) + least(rm, amem)) // 2
+    fc = np.minimum(1.0, np.where(acpu > 0, rc / np.maximum(acpu, 1), 1.0))
+    fm = np.minimum(1.0, np.where(amem > 0, rm / np.maximum(amem, 1), 1.0))
+    balanced = np.floor((1 - np.abs((fc - fm) / 2)) * MAX_NODE_SCORE)
+    return (fit + balanced).astype(np.float64)
 
 
 class KubeDefault:
@@ -132,17 +144,6 @@ class LeastLoaded(RemembersRecentBinds):
         s = self._score(ctx)
         self.recent.remember(ctx, s)
         return s
-
-
-def imbalance_if_placed(load: np.ndarray, pod_load: np.ndarray) -> np.ndarray:
-    """For each node i: DRS imbalance of the cluster with pod_load[i] added to row i, in O(n*6)."""
-    n = len(load)
-    s = load.sum(axis=0)
-    q = (load**2).sum(axis=0)
-    s2 = s[None, :] + pod_load
-    q2 = q[None, :] + (load + pod_load) ** 2 - load**2
-    var = np.maximum(q2 / n - (s2 / n) ** 2, 0.0)
-    return np.sqrt(var).sum(axis=1)
 
 
 class BalancedLoad(LeastLoaded):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -292,7 +293,22 @@ def testbed_cmd(
 
 
 @cli.command("bench")
-@click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
+@click.option(
+    "--scenario",
+    default=None,
+    help="Packaged scenario name, generated evaluation cluster (e.g. eval-poisson-1) or a YAML path "
+    "[default: drs-paper].",
+)
+@click.option(
+    "--suite",
+    is_flag=True,
+    help="Every packaged scenario (but cluster-500) and the 20 generated evaluation clusters; "
+    "composite ranking, paired-seed CIs against the best baseline, a Pareto plot per scenario.",
+)
+@click.option("--only", default=None, help="With --suite: comma-separated scenario names (a subset).")
+@click.option(
+    "--jobs", default=1, show_default=True, type=click.IntRange(1, 64), help="With --suite: scenarios in parallel."
+)
 @click.option(
     "--seeds",
     default=5,
@@ -320,7 +336,10 @@ def testbed_cmd(
 @click.option("--model", "model_path", default=None, help="Model for the drs policy (default: the shipped one).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def bench_cmd(
-    scenario: str,
+    scenario: str | None,
+    suite: bool,
+    only: str | None,
+    jobs: int,
     seeds: int,
     policies: str | None,
     out_dir: str,
@@ -328,11 +347,32 @@ def bench_cmd(
     model_path: str | None,
     no_progress: bool,
 ) -> None:
-    """Benchmark schedulers on the simulator: imbalance, utilisation, completion, makespan vs kube-default."""
+    """Benchmark schedulers on the simulator: composite score, imbalance, utilisation, completion vs kube-default."""
+    from drs_prom.errors import ConfigError
     from drs_prom.sim.bench import format_table, model_builder, parse_policies, run_bench, write_report
-    from drs_prom.sim.scenario import load_scenario
+    from drs_prom.sim.suite import format_suite, resolve_scenario, run_suite, suite_names, write_suite
 
-    sc = load_scenario(scenario)
+    if suite:
+        if scenario:
+            raise ConfigError("--suite runs its own scenarios; use --only to pick some, not --scenario")
+        names = suite_names([n.strip() for n in only.split(",") if n.strip()] if only else None)
+        result = run_suite(
+            names,
+            list(range(seeds)),
+            parse_policies(policies),
+            model_path,
+            jobs=jobs,
+            pods=pods,
+            echo=None if no_progress else click.echo,
+            partial_dir=Path(out_dir) / "scenarios",
+        )
+        path = write_suite(result, out_dir)
+        click.echo(format_suite(result))
+        click.echo(f"wrote {path} and pareto-<scenario>.png ({result.wall_seconds:.1f} s)")
+        return
+    if only:
+        raise ConfigError("--only needs --suite")
+    sc = resolve_scenario(scenario or "drs-paper")
     if pods:
         sc = sc.truncated(pods)
     report = run_bench(

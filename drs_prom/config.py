@@ -351,6 +351,59 @@ class ServingSettings(_Section):
         return self
 
 
+class ObjectiveSettings(_Section):
+    """What the benchmark, the default reward, checkpoint selection and the clairvoyant reference minimise.
+
+    drs_prom.objectives defines each objective; the composite score (lower is better) is
+    ``sum(weight * objective)`` over the weights below, with utilisation entering negatively.
+    The defaults weigh what users feel (pod slowdown: mean, tail and SLO misses) above how the
+    cluster looks (overload, hot nodes, imbalance of demand over capacity); DRS's own imbalance
+    of capped usage is reported but weighted 0, because it can be lowered by overloading nodes.
+    """
+
+    slo_slowdown: float = Field(
+        1.5, gt=1, description="A pod misses its SLO when (completion incl. queueing) / (run time alone) exceeds this."
+    )
+    hot_fraction: float = Field(
+        0.8, gt=0, description="A node is hot while its demand exceeds this fraction of its own capacity."
+    )
+    slowdown_mean_weight: float = Field(1.0, ge=0, description="Weight of the mean pod slowdown (>= 1).")
+    slowdown_p95_weight: float = Field(0.5, ge=0, description="Weight of the p95 pod slowdown (>= 1).")
+    slo_miss_weight: float = Field(1.0, ge=0, description="Weight of the share of pods over the slowdown SLO (0..1).")
+    overload_weight: float = Field(
+        1.0, ge=0, description="Weight of overload: mean over nodes and time of demand/capacity above 1 (uncapped)."
+    )
+    hot_weight: float = Field(0.25, ge=0, description="Weight of hot-node time (share of node-seconds hot).")
+    demand_imbalance_weight: float = Field(
+        0.25, ge=0, description="Weight of the imbalance of demand over each node's own capacity (sum of stds)."
+    )
+    drs_imbalance_weight: float = Field(
+        0.0, ge=0, description="Weight of DRS's imbalance (capped usage on the scenario's scales)."
+    )
+    utilisation_weight: float = Field(0.0, ge=0, description="Weight of mean utilisation (subtracted: more is better).")
+
+    @field_validator("hot_fraction")
+    @classmethod
+    def _hot(cls, value: float) -> float:
+        if value > 4:
+            raise ValueError("must be a fraction of capacity, at most 4")
+        return value
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Objective name -> weight (utilisation's is applied with a minus sign)."""
+        return {
+            "slowdown_mean": self.slowdown_mean_weight,
+            "slowdown_p95": self.slowdown_p95_weight,
+            "slo_miss": self.slo_miss_weight,
+            "overload": self.overload_weight,
+            "hot_time": self.hot_weight,
+            "demand_imbalance": self.demand_imbalance_weight,
+            "drs_imbalance": self.drs_imbalance_weight,
+            "utilisation": -self.utilisation_weight,
+        }
+
+
 class Settings(_Section):
     prometheus: PrometheusSettings = PrometheusSettings()
     normalisation: Normalisation = Normalisation()
@@ -359,6 +412,7 @@ class Settings(_Section):
     reward: RewardSettings = RewardSettings()
     rollout: RolloutSettings = RolloutSettings()
     serving: ServingSettings = ServingSettings()
+    objectives: ObjectiveSettings = ObjectiveSettings()
 
 
 ENV_PREFIX = "DRS_PROM_"

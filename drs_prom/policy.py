@@ -31,6 +31,10 @@ class DecisionContext:
     load: np.ndarray
     pod_load: np.ndarray
     now: float = 0.0
+    full: np.ndarray | None = None
+    """(n, 6) value of ``load`` at which each node's resource is at its own capacity; None = 1.0
+    everywhere (the normalisation scales are the capacities: true for cpu/mem when cpu_full and
+    mem_full are 1, an assumption for network/disk, whose capacities node_exporter does not give)."""
 
 
 class Policy(Protocol):

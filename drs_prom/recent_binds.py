@@ -1,7 +1,9 @@
-"""Memory of our own recent placements that the metrics do not show yet (Trimaran's fix for herding).
+"""Memory of a policy's own recent binds, the load the metrics do not show yet.
 
-Used by the load-aware heuristics (drs_prom.baselines), the learned policy (drs_prom.agent.policy),
-training and retraining, so every one of them sees the same not-yet-visible load. Pure numpy.
+Trimaran, crane-scheduler ("hot value") and koordinator (estimated fresh pods) all add
+their own recent placements to lagging metrics; without it every pod inside one rate
+window herds onto the same node. Load-aware heuristics (baselines, load_aware) and the
+learned policy share this one implementation.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class RecentBinds:
     """
 
     MAX_REMEMBERED = 10_000
+    fade = True
+    """False: a bind counts in full until ``w`` has passed (Trimaran's ScheduledPodsCache), not fading out."""
 
     def __init__(self, window_seconds: float) -> None:
         self.window_seconds = float(window_seconds)
@@ -49,7 +53,7 @@ class RecentBinds:
         if key != self._index_key:
             self._index_key, self._index = key, {name: i for i, name in enumerate(key)}
         idx = np.array([self._index.get(name, -1) for name in self._names], dtype=np.int64)
-        weight = np.maximum(0.0, 1.0 - (ctx.now - self._t) / w)
+        weight = np.maximum(0.0, 1.0 - (ctx.now - self._t) / w) if self.fade else np.ones(len(self._t))
         known = idx >= 0
         np.add.at(out, idx[known], self._rows[known] * weight[known, None])
         return out
@@ -73,7 +77,11 @@ class RecentBinds:
         best = int(np.argmax(masked))
         self._t = np.append(self._t, ctx.now)
         self._names.append(ctx.nodes[best].name)
-        self._rows = np.vstack([self._rows, np.asarray(ctx.pod_load[best], dtype=np.float64)[None, :]])
+        self._rows = np.vstack([self._rows, self.row(ctx, best)[None, :]])
+
+    def row(self, ctx: DecisionContext, node: int) -> np.ndarray:
+        """What is remembered of a bind of ctx's pod to ``node``: its expected load there (6 values)."""
+        return np.asarray(ctx.pod_load[node], dtype=np.float64)
 
 
 class RemembersRecentBinds:

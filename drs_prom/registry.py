@@ -1,6 +1,6 @@
 """Every placement policy by name: ``make_policy(name, seed)`` for the benchmark, the scheduler and training.
 
-The heuristics (drs_prom.baselines) are registered at import. The learned policies
+The heuristics (drs_prom.baselines, drs_prom.load_aware) are registered at import. The learned policies
 (``drs``, ``drs-original``) are built in one place, ``_learned``, which loads the shipped
 model only when such a policy is asked for: importing ``drs_prom.agent`` is cheap (no
 TensorFlow), loading a model file is not.
@@ -16,6 +16,12 @@ from collections.abc import Callable
 from drs_prom import agent
 from drs_prom.baselines import BalancedLoad, KubeDefault, LeastLoaded, RandomPolicy, RoundRobin
 from drs_prom.errors import ConfigError
+from drs_prom.load_aware import (
+    CapacityBalancedLoad,
+    CapacityBalancedOverload,
+    LoadVariationRiskBalancing,
+    TargetLoadPacking,
+)
 from drs_prom.policy import Policy
 
 PolicyFactory = Callable[[int], Policy]
@@ -27,6 +33,10 @@ _REGISTRY: dict[str, PolicyFactory] = {
     "balanced-load": BalancedLoad,
     "random": RandomPolicy,
     "round-robin": RoundRobin,
+    "trimaran-tlp": TargetLoadPacking,
+    "trimaran-lvrb": LoadVariationRiskBalancing,
+    "capacity-balanced": CapacityBalancedLoad,
+    "capacity-balanced-overload": CapacityBalancedOverload,
 }
 
 HEURISTICS: tuple[str, ...] = tuple(_REGISTRY)

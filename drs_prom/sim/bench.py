@@ -62,7 +62,7 @@ def run_bench(
                         continue
                     policy = fit_to_scenario(builder(row.policy, seed), scenario)
                     # a learned policy sees load on the scales it was trained with; metrics stay on the scenario's
-                    env = SchedulingEnv(scenario, seed=seed, norm=_policy_norm(policy))
+                    env = SchedulingEnv(scenario, seed=seed, norm=_policy_norm(policy, scenario))
                     result = env.run(policy, seed=seed, on_step=lambda _info: bar.update(1))
                 except DrsError as exc:
                     row.skipped = str(exc)
@@ -85,9 +85,14 @@ def _migration_floor(scenario: Scenario, seeds: Sequence[int]) -> float | None:
         return None
 
 
-def _policy_norm(policy: Policy) -> Normalisation | None:
+def _policy_norm(policy: Policy, scenario: Scenario) -> Normalisation | None:
+    """The scales a policy sees: a learned policy's own; unclipped for policies that read overload."""
     norm = getattr(policy, "normalisation", None)
-    return norm if isinstance(norm, Normalisation) else None
+    if isinstance(norm, Normalisation):
+        return norm
+    if getattr(policy, "reads_unclipped_load", False):
+        return scenario.norm.model_copy(update={"clip": False})
+    return None
 
 
 def _fmt(value: float, key: str) -> str:
@@ -97,7 +102,7 @@ def _fmt(value: float, key: str) -> str:
         return f"{value:,.0f}"
     if key == "utilisation":
         return f"{value:.3f}"
-    if key == "imbalance":
+    if key in ("imbalance", "composite", "slowdown_p95", "overload"):
         return f"{value:.3f}"
     return f"{value:.1f}"
 

@@ -5,7 +5,8 @@ simulator, to show how much of kube-default's imbalance any policy could remove.
 
 ``clairvoyant_run``: at each decision, try every feasible node, play the rest of the
 episode with a base policy (``balanced-load``) on a fork of the simulation, and bind
-where the episode's imbalance (time-averaged, as the benchmark measures it) ends lowest.
+where the episode's composite score (drs_prom.objectives, the benchmark's ranking) ends
+lowest; ``cost="imbalance"`` minimises DRS's time-averaged imbalance instead.
 It is Bertsekas' *fortified* rollout: it keeps the best complete schedule found so far
 and follows it whenever no branch beats it, so on this deterministic simulator it is
 never worse than its base policy. It finds an achievable schedule, not the optimum.
@@ -54,34 +55,38 @@ def _fork(env: SchedulingEnv) -> SchedulingEnv:
     return copy.deepcopy(env, memo)
 
 
-def _play_out(env: SchedulingEnv, policy: Policy) -> tuple[float, list[int]]:
-    """Bind the rest of the episode with ``policy``; the episode's imbalance (the benchmark's) and the nodes chosen."""
+def _play_out(env: SchedulingEnv, policy: Policy, cost: str = "composite") -> tuple[float, list[int]]:
+    """Bind the rest of the episode with ``policy``; the episode's cost (composite or imbalance) and the nodes chosen."""
     actions: list[int] = []
     ctx = env.ctx
     while ctx is not None:
         idx = choose(policy, ctx)[0]
         actions.append(idx)
         ctx, _, _ = env.step(idx)
-    return env.recorder.imbalance, actions
+    if cost == "imbalance":
+        return env.result("rollout").imbalance, actions
+    return env.result("rollout").composite, actions
 
 
-def clairvoyant_actions(env: SchedulingEnv, seed: int, base: Policy) -> list[int]:
+def clairvoyant_actions(env: SchedulingEnv, seed: int, base: Policy, cost: str = "composite") -> list[int]:
     """The fortified rollout's node index for every decision of the episode of ``seed`` (``env`` ends at its end).
 
     ``base`` is the base policy at the episode start; every branch gets its own deep copy,
     whose memory has been told the decisions taken so far.
     """
     env.reset(seed)
-    best_cost, best = _play_out(_fork(env), copy.deepcopy(base))
+    if cost not in ("composite", "imbalance"):
+        raise ConfigError(f"unknown clairvoyant cost {cost!r}; use composite or imbalance")
+    best_cost, best = _play_out(_fork(env), copy.deepcopy(base), cost)
     taken: list[int] = []
     while env.ctx is not None:
         ctx = env.ctx
         for candidate in np.flatnonzero(ctx.feasible):
             fork = _fork(env)
             fork.step(int(candidate))
-            cost, tail = _play_out(fork, _told(copy.deepcopy(base), ctx, int(candidate)))
-            if cost < best_cost - 1e-12:
-                best_cost, best = cost, [*taken, int(candidate), *tail]
+            value, tail = _play_out(fork, _told(copy.deepcopy(base), ctx, int(candidate)), cost)
+            if value < best_cost - 1e-12:
+                best_cost, best = value, [*taken, int(candidate), *tail]
         node = best[len(taken)]
         taken.append(node)
         _told(base, ctx, node)
@@ -105,11 +110,13 @@ class _Schedule:
         return scores
 
 
-def clairvoyant_run(scenario: Scenario, seed: int, base: str = "balanced-load") -> EpisodeResult:
+def clairvoyant_run(
+    scenario: Scenario, seed: int, base: str = "balanced-load", cost: str = "composite"
+) -> EpisodeResult:
     """The episode of ``seed`` under the clairvoyant rollout over ``base``, summarised like any benchmark run."""
     wall0 = time.perf_counter()
     env = SchedulingEnv(scenario, seed=seed)
-    actions = clairvoyant_actions(env, seed, fit_to_scenario(make_policy(base, seed), scenario))
+    actions = clairvoyant_actions(env, seed, fit_to_scenario(make_policy(base, seed), scenario), cost)
     result = env.run(_Schedule(actions), seed=seed)
     result.wall_seconds = result.policy_seconds = time.perf_counter() - wall0  # the search is the policy's time
     return result
@@ -164,8 +171,8 @@ def migration_floor(scenario: Scenario, seed: int) -> float:
     are interchangeable.
     """
     nodes = Nodes.from_scenario(scenario)
-    if len(scenario.nodes) != 1 or any(p.demand_jitter for p in scenario.profiles.values()):
-        raise ConfigError("migration_floor needs one node type and profiles without demand_jitter")
+    if len(scenario.nodes) != 1 or any(p.demand_jitter for p in scenario.profiles.values()) or scenario.background:
+        raise ConfigError("migration_floor needs one node type, profiles without demand_jitter and no background load")
     wl = generate(scenario, seed)
     kinds = sorted(set(wl.profiles))
     kind = np.array([kinds.index(p) for p in wl.profiles])

@@ -93,7 +93,7 @@ class Cluster:
     cum: np.ndarray = field(init=False)  # (n, 6) integral of used load since t=0 (core-s, byte-s, bytes)
     _hist_t: list[float] = field(init=False)
     _hist_cum: list[np.ndarray] = field(init=False)
-    _rates: tuple[np.ndarray, np.ndarray] | None = field(init=False, default=None)
+    _rates: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         p, n = len(self.workload), len(self.nodes)
@@ -159,8 +159,9 @@ class Cluster:
             ok &= mem_bytes <= nd.alloc_mem - self.req_mem
         return ok
 
-    def _compute_rates(self) -> tuple[np.ndarray, np.ndarray]:
-        """(speed of each running pod, used load per node (n, 6)); cached until the running set changes."""
+    def _compute_rates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(speed of each running pod, used load per node (n, 6), uncapped demand per node (n, 6));
+        cached until the running set changes."""
         if self._rates is not None:
             return self._rates
         n = len(self.nodes)
@@ -180,12 +181,16 @@ class Cluster:
         for f in range(N_FEATURES):
             used[:, f] += np.bincount(where, weights=scaled[:, f], minlength=n)
         used = np.minimum(used, self.nodes.capacity)
-        self._rates = (speed, used)
+        self._rates = (speed, used, total)
         return self._rates
 
     def used(self) -> np.ndarray:
         """Instantaneous used load per node, absolute units (n, 6)."""
         return self._compute_rates()[1]
+
+    def demand(self) -> np.ndarray:
+        """Instantaneous demand per node (idle + running pods at full speed), absolute, uncapped (n, 6)."""
+        return self._compute_rates()[2]
 
     def slowdowns(self) -> np.ndarray:
         """Current stretch (>= 1) of every running pod, aligned with ``running``."""
@@ -242,7 +247,7 @@ class Cluster:
             raise ValueError("time cannot go backwards")
         if not len(self.running) and not np.isfinite(t_end):
             raise ValueError("nothing runs: advancing to infinity would never end")
-        speed, used = self._compute_rates()
+        speed, used, _ = self._compute_rates()
         t_done = self.next_completion()
         completes = t_done <= t_end
         t_next = t_done if completes else t_end

@@ -1,5 +1,7 @@
 """The scheduling environment: one decision per pod, on the simulated cluster.
 
+Over 400 lines because the episode loop, its recorder and the per-step/episode results are one simulation contract.
+
     env = SchedulingEnv(load_scenario("drs-paper"), seed=0)
     ctx = env.reset()                       # DecisionContext of the first pod needing a node
     while ctx is not None:
@@ -30,9 +32,12 @@ from functools import cached_property, partial
 
 import numpy as np
 
-from drs_prom.config import Normalisation
+from drs_prom.config import Normalisation, ObjectiveSettings
 from drs_prom.filters import feasible_mask
+from drs_prom.objectives import EpisodeObjectives, Integrals, composite, demand_fraction, episode_objectives, horizon
+from drs_prom.objectives import segment as objective_segment
 from drs_prom.policy import DecisionContext, Policy, choose
+from drs_prom.reward import composite_reward
 from drs_prom.sim.cluster import Cluster, Nodes
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.source import SimSource
@@ -79,6 +84,12 @@ class StepInfo:
     queue_length: int  # pods waiting because nothing fits, at the next decision
     settle_seconds: float
     _settle: Callable[[], tuple[np.ndarray, float, float]] = field(repr=False, compare=False)
+    span: Integrals = field(default_factory=Integrals)
+    """Objective integrals from this bind to the next decision (the episode's end for the last one)."""
+    horizon: float = 1.0
+    """The episode's contention-free span (objectives.horizon), the denominator of its time averages."""
+    n_pods: int = 1
+    """Scheduled pods in the episode, the denominator of its per-pod averages."""
 
     @cached_property
     def _settled(self) -> tuple[np.ndarray, float, float]:
@@ -98,6 +109,10 @@ class StepInfo:
     def mean_slowdown_after(self) -> float:
         """Mean stretch (>= 1) of the pods running at settle time."""
         return self._settled[2]
+
+    def composite_reward(self, settings: ObjectiveSettings | None = None) -> float:
+        """The default reward of this step: its share of minus the composite score (drs_prom.reward)."""
+        return composite_reward([p.slowdown for p in self.finished], self.span, self.n_pods, self.horizon, settings)
 
 
 @dataclass
@@ -121,6 +136,14 @@ class EpisodeResult:
     series_t: list[float] = field(default_factory=list)
     series_imbalance: list[float] = field(default_factory=list)
     series_utilisation: list[float] = field(default_factory=list)
+    objectives: EpisodeObjectives | None = None
+    composite: float = float("nan")  # objectives.composite with the env's ObjectiveSettings; lower is better
+
+    def objective_dict(self) -> dict[str, float]:
+        """The episode's objectives by name; every episode the env finishes has them."""
+        if self.objectives is None:
+            raise ValueError("this episode result carries no objectives")
+        return self.objectives.as_dict()
 
     @property
     def decisions_per_second(self) -> float:
@@ -133,7 +156,7 @@ class EpisodeResult:
         return self.decisions / self.wall_seconds if self.wall_seconds > 0 else float("inf")
 
     def summary(self) -> dict[str, float]:
-        return {
+        out = {
             "imbalance": self.imbalance,
             "utilisation": self.utilisation,
             "completion_mean": self.completion_mean,
@@ -141,6 +164,11 @@ class EpisodeResult:
             "makespan": self.makespan,
             "decisions_per_s": self.decisions_per_second,
         }
+        if self.objectives is not None:
+            out |= {"composite": self.composite} | {
+                k: v for k, v in self.objectives.as_dict().items() if k not in ("utilisation",)
+            }
+        return out
 
 
 def scaled_load(used: np.ndarray, capacity: np.ndarray, norm: Normalisation) -> np.ndarray:
@@ -152,12 +180,18 @@ def scaled_load(used: np.ndarray, capacity: np.ndarray, norm: Normalisation) -> 
 
 
 class _Recorder:
-    """Time-weighted imbalance and utilisation over constant-rate segments, plus a sampled series."""
+    """Time-weighted imbalance and utilisation over constant-rate segments, plus a sampled series,
+    and the objectives' integrals (uncapped demand read from ``cluster`` for the same segment)."""
 
-    def __init__(self, nodes: Nodes, norm: Normalisation, interval: float) -> None:
+    def __init__(
+        self, nodes: Nodes, norm: Normalisation, interval: float, cluster: Cluster, hot_fraction: float
+    ) -> None:
         self.cap = nodes.capacity
         self.norm = norm
         self.interval = interval
+        self.cluster = cluster
+        self.hot_fraction = hot_fraction
+        self.totals = Integrals()
         self.next_sample = 0.0
         self.imb_dt = self.util_dt = self.total = 0.0
         self.t: list[float] = []
@@ -177,6 +211,8 @@ class _Recorder:
         self.imb_dt += imb * dt
         self.util_dt += util * dt
         self.total += dt
+        frac = demand_fraction(self.cluster.demand(), self.cap)  # the cluster calls us before it moves on
+        self.totals = self.totals + objective_segment(dt, frac, imb, util, self.hot_fraction)
         while self.next_sample < t1:
             self.t.append(self.next_sample)
             self.imb.append(imb)
@@ -191,16 +227,26 @@ class SchedulingEnv:
     StepInfo loads); EpisodeResult metrics always use the scenario's scales.
     """
 
-    def __init__(self, scenario: Scenario, seed: int = 0, norm: Normalisation | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        seed: int = 0,
+        norm: Normalisation | None = None,
+        objectives: ObjectiveSettings | None = None,
+    ) -> None:
         self.scenario = scenario
         self.seed = int(seed)
         self.norm = norm or scenario.norm
+        self.objective_settings = objectives or ObjectiveSettings()
         self.nodes = Nodes.from_scenario(scenario)
         self.node_names = list(self.nodes.names)
         self.settle = scenario.settle_seconds
         self._resets = 0
         self.episode_seed = self.seed
         self.ctx: DecisionContext | None = None
+        # the value of ctx.load at which each node's resource is full (cpu/mem are fractions of the node)
+        self._full = self.nodes.capacity / scales(self.norm)[None, :]
+        self._full[:, :2] = 1.0 / scales(self.norm)[:2]
         self._plain = not any(self.nodes.taints) and not any(p.node_selector for p in scenario.profiles.values())
 
     @property
@@ -217,8 +263,20 @@ class SchedulingEnv:
         self.cluster = Cluster(self.nodes, self.workload, metric_window=self.scenario.metric_window_seconds)
         self.source = SimSource(self.cluster)
         # metrics always on the scenario's scales, so policies seeing other scales still compare
-        self.recorder = _Recorder(self.nodes, self.scenario.norm, self.scenario.sample_interval_seconds)
+        self._own_recorder = _Recorder(
+            self.nodes,
+            self.scenario.norm,
+            self.scenario.sample_interval_seconds,
+            self.cluster,
+            self.objective_settings.hot_fraction,
+        )
+        self.recorder: Callable[[float, float, np.ndarray], None] = self._own_recorder  # a test may wrap it
+        self.scheduled = self.workload.scheduled
+        self._pinned = self.workload.pinned
+        self.n_scheduled = int(self.scheduled.sum())
+        self.horizon = horizon(self.workload.arrival[self.scheduled], self.workload.work[self.scheduled])
         self._next_arrival = 0
+        self._open = self.n_scheduled  # scheduled pods not finished yet
         self._pending: deque[int] = deque()
         self._queue: deque[int] = deque()
         self._finished: list[FinishedPod] = []
@@ -245,6 +303,7 @@ class SchedulingEnv:
         look = c.copy()
         settle = partial(self._settle, look, c.t + self.settle)
         seen = len(self._finished)
+        before = self._totals()
         nxt = self._advance_to_decision()
         info = StepInfo(
             pod=ctx.pod.name,
@@ -257,8 +316,15 @@ class SchedulingEnv:
             queue_length=len(self._queue),
             settle_seconds=self.settle,
             _settle=settle,
+            span=self._totals() - before,
+            horizon=self.horizon,
+            n_pods=self.n_scheduled,
         )
         return nxt, info, nxt is None
+
+    def _totals(self) -> Integrals:
+        """The objectives' integrals so far."""
+        return self._own_recorder.totals
 
     def _settle(self, look: Cluster, until: float) -> tuple[np.ndarray, float, float]:
         """Advance the look-ahead copy to ``until`` with no further binds and read it like the metrics would."""
@@ -282,7 +348,9 @@ class SchedulingEnv:
         load = node_matrix(snap.features, self.norm)  # SimSource frames are in node order
         assert req.demand is not None
         pod_load = pod_matrix(req.demand, self.nodes.capacity[:, 0], self.nodes.capacity[:, 1], self.norm)
-        return DecisionContext(pod=req, nodes=nodes, feasible=mask, load=load, pod_load=pod_load, now=self.cluster.t)
+        return DecisionContext(
+            pod=req, nodes=nodes, feasible=mask, load=load, pod_load=pod_load, now=self.cluster.t, full=self._full
+        )
 
     def _advance_to_decision(self) -> DecisionContext | None:
         c, wl = self.cluster, self.workload
@@ -296,6 +364,9 @@ class SchedulingEnv:
                 self._queue.append(pod)
                 self.max_queue = max(self.max_queue, len(self._queue))
             t_arr = float(wl.arrival[self._next_arrival]) if self._next_arrival < len(wl) else float("inf")
+            if self._open == 0 and not self._queue:  # only background left: the episode is over
+                self._current, self.ctx = -1, None
+                return None
             if t_arr == float("inf") and not len(c.running):
                 if self._queue:  # pragma: no cover - prevented by scenario validation
                     raise RuntimeError(f"{len(self._queue)} pods can never be placed")
@@ -304,6 +375,9 @@ class SchedulingEnv:
             done = c.advance(t_arr, self.recorder)
             if len(done):
                 for p in done:
+                    if not self.scheduled[p]:
+                        continue
+                    self._open -= 1
                     self._finished.append(
                         FinishedPod(
                             wl.names[p],
@@ -318,7 +392,10 @@ class SchedulingEnv:
                 self._pending.extend(self._queue)  # retry waiting pods first, oldest first
                 self._queue.clear()
             while self._next_arrival < len(wl) and wl.arrival[self._next_arrival] <= c.t + 1e-12:
-                self._pending.append(self._next_arrival)
+                if self._pinned is not None and self._pinned[self._next_arrival] >= 0:
+                    c.bind(self._next_arrival, int(self._pinned[self._next_arrival]))  # background: no decision
+                else:
+                    self._pending.append(self._next_arrival)
                 self._next_arrival += 1
 
     # --- whole episodes --------------------------------------------------------------
@@ -344,26 +421,39 @@ class SchedulingEnv:
 
     def result(self, policy_name: str, wall_seconds: float = 0.0, policy_seconds: float = 0.0) -> EpisodeResult:
         """Summary of the finished episode."""
-        c, wl, rec = self.cluster, self.workload, self.recorder
-        completion = c.finish - wl.arrival
+        c, wl, rec = self.cluster, self.workload, self._own_recorder
+        sched = self.scheduled
+        completion = (c.finish - wl.arrival)[sched]
+        imbalance = rec.imbalance
+        utilisation = rec.util_dt / rec.total if rec.total else 0.0
+        objectives = episode_objectives(
+            completion / wl.work[sched],
+            rec.totals,
+            self.horizon,
+            self.objective_settings,
+            drs_imbalance=imbalance,
+            utilisation=utilisation,
+        )
         return EpisodeResult(
             policy=policy_name,
             scenario=self.scenario.name,
             seed=self.episode_seed,
             n_nodes=self.n_nodes,
             decisions=self.decisions,
-            imbalance=rec.imbalance,
-            utilisation=rec.util_dt / rec.total if rec.total else 0.0,
+            imbalance=imbalance,
+            utilisation=utilisation,
             completion_mean=float(np.nanmean(completion)),
             completion_p95=float(np.nanpercentile(completion, 95)),
-            slowdown_mean=float(np.nanmean(completion / wl.work)),
-            makespan=float(np.nanmax(c.finish) - wl.arrival[0]),
+            slowdown_mean=float(np.nanmean(completion / wl.work[sched])),
+            makespan=float(np.nanmax(c.finish[sched]) - wl.arrival[sched][0]),
             max_queue=self.max_queue,
             wall_seconds=wall_seconds,
             policy_seconds=policy_seconds,
             series_t=list(rec.t),
             series_imbalance=list(rec.imb),
             series_utilisation=list(rec.util),
+            objectives=objectives,
+            composite=composite(objectives, self.objective_settings),
         )
 
 

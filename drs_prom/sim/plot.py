@@ -62,3 +62,39 @@ def plot_report(report: BenchReport, path: str | Path) -> Path:
     plt.close(fig)
     tmp.replace(out)
     return out
+
+
+def plot_pareto(bench: dict, path: str | Path) -> Path:
+    """One point per policy: DRS imbalance (x) against p95 pod slowdown (y), mean over seeds with
+    error bars of +-1 std over seeds; both lower is better, so the front is to the lower left."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for name, row in bench["policies"].items():
+        runs = row.get("runs") or []
+        if not runs:
+            continue
+        x = np.array([r["objectives"]["drs_imbalance"] for r in runs])
+        y = np.array([r["objectives"]["slowdown_p95"] for r in runs])
+        ax.errorbar(x.mean(), y.mean(), xerr=x.std(), yerr=y.std(), fmt="o", capsize=3, label=name)
+        ax.annotate(name, (x.mean(), y.mean()), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel("DRS imbalance (capped usage, time average)")
+    ax.set_ylabel("p95 pod slowdown (completion / run time alone)")
+    ax.set_title(
+        f"{bench['scenario']}: {bench['n_nodes']} nodes, {bench['pods']} pods, {len(bench['seeds'])} seeds "
+        "(bars: +-1 std over seeds)",
+        fontsize=9,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    out = Path(path)
+    tmp = out.with_name(out.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(out)
+    return out

@@ -10,11 +10,16 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from drs_prom.config import ObjectiveSettings
+from drs_prom.objectives import OBJECTIVES
 from drs_prom.sim.env import EpisodeResult
 
 REFERENCE = "kube-default"
 METRICS: tuple[tuple[str, str, str], ...] = (
     # key, column title, which direction is better
+    ("composite", "composite", "lower"),
+    ("slowdown_p95", "sd p95", "lower"),
+    ("overload", "overload", "lower"),
     ("imbalance", "imbalance", "lower"),
     ("utilisation", "util", "higher"),
     ("completion_mean", "ct mean s", "lower"),
@@ -56,6 +61,14 @@ class BenchReport:
         base = ref.mean(key)
         return row.mean(key) / base if base else math.nan
 
+    def ratio_composite(self, policy: str) -> float:
+        """policy's mean composite over the reference's (NaN when either is missing)."""
+        ref, row = self.row(REFERENCE), self.row(policy)
+        if ref is None or row is None or not ref.runs or not row.runs:
+            return math.nan
+        base = float(np.mean([r.composite for r in ref.runs]))
+        return float(np.mean([r.composite for r in row.runs])) / base if base else math.nan
+
     def to_json(self) -> dict:
         out: dict = {
             "scenario": self.scenario,
@@ -64,6 +77,7 @@ class BenchReport:
             "pods": self.pods,
             "reference": REFERENCE,
             "wall_seconds": self.wall_seconds,
+            "objective_settings": ObjectiveSettings().model_dump(),
             "policies": {},
         }
         if self.migration_floor is not None:
@@ -72,7 +86,20 @@ class BenchReport:
             if row.skipped:
                 out["policies"][row.policy] = {"skipped": row.skipped}
                 continue
+            ref = self.row(REFERENCE)
+            objs = {k: float(np.mean([r.objective_dict()[k] for r in row.runs])) for k in OBJECTIVES}
+            ref_objs = (
+                {k: float(np.mean([r.objective_dict()[k] for r in ref.runs])) for k in OBJECTIVES}
+                if ref is not None and ref.runs
+                else {}
+            )
             out["policies"][row.policy] = {
+                "composite": float(np.mean([r.composite for r in row.runs])),
+                "composite_ratio_to_reference": self.ratio_composite(row.policy),
+                "objectives": objs,
+                "objectives_ratio_to_reference": {
+                    k: (v / ref_objs[k] if ref_objs.get(k) else math.nan) for k, v in objs.items()
+                },
                 "mean": {k: row.mean(k) for k, _, _ in METRICS},
                 "ratio_to_reference": {k: self.ratio(row.policy, k) for k, _, _ in METRICS},
                 "placements_per_s": float(np.mean([r.placements_per_second for r in row.runs])),

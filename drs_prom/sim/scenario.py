@@ -76,6 +76,22 @@ class TaintSpec(_M):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
 
+class TolerationSpec(_M):
+    """A pod's toleration of a node taint (Kubernetes semantics: empty key + Exists tolerates everything)."""
+
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+    def tolerates(self, taint: TaintSpec) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
 class NodeType(_Quantities):
     """``count`` identical nodes. Capacities are what slows pods down; allocatable is what requests fit into."""
 
@@ -150,6 +166,28 @@ class Profile(_Quantities):
         "profile's (like DRS's fixed per-application features), so estimates can be wrong.",
     )
     node_selector: dict[str, str] = {}
+    tolerations: tuple[TolerationSpec, ...] = ()
+
+
+class BackgroundLoad(_Quantities):
+    """Load on one node that no scheduler of ours places: a noisy neighbour, a batch agent, another team's pods.
+
+    A Poisson stream of pods pinned to ``node`` (a hostname such as ``worker-2``), each
+    running ``work_seconds`` (+- work_jitter) at ``demand`` (+- demand_jitter per feature),
+    from ``start_seconds`` until ``until_seconds`` (default: the last scheduled arrival).
+    They request nothing, so policies see them only in the metrics; they slow the
+    scheduled pods on that node like any other demand. Drawn from their own random stream,
+    so adding them leaves the scheduled pods' arrivals unchanged.
+    """
+
+    node: str
+    demand: Demand
+    rate_per_second: float = Field(gt=0)
+    work_seconds: float = Field(gt=0)
+    work_jitter: float = Field(0.2, ge=0, lt=1)
+    demand_jitter: float = Field(0.0, ge=0, lt=1)
+    start_seconds: float = Field(0.0, ge=0)
+    until_seconds: float | None = Field(None, gt=0)
 
 
 class Phase(_Quantities):
@@ -178,12 +216,19 @@ class Scenario(_M):
     nodes: tuple[NodeType, ...] = Field(min_length=1)
     profiles: dict[str, Profile] = Field(min_length=1)
     arrivals: tuple[Phase, ...] = Field(min_length=1)
+    background: tuple[BackgroundLoad, ...] = Field(
+        (), description="Noisy neighbours and other load no policy places (pinned to named nodes)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
         names = [t.name for t in self.nodes]
         if len(set(names)) != len(names):
             raise ValueError("node type names must be unique")
+        hosts = set(self.hostnames())
+        for i, bg in enumerate(self.background):
+            if bg.node not in hosts:
+                raise ValueError(f"background[{i}].node {bg.node!r} is not a node of this scenario")
         for pname, prof in self.profiles.items():
             if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", pname):
                 raise ValueError(f"profile name {pname!r} must be a DNS label")
@@ -208,6 +253,10 @@ class Scenario(_M):
     @property
     def n_nodes(self) -> int:
         return sum(t.count for t in self.nodes)
+
+    def hostnames(self) -> list[str]:
+        """Node names in simulator order (``<type>-<i>``)."""
+        return [f"{t.name}-{i + 1}" for t in self.nodes for i in range(t.count)]
 
     @property
     def n_pods(self) -> int:
@@ -244,7 +293,10 @@ def node_labels(node: NodeType, index: int) -> dict[str, str]:
 def _fits_empty(prof: Profile, node: NodeType) -> bool:
     if not any(all(node_labels(node, i).get(k) == v for k, v in prof.node_selector.items()) for i in range(node.count)):
         return False
-    if any(t.effect in ("NoSchedule", "NoExecute") for t in node.taints):
+    if any(
+        t.effect in ("NoSchedule", "NoExecute") and not any(tol.tolerates(t) for tol in prof.tolerations)
+        for t in node.taints
+    ):
         return False
     return prof.requests.cpu_m <= node.alloc_cpu_m and prof.requests.mem_bytes <= node.alloc_mem
 

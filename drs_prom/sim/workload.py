@@ -11,7 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from drs_prom.sim.scenario import Scenario
-from drs_prom.types import PodRequest
+from drs_prom.types import PodRequest, Toleration
+
+BACKGROUND_PROFILE = "background"
+"""Profile name of pinned background pods (BackgroundLoad); never a scheduling decision."""
 
 
 @dataclass(frozen=True)
@@ -27,9 +30,16 @@ class Workload:
     mem_bytes: np.ndarray  # (P,) int64 request
     node_selector: tuple[dict[str, str], ...]
     estimate: np.ndarray | None = None  # (P, 6) what policies are told (PodRequest.demand); None = demand
+    tolerations: tuple[tuple[Toleration, ...], ...] | None = None  # per pod; None = none
+    pinned: np.ndarray | None = None  # (P,) node index of background pods, -1 for pods a policy places
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @property
+    def scheduled(self) -> np.ndarray:
+        """(P,) True for the pods a policy places (not pinned background pods)."""
+        return np.ones(len(self), dtype=bool) if self.pinned is None else self.pinned < 0
 
     def pod_request(self, i: int) -> PodRequest:
         d = (self.demand if self.estimate is None else self.estimate)[i]
@@ -42,6 +52,7 @@ class Workload:
             demand=(float(d[0]), float(d[1]), float(d[2]), float(d[3]), float(d[4]), float(d[5])),
             profile=self.profiles[i],
             owner=f"Job/{self.profiles[i]}",
+            tolerations=() if self.tolerations is None else self.tolerations[i],
         )
 
 
@@ -83,7 +94,8 @@ def generate(scenario: Scenario, seed: int) -> Workload:
         p = pnames[k]
         counters[p] = counters.get(p, 0) + 1
         names.append(f"{p}-{counters[p]:05d}")
-    return Workload(
+    tols = [tuple(Toleration(t.key, t.operator, t.value, t.effect) for t in p.tolerations) for p in profs]
+    wl = Workload(
         names=tuple(names),
         profiles=tuple(pnames[k] for k in kind),
         arrival=arrival,
@@ -93,4 +105,54 @@ def generate(scenario: Scenario, seed: int) -> Workload:
         mem_bytes=np.array([int(p.requests.mem_bytes) for p in profs], dtype=np.int64)[kind],
         node_selector=tuple(dict(profs[k].node_selector) for k in kind),
         estimate=estimate,
+        tolerations=tuple(tols[k] for k in kind) if any(tols) else None,
+    )
+    return _with_background(wl, scenario, seed) if scenario.background else wl
+
+
+def _with_background(wl: Workload, scenario: Scenario, seed: int) -> Workload:
+    """Merge the scenario's pinned background pods into ``wl`` by arrival time (stable: scheduled pods first).
+
+    Background pods come from their own random stream, so the scheduled pods are the
+    same with or without them.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xB6]))
+    hosts = scenario.hostnames()
+    default_until = float(wl.arrival[-1]) if len(wl) else 0.0
+    names: list[str] = []
+    arrival: list[np.ndarray] = []
+    work: list[np.ndarray] = []
+    demand: list[np.ndarray] = []
+    pinned: list[np.ndarray] = []
+    for bg in scenario.background:
+        until = bg.until_seconds if bg.until_seconds is not None else default_until
+        t, times = bg.start_seconds, list[float]()
+        while True:  # bounded: until is finite and every gap is > 0 with probability 1
+            t += float(rng.exponential(1.0 / bg.rate_per_second))
+            if t > until or len(times) >= 100_000:
+                break
+            times.append(t)
+        n = len(times)
+        base = np.array(bg.demand.vector(), dtype=np.float64)
+        demand.append(base * (1.0 + bg.demand_jitter * rng.uniform(-1.0, 1.0, size=(n, 6))))
+        work.append(bg.work_seconds * (1.0 + bg.work_jitter * rng.uniform(-1.0, 1.0, size=n)))
+        arrival.append(np.array(times))
+        pinned.append(np.full(n, hosts.index(bg.node), dtype=np.int64))
+        names.extend(f"{BACKGROUND_PROFILE}-{bg.node}-{k + 1:05d}" for k in range(n))
+    nb = len(names)
+    arr = np.concatenate([wl.arrival, *arrival])
+    order = np.argsort(arr, kind="stable")
+    no_tols: tuple[Toleration, ...] = ()
+    return Workload(
+        names=tuple(np.array([*wl.names, *names], dtype=object)[order]),
+        profiles=tuple(np.array([*wl.profiles, *([BACKGROUND_PROFILE] * nb)], dtype=object)[order]),
+        arrival=arr[order],
+        work=np.concatenate([wl.work, *work])[order],
+        demand=np.concatenate([wl.demand, *demand])[order],
+        cpu_m=np.concatenate([wl.cpu_m, np.zeros(nb, dtype=np.int64)])[order],
+        mem_bytes=np.concatenate([wl.mem_bytes, np.zeros(nb, dtype=np.int64)])[order],
+        node_selector=tuple([*wl.node_selector, *([{}] * nb)][i] for i in order),
+        estimate=np.concatenate([wl.estimate if wl.estimate is not None else wl.demand, *demand])[order],
+        tolerations=tuple([*(wl.tolerations or [no_tols] * len(wl)), *([no_tols] * nb)][i] for i in order),
+        pinned=np.concatenate([np.full(len(wl), -1, dtype=np.int64), *pinned])[order],
     )

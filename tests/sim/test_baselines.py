@@ -161,3 +161,24 @@ def test_recent_binds_record_a_bind_the_policy_did_not_choose():
     pending = memory.pending(later)
     assert pending[:2].sum() == 0.0
     assert pending[2] == pytest.approx(pod_load[2] * (1 - 5.0 / 20.0))
+
+
+def test_vectorised_kube_default_agrees_with_the_scalar_k8s_formulas():
+    rng = np.random.default_rng(7)
+    nodes = [
+        NodeInfo(
+            f"n{i}",
+            int(rng.integers(1, 64)) * 1000,
+            int(rng.integers(1, 256)) * GI,
+            requested_cpu_m=int(rng.integers(0, 70_000)),
+            requested_mem_bytes=int(rng.integers(0, 300)) * GI // 3,
+        )
+        for i in range(200)
+    ]
+    pod = PodRequest(name="p", cpu_m=1500, mem_bytes=3 * GI)
+    expected = []
+    for n in nodes:
+        rc, rm = n.requested_cpu_m + pod.cpu_m, n.requested_mem_bytes + pod.mem_bytes
+        fit = (least_allocated_score(rc, n.allocatable_cpu_m) + least_allocated_score(rm, n.allocatable_mem_bytes)) // 2
+        expected.append(fit + balanced_allocation_score([rc / n.allocatable_cpu_m, rm / n.allocatable_mem_bytes]))
+    assert kube_default_scores(_ctx(nodes, pod=pod)).tolist() == expected

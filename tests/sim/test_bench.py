@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from drs_prom.cli import cli
-from drs_prom.sim.bench import format_table, run_bench
+from drs_prom.sim.bench import METRICS, format_table, run_bench
 from drs_prom.sim.scenario import load_scenario
 
 
@@ -34,7 +34,7 @@ def test_bench_cli_smoke(tmp_path):
     lines = result.output.splitlines()
     assert lines[0].startswith("scenario drs-paper: 4 nodes, 12 pods x 2 seeds")
     kube = next(line for line in lines if line.startswith("kube-default"))  # added as the reference
-    assert kube.count("(1.00x)") == 6
+    assert kube.count("(1.00x)") == len(METRICS)  # composite, sd p95, overload + the six historical columns
     data = json.loads((out / "bench-drs-paper.json").read_text())
     assert set(data["policies"]) == {"kube-default", "random", "round-robin"}
     rr = data["policies"]["round-robin"]

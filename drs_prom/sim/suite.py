@@ -1,0 +1,330 @@
+"""``drs-prom bench --suite``: every policy on the packaged scenarios and the 20 generated evaluation clusters.
+
+Per scenario, each seed's workload is generated once and every policy replays it (run_bench),
+so per-seed differences are paired. The suite ranks policies by the composite score
+(drs_prom.objectives) and, for every policy, reports the paired difference of its
+composite to the *best baseline* of that scenario (the heuristic with the lowest mean
+composite, the policy itself excluded) with a 95 % Student-t confidence interval over
+seeds: a learned policy "wins" a scenario only if that interval is below zero.
+
+Scenarios run in parallel processes with ``jobs`` > 1 (each process builds its own
+policies; results come back through the pool). cluster-500 (a speed scenario, 5000 pods
+on 500 nodes) is left out of the suite; pass it to ``bench --scenario`` on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from drs_prom.errors import ConfigError
+from drs_prom.objectives import OBJECTIVES
+from drs_prom.registry import HEURISTICS
+from drs_prom.sim.bench import CLAIRVOYANT, LEARNED, REFERENCE, BenchReport, model_builder, run_bench
+from drs_prom.sim.generator import EVAL_CLUSTERS, eval_scenario
+from drs_prom.sim.scenario import Scenario, load_scenario, scenario_names
+
+LEFT_OUT = ("cluster-500",)
+"""Packaged scenarios the suite skips (pure speed tests; minutes per policy)."""
+
+# two-sided 95 % Student-t quantiles by degrees of freedom (1..30); 1.96 beyond
+_T95: tuple[float, ...] = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+)
+_T95 += (2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t95(df: int) -> float:
+    """Two-sided 95 % Student-t quantile."""
+    return _T95[df - 1] if 1 <= df <= len(_T95) else 1.96
+
+
+def paired_ci(diffs: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, low, high) of a 95 % t interval of paired per-seed differences (NaN bounds with one seed)."""
+    d = np.asarray(diffs, dtype=np.float64)
+    if len(d) == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(d.mean())
+    if len(d) < 2:
+        return mean, math.nan, math.nan
+    half = t95(len(d) - 1) * float(d.std(ddof=1)) / math.sqrt(len(d))
+    return mean, mean - half, mean + half
+
+
+def suite_names(only: Sequence[str] | None = None) -> list[str]:
+    """Packaged scenarios (minus LEFT_OUT) then the 20 evaluation clusters, or ``only`` (checked)."""
+    every = [n for n in scenario_names() if n not in LEFT_OUT] + list(EVAL_CLUSTERS)
+    if not only:
+        return every
+    for name in only:
+        if name not in every and name not in scenario_names():
+            raise ConfigError(f"unknown suite scenario {name!r}; known: {', '.join(every)}")
+    return list(only)
+
+
+def resolve_scenario(name_or_path: str) -> Scenario:
+    """A generated evaluation cluster by name, else load_scenario (packaged name or any YAML path)."""
+    if name_or_path in EVAL_CLUSTERS:
+        return eval_scenario(name_or_path)
+    return load_scenario(name_or_path)
+
+
+@dataclass
+class ScenarioSummary:
+    """The suite's verdict on one scenario (means over seeds; composite lower is better)."""
+
+    scenario: str
+    n_nodes: int
+    pods: int
+    composite: dict[str, float]
+    objectives: dict[str, dict[str, float]]
+    ratio_to_reference: dict[str, dict[str, float]]  # policy -> objective/composite -> ratio to kube-default
+    best: str  # lowest mean composite of all policies run (clairvoyant excluded)
+    best_baseline: str  # lowest mean composite among the heuristics
+    vs_best_baseline: dict[str, dict[str, float]]  # policy -> mean, ci_low, ci_high, relative
+    wall_seconds: float
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return self.__dict__.copy()
+
+
+def _is_heuristic(policy: str) -> bool:
+    return policy in HEURISTICS and policy not in LEARNED and policy != CLAIRVOYANT
+
+
+def summarise(report: BenchReport) -> ScenarioSummary:
+    """Composite ranking, ratios to kube-default and paired CIs against the best baseline."""
+    rows = {r.policy: r for r in report.rows if r.runs and not r.skipped}
+    comp = {p: float(np.mean([x.composite for x in r.runs])) for p, r in rows.items()}
+    objs = {
+        p: {k: float(np.mean([x.objective_dict()[k] for x in r.runs])) for k in OBJECTIVES} for p, r in rows.items()
+    }
+    ratios: dict[str, dict[str, float]] = {}
+    ref = objs.get(REFERENCE)
+    for p in rows:
+        if ref is None:
+            break
+        vals = objs[p] | {"composite": comp[p]}
+        base = ref | {"composite": comp[REFERENCE]}
+        ratios[p] = {k: (v / base[k] if base[k] else math.nan) for k, v in vals.items()}
+    heur = [p for p in comp if _is_heuristic(p)]
+    ranked = [p for p in comp if p != CLAIRVOYANT]
+    best = min(ranked, key=lambda p: comp[p]) if ranked else ""
+    best_baseline = min(heur, key=lambda p: comp[p]) if heur else ""
+    vs: dict[str, dict[str, float]] = {}
+    for p, r in rows.items():
+        others = [h for h in heur if h != p]
+        if not others:
+            continue
+        bb = min(others, key=lambda h: comp[h])
+        by_seed = {x.seed: x.composite for x in rows[bb].runs}
+        diffs = [x.composite - by_seed[x.seed] for x in r.runs if x.seed in by_seed]
+        mean, lo, hi = paired_ci(diffs)
+        vs[p] = {"against": bb, "mean": mean, "ci_low": lo, "ci_high": hi, "relative": mean / comp[bb]}  # type: ignore[dict-item]
+    return ScenarioSummary(
+        scenario=report.scenario,
+        n_nodes=report.n_nodes,
+        pods=report.pods,
+        composite=comp,
+        objectives=objs,
+        ratio_to_reference=ratios,
+        best=best,
+        best_baseline=best_baseline,
+        vs_best_baseline=vs,
+        wall_seconds=report.wall_seconds,
+        skipped={r.policy: r.skipped for r in report.rows if r.skipped},
+    )
+
+
+def _bench_one(name: str, seeds: list[int], policies: list[str], model_path: str | None, pods: int | None) -> dict:
+    """One scenario in a worker process: the bench JSON and the summary (plain data across the pool)."""
+    sc = resolve_scenario(name)
+    if pods:
+        sc = sc.truncated(pods)
+    report = run_bench(sc, seeds, policies, model_builder(model_path), progress=False)
+    return {"bench": report.to_json(), "summary": summarise(report).to_json()}
+
+
+@dataclass
+class SuiteResult:
+    seeds: list[int]
+    policies: list[str]
+    scenarios: list[dict]  # per scenario: {"bench": ..., "summary": ...}
+    wall_seconds: float
+
+    def summaries(self) -> list[dict]:
+        return [s["summary"] for s in self.scenarios]
+
+    def to_json(self) -> dict:
+        wins: dict[str, int] = {}
+        for s in self.summaries():
+            wins[s["best"]] = wins.get(s["best"], 0) + 1
+        return {
+            "seeds": self.seeds,
+            "policies": self.policies,
+            "reference": REFERENCE,
+            "wall_seconds": self.wall_seconds,
+            "wins": wins,
+            "scenarios": self.scenarios,
+        }
+
+
+def run_suite(
+    names: Sequence[str],
+    seeds: Sequence[int],
+    policies: Sequence[str],
+    model_path: str | None = None,
+    jobs: int = 1,
+    pods: int | None = None,
+    echo: Callable[[str], None] | None = None,
+    partial_dir: str | Path | None = None,
+) -> SuiteResult:
+    """Bench every scenario of ``names`` (in ``jobs`` processes); ``echo`` gets one line per finished scenario.
+
+    ``partial_dir``: each finished scenario is also written there at once (``<name>.json``),
+    so a long suite that is interrupted keeps what it measured.
+    """
+    t0 = time.perf_counter()
+    args = [(n, list(seeds), list(policies), model_path, pods) for n in names]
+    done: dict[str, dict] = {}
+
+    def note(name: str, res: dict) -> None:
+        done[name] = res
+        if partial_dir is not None:
+            part = Path(partial_dir)
+            part.mkdir(parents=True, exist_ok=True)
+            (part / f"{name}.json").write_text(json.dumps(res, default=_json_default))
+        if echo is not None:
+            s = res["summary"]
+            echo(
+                f"[{len(done)}/{len(names)}] {name}: best {s['best']} ({s['composite'].get(s['best'], math.nan):.3f}), "
+                f"{s['wall_seconds']:.0f} s"
+            )
+
+    if jobs <= 1:
+        for a in args:
+            note(a[0], _bench_one(*a))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(_bench_one, *a): a[0] for a in args}
+            for fut in as_completed(futures):
+                note(futures[fut], fut.result())
+    return SuiteResult(list(seeds), list(policies), [done[n] for n in names], time.perf_counter() - t0)
+
+
+TABLE_POLICIES = (
+    "kube-default",
+    "balanced-load",
+    "capacity-balanced",
+    "capacity-balanced-overload",
+    "trimaran-tlp",
+    "trimaran-lvrb",
+    "drs",
+)
+
+
+def format_suite(result: SuiteResult) -> str:
+    """Per scenario: the best policy by composite, then each listed policy's composite ratio to kube-default,
+    and for drs (when run) its paired difference to the best baseline with the 95 % CI."""
+    cols = [p for p in TABLE_POLICIES if p in result.policies]
+    head = ["scenario", "best (composite)", *cols]
+    if "drs" in result.policies:
+        head.append("drs - best baseline [95% CI]")
+    lines = [head]
+    for s in result.summaries():
+        comp = s["composite"]
+        best = f"{s['best']} ({comp[s['best']]:.3f})" if s["best"] else "-"
+        cells = [s["scenario"], best]
+        for p in cols:
+            r = s["ratio_to_reference"].get(p, {}).get("composite", math.nan)
+            cells.append("skipped" if p in s["skipped"] else f"{r:.3f}x")
+        if "drs" in result.policies:
+            v = s["vs_best_baseline"].get("drs")
+            cells.append(
+                "-"
+                if not v
+                else f"{100 * v['relative']:+.1f}% [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}] vs {v['against']}"
+            )
+        lines.append(cells)
+    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
+    out = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    wins = result.to_json()["wins"]
+    title = (
+        f"suite: {len(result.scenarios)} scenarios x {len(result.seeds)} seeds; columns: composite (lower is better) "
+        f"as a ratio to {REFERENCE}"
+    )
+    tally = "best composite per scenario: " + ", ".join(
+        f"{p} {n}" for p, n in sorted(wins.items(), key=lambda x: -x[1])
+    )
+    return "\n".join([title, *out, tally, f"wall {result.wall_seconds:.0f} s"])
+
+
+def format_scenario(summary: dict) -> str:
+    """Markdown table of one scenario: composite and every objective per policy, mean over seeds
+    with the ratio to kube-default, and the paired difference to the best baseline [95 % CI]."""
+    keys = ["composite", *OBJECTIVES]
+    head = ["policy", *keys, "vs best baseline [95% CI]"]
+    rows = [head, ["---"] * len(head)]
+    for p, comp in sorted(summary["composite"].items(), key=lambda kv: kv[1]):
+        vals = summary["objectives"][p] | {"composite": comp}
+        ratio = summary["ratio_to_reference"].get(p, {})
+        cells = [p] + [f"{vals[k]:.3f} ({ratio.get(k, math.nan):.2f}x)" for k in keys]
+        v = summary["vs_best_baseline"].get(p)
+        cells.append(f"{v['mean']:+.3f} [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}] vs {v['against']}" if v else "-")
+        rows.append(cells)
+    for p, why in summary["skipped"].items():
+        rows.append([p, f"skipped: {why}"] + [""] * (len(head) - 2))
+    title = (
+        f"### {summary['scenario']} ({summary['n_nodes']} nodes, {summary['pods']} pods): "
+        f"best {summary['best']}, best baseline {summary['best_baseline']}"
+    )
+    return "\n".join([title, "", *("| " + " | ".join(r) + " |" for r in rows)])
+
+
+def write_suite(result: SuiteResult, out_dir: str | Path) -> Path:
+    """suite.json, suite.md (the summary and one objectives table per scenario) and one Pareto PNG per
+    scenario (pareto-<scenario>.png)."""
+    from drs_prom.sim.plot import plot_pareto
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "suite.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result.to_json(), indent=1, default=_json_default))
+    tmp.replace(path)
+    md = ["```", format_suite(result), "```", "", *(format_scenario(x) + "\n" for x in result.summaries())]
+    (out / "suite.md").write_text("\n".join(md))
+    for s in result.scenarios:
+        plot_pareto(s["bench"], out / f"pareto-{s['bench']['scenario']}.png")
+    return path
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
