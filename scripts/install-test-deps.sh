@@ -23,3 +23,13 @@ bash "$here/tests/prom/promtool/build.sh"
 bash "$here/tests/k8s/build.sh"
 # helm (helm.sh/helm/v4) for the chart tests, built like the binaries above.
 bash "$here/deploy/helm/tools/build.sh" >/dev/null
+# The image test (tests/image, opt-in with DRS_TEST_IMAGE=1) builds and starts the image with Debian's tools.
+if [ "${DRS_TEST_IMAGE:-}" = 1 ]; then
+  img_need=()
+  for t in podman buildah debootstrap runc; do command -v "$t" >/dev/null 2>&1 || img_need+=("$t"); done
+  if [ ${#img_need[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${img_need[@]}" >/dev/null
+  fi
+  bash "$here/deploy/image/build.sh" >/dev/null
+fi
