@@ -42,10 +42,15 @@ log "building the wheel"
 python3 -m pip wheel --no-deps -q -w "$ctx/dist" "$repo" >&2 || die "pip wheel failed"
 cp -r "$repo/models" "$ctx/models"
 mkdir -p "$HOME/.cache/pip"
+ca_args=()
+host_ca="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
+if [ -s "$host_ca" ]; then  # the host's trust (e.g. an egress proxy's CA) for pip inside the build
+  ca_args=(-v "$host_ca:/run/host-ca.crt:ro" --build-arg PIP_CERT=/run/host-ca.crt)
+fi
 log "buildah build $image"
 # chroot isolation: no OCI runtime or cgroups needed at build time (this runs in containers/VMs too).
 buildah build --isolation chroot --network host --ulimit nofile=1024:1024 \
-  -v "$HOME/.cache/pip:/root/.cache/pip" --label "drs-prom.stamp=$stamp" \
+  -v "$HOME/.cache/pip:/root/.cache/pip" "${ca_args[@]}" --label "drs-prom.stamp=$stamp" \
   -f "$here/Containerfile" -t "$image" "$ctx" >&2 || die "buildah build failed"
 rm -rf "$ctx"
 log "built $image in $(( $(date +%s) - start ))s, $(podman image inspect "$image" --format '{{.Size}}') bytes"
