@@ -17,6 +17,37 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from drs_prom.errors import DrsError
+from drs_prom.logs import LOG_FORMATS, configure_logging, quiet_libraries
+
+
+def _verbose_callback(ctx: click.Context, param: click.Parameter, verbose: bool) -> bool:
+    """Runs while flags are parsed, i.e. before a subcommand imports TensorFlow."""
+    if verbose:
+        ctx.meta["drs_prom.verbose"] = True
+    quiet_libraries(bool(ctx.meta.get("drs_prom.verbose")))
+    return bool(ctx.meta.get("drs_prom.verbose"))
+
+
+def _verbose_option(expose: bool = False):
+    return click.option(
+        "-v",
+        "--verbose",
+        is_flag=True,
+        expose_value=expose,
+        is_eager=True,
+        callback=_verbose_callback,
+        help="Debug logs and the libraries' own start-up output (TensorFlow, absl), hidden otherwise.",
+    )
+
+
+_log_format_option = click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="text",
+    show_default=True,
+    envvar="DRS_PROM_LOG_FORMAT",
+    help="json: one JSON object per log line on stderr (for cluster log shippers).",
+)
 
 if TYPE_CHECKING:  # the store (and the agent package it loads) is imported by the model subcommands only
     from drs_prom.model_store import ModelStore
@@ -25,15 +56,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group(context_settings={"auto_envvar_prefix": "DRS_PROM", "help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="drs-prom")
+@click.version_option(package_name="drs-prom", message="%(prog)s %(version)s")
+@_verbose_option()
 def cli() -> None:
-    """drs-prom: a Kubernetes scheduler with a DQN policy fed by Prometheus metrics."""
+    """drs-prom: a Kubernetes scheduler with a DQN policy fed by Prometheus metrics.
+
+    Library start-up output (TensorFlow, absl, oneDNN) is hidden unless --verbose.
+    """
 
 
 def main() -> None:
     """Entry point: a DrsError becomes one line on stderr and exit code 2, never a traceback."""
     try:
-        cli(standalone_mode=True)
+        cli(standalone_mode=True, prog_name="drs-prom")
     except DrsError as exc:
         click.echo(f"drs-prom: error: {exc}", err=True)
         sys.exit(2)
@@ -54,15 +89,20 @@ def main() -> None:
 @click.option(
     "--disk-device-exclude", default=None, help="Regex of block devices to leave out (default: virtual/partitions)."
 )
+@_log_format_option
+@_verbose_option(expose=True)
 def export_cmd(
-    listen: str, node_name: str | None, net_device_exclude: str | None, disk_device_exclude: str | None
+    listen: str,
+    node_name: str | None,
+    net_device_exclude: str | None,
+    disk_device_exclude: str | None,
+    log_format: str,
+    verbose: bool,
 ) -> None:
     """Serve this node's cpu/memory/network/disk counters with node_exporter's metric names."""
-    import logging
-
     from exporters import node_exporter as ne
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    configure_logging(log_format, verbose)
     ne.serve(
         listen,
         node_name,
@@ -164,7 +204,8 @@ def promql_queries(config_path: str | None) -> None:
     default=None,
     help="Decide with this heuristic (e.g. balanced-load) instead of the model; for comparisons (drs-prom testbed).",
 )
-@click.option("-v", "--verbose", is_flag=True)
+@_log_format_option
+@_verbose_option(expose=True)
 def run_cmd(
     config_path: str | None,
     kubeconfig: str | None,
@@ -174,17 +215,14 @@ def run_cmd(
     metrics_listen: str | None,
     no_leader_elect: bool,
     policy_name: str | None,
+    log_format: str,
     verbose: bool,
 ) -> None:
     """Run the scheduler: watch pods for our schedulerName, choose nodes, bind."""
-    import logging
-
     from drs_prom.config import load_settings
     from drs_prom.scheduler.runner import run_scheduler
 
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    configure_logging(log_format, verbose)
     settings = load_settings(
         config_path,
         {
@@ -210,6 +248,8 @@ def run_cmd(
 @click.option("--no-cache", is_flag=True, help="Do not watch the cluster (only for nodeCacheCapable: false).")
 @click.option("--prometheus", "url", default=None, help="Prometheus base URL.")
 @click.option("--model", "model_path", default=None, help="Model file (default: the shipped model).")
+@_log_format_option
+@_verbose_option(expose=True)
 def extender_cmd(
     listen: str,
     config_path: str | None,
@@ -217,14 +257,14 @@ def extender_cmd(
     no_cache: bool,
     url: str | None,
     model_path: str | None,
+    log_format: str,
+    verbose: bool,
 ) -> None:
     """Serve kube-scheduler extender verbs (filter, prioritize) with drs-prom's scores."""
-    import logging
-
     from drs_prom.config import load_settings
     from drs_prom.scheduler.runner import run_extender
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(log_format, verbose)
     settings = load_settings(config_path, {"prometheus.url": url, "scheduler.model_path": model_path})
     run_extender(settings, listen, kubeconfig, use_cache=not no_cache)
 
@@ -405,6 +445,8 @@ def demo_cmd(seeds: int, out_dir: str, no_progress: bool) -> None:
 @click.option("--store", "store_path", default=None, help="Model store directory (default: retrain.model_store).")
 @click.option("--metrics-listen", default="", help="host:port for /metrics in the long-running mode (empty: none).")
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the result as JSON.")
+@_log_format_option
+@_verbose_option(expose=True)
 def retrain_cmd(
     config_path: str | None,
     once: bool,
@@ -413,10 +455,11 @@ def retrain_cmd(
     store_path: str | None,
     metrics_listen: str,
     as_json: bool,
+    log_format: str,
+    verbose: bool,
 ) -> None:
     """Retrain the policy from the journal and Prometheus history; gate and promote it."""
     import json
-    import logging
     import signal
     import threading
     from dataclasses import asdict
@@ -426,7 +469,7 @@ def retrain_cmd(
     settings = load_settings(
         config_path, {"prometheus.url": url, "scheduler.journal_path": journal_path, "retrain.model_store": store_path}
     )
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(log_format, verbose)
     from drs_prom.retrain_job import build_run, make_trigger, run_forever
 
     if once:
@@ -706,3 +749,18 @@ def train_cmd(
         command=command,
         echo=click.echo,
     )
+
+
+def _add_verbose(group: click.Group) -> None:
+    """Give every other command -v/--verbose too, so ``drs-prom bench -v`` works like ``drs-prom -v bench``."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            _add_verbose(command)
+        if not any(p.name == "verbose" for p in command.params):
+            _verbose_option()(command)
+
+
+_add_verbose(cli)
+
+if __name__ == "__main__":  # python -m drs_prom.cli (tests run it with the suite's interpreter)
+    main()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from drs_prom.errors import ConfigError
 
@@ -54,7 +54,32 @@ def parse_selector(text: str) -> tuple[tuple[str, str, str], ...]:
 
 
 class PrometheusSettings(_Section):
+    """Where the PromQL API is and how to reach it.
+
+    Any store that serves Prometheus' HTTP query API works: Prometheus, Thanos Query,
+    Grafana Mimir / Cortex (path_prefix ``/prometheus``, tenant header ``X-Scope-OrgID``),
+    VictoriaMetrics single-node (its ``-http.pathPrefix``) or cluster
+    (``/select/<tenant>/prometheus``), usually behind an auth proxy: hence bearer-token and
+    basic auth, a private CA and extra headers.
+    """
+
     url: str = Field("http://127.0.0.1:9090", description="Base URL of the Prometheus HTTP API.")
+    path_prefix: str = Field(
+        "",
+        description="Path before /api/v1 on that host, e.g. /prometheus (Mimir) or /select/0/prometheus (VM cluster).",
+    )
+    bearer_token: SecretStr = Field(SecretStr(""), description="Sent as 'Authorization: Bearer ...'.")
+    bearer_token_file: str = Field(
+        "", description="File holding the bearer token, re-read on every request (rotated service-account tokens)."
+    )
+    basic_auth_username: str = Field("", description="HTTP basic auth user.")
+    basic_auth_password: SecretStr = Field(SecretStr(""), description="HTTP basic auth password.")
+    basic_auth_password_file: str = Field("", description="File holding the basic auth password (a mounted Secret).")
+    ca_file: str = Field("", description="PEM CA bundle that signed the server's certificate (private CA).")
+    insecure_skip_verify: bool = Field(False, description="Do not verify the server's certificate (testing only).")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Extra request headers, e.g. {X-Scope-OrgID: team-a} for Mimir/Cortex."
+    )
     timeout_seconds: float = Field(
         5.0, gt=0, description="Per-request timeout; a slow Prometheus must not stall binding."
     )
@@ -78,6 +103,57 @@ class PrometheusSettings(_Section):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("path_prefix")
+    @classmethod
+    def _path_prefix(cls, value: str) -> str:
+        value = value.rstrip("/")
+        if value and (not value.startswith("/") or "?" in value or "#" in value):
+            raise ValueError("must be a URL path starting with '/', e.g. /prometheus")
+        if value.endswith("/api/v1"):
+            raise ValueError("must stop before /api/v1 (the client appends it)")
+        return value
+
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _headers(cls, value: Any) -> Any:
+        """From an env variable the headers come as text: ``Name=value,Other=value``."""
+        if isinstance(value, str):
+            pairs = [p for p in value.split(",") if p.strip()]
+            if any("=" not in p for p in pairs):
+                raise ValueError("as text, must be Name=value pairs separated by commas")
+            return {k.strip(): v.strip() for k, v in (p.split("=", 1) for p in pairs)}
+        return value
+
+    @field_validator("bearer_token_file", "basic_auth_password_file", "ca_file")
+    @classmethod
+    def _readable_file(cls, value: str) -> str:
+        if value and not os.access(value, os.R_OK):
+            raise ValueError(f"file {value} does not exist or is not readable")
+        return value
+
+    @model_validator(mode="after")
+    def _one_auth(self) -> PrometheusSettings:
+        bearer = bool(self.bearer_token.get_secret_value() or self.bearer_token_file)
+        basic_pw = bool(self.basic_auth_password.get_secret_value() or self.basic_auth_password_file)
+        if self.bearer_token.get_secret_value() and self.bearer_token_file:
+            raise ValueError("set bearer_token or bearer_token_file, not both")
+        if self.basic_auth_password.get_secret_value() and self.basic_auth_password_file:
+            raise ValueError("set basic_auth_password or basic_auth_password_file, not both")
+        if basic_pw and not self.basic_auth_username:
+            raise ValueError("basic_auth_password needs basic_auth_username")
+        if bearer and self.basic_auth_username:
+            raise ValueError("set bearer-token auth or basic auth, not both")
+        if self.ca_file and self.insecure_skip_verify:
+            raise ValueError("ca_file and insecure_skip_verify contradict each other; set one")
+        if (self.ca_file or self.insecure_skip_verify) and not self.url.startswith("https://"):
+            raise ValueError("ca_file / insecure_skip_verify need an https:// url")
+        return self
+
+    @property
+    def api_url(self) -> str:
+        """The base the client appends /api/v1/... to: url plus path_prefix."""
+        return self.url + self.path_prefix
 
     @field_validator("window")
     @classmethod
@@ -456,5 +532,5 @@ def load_settings(path: str | Path | None = None, overrides: dict[str, Any] | No
         return Settings.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
+        where = ".".join(str(p) for p in err["loc"] if p != "__root__")
         raise ConfigError(f"invalid config: {where}: {err['msg']}" + (f" (in {path})" if path else "")) from None

@@ -15,12 +15,14 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TypeVar
 
 import pandas as pd
 import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
+from requests.auth import AuthBase, HTTPBasicAuth
 from urllib3.exceptions import ReadTimeoutError
 from urllib3.util.retry import Retry
 
@@ -58,6 +60,39 @@ def _server_error(exc: PrometheusApiClientException) -> str:
     return f"HTTP {found.group(1)}: " + " ".join(detail.split())
 
 
+class _BearerTokenFile(AuthBase):
+    """Reads the token at every request: projected service-account tokens rotate under a running process."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        try:
+            token = Path(self.path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise MetricsError(f"cannot read prometheus.bearer_token_file {self.path}: {exc.strerror}") from None
+        request.headers["Authorization"] = f"Bearer {token}"
+        return request
+
+
+def http_session(settings: PrometheusSettings) -> requests.Session:
+    """A requests session carrying the settings' auth, CA and headers (shared by every query)."""
+    session = requests.Session()
+    token = settings.bearer_token.get_secret_value()
+    if token:
+        session.headers["Authorization"] = f"Bearer {token}"
+    elif settings.bearer_token_file:
+        session.auth = _BearerTokenFile(settings.bearer_token_file)
+    elif settings.basic_auth_username:
+        password = settings.basic_auth_password.get_secret_value()
+        if settings.basic_auth_password_file:
+            password = Path(settings.basic_auth_password_file).read_text(encoding="utf-8").rstrip("\n")
+        session.auth = HTTPBasicAuth(settings.basic_auth_username, password)
+    session.headers.update(settings.headers)
+    session.verify = settings.ca_file or not settings.insecure_skip_verify
+    return session
+
+
 T = TypeVar("T")
 
 
@@ -77,7 +112,7 @@ class PrometheusSource:
         freshness_step: str | None = None,
     ) -> None:
         self.settings = settings or PrometheusSettings()
-        self.url = self.settings.url
+        self.url = self.settings.api_url
         self.expected_nodes = expected_nodes
         self.clock = clock
         self.queries = promql.queries_for(self.settings)
@@ -89,7 +124,10 @@ class PrometheusSource:
         self.freshness_query = promql.last_seen(self.settings.node_selector, lookback, step)
         # No client-side retries: a slow or dead Prometheus must fail within one timeout.
         self._client = PrometheusConnect(
-            url=self.url, retry=Retry(total=0, raise_on_status=False), timeout=self.settings.timeout_seconds
+            url=self.url,
+            retry=Retry(total=0, raise_on_status=False),
+            session=http_session(self.settings),
+            timeout=self.settings.timeout_seconds,
         )
 
     @classmethod
@@ -106,6 +144,15 @@ class PrometheusSource:
         where = f"Prometheus at {self.url}"
         try:
             return fetch()
+        except requests.exceptions.SSLError as exc:
+            reason = str(exc.args[0] if exc.args else exc)
+            found = re.search(
+                r"certificate verify failed[^)'\"]*|wrong version number|CERTIFICATE_VERIFY_FAILED", reason
+            )
+            raise MetricsError(
+                f"{where}: TLS failed ({found.group(0) if found else 'handshake error'}; "
+                f"set prometheus.ca_file to the CA that signed its certificate) for query: {query}"
+            ) from None
         except requests.exceptions.Timeout:
             raise MetricsError(
                 f"{where} timed out after {self.settings.timeout_seconds:g}s on query: {query}", "timeout"

@@ -1,0 +1,269 @@
+"""The Helm chart deploy/helm/drs-prom with a real helm (built from the Go module proxy) against the
+real kube-apiserver of the test harness: lint, template (defaults and every switch on) applied with
+server-side dry-run, values.schema.json rejecting bad values, and a real ``helm install`` whose
+ServiceAccount ends up with exactly the scheduler's permissions. deploy/k8s must say the same as
+the chart (RBAC, security contexts), and the chart's rules/dashboard the same as promql.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from drs_prom import promql
+from drs_prom.config import load_settings
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "deploy" / "helm" / "drs-prom"
+K8S = REPO / "deploy" / "k8s"
+NS = "drs-helm"
+
+ALL_ON = {
+    "mode": "scheduler",
+    "exporter": {"enabled": True},
+    "retrain": {"cronjob": {"enabled": True}},
+    "persistence": {"enabled": True, "storageClassName": "standard"},
+    "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+    "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+    "grafanaDashboard": {"enabled": True, "folder": "drs-prom"},
+    "model": {"path": "/opt/drs/custom-model/mine.keras", "volume": {"configMap": {"name": "my-model"}}},
+    "image": {"repository": "registry.example/drs-prom", "tag": "dev", "pullPolicy": "Always"},
+    "promStoreSecret": "drs-prom-store",
+    "settings": {
+        "prometheus": {"url": "https://mimir.example/", "path_prefix": "/prometheus", "node_selector": 'job="node"'},
+        "normalisation": {"cpu_full": 0.8},
+        "scheduler": {"scheduler_name": "drs-scheduler", "lease_name": "drs-scheduler"},
+        "retrain": {"epochs": 5},
+        "reward": {"slowdown_weight": 0.4},
+    },
+}
+
+# Minimal CustomResourceDefinitions for the two prometheus-operator kinds the chart can render: the
+# harness runs no operator, and server-side dry-run needs the kinds to exist. The real CRDs validate
+# more; these only make the API server accept (and dry-run) the objects by group/version/kind.
+CRDS = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: servicemonitors.monitoring.coreos.com}
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {kind: ServiceMonitor, plural: servicemonitors, singular: servicemonitor, listKind: ServiceMonitorList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: prometheusrules.monitoring.coreos.com}
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {kind: PrometheusRule, plural: prometheusrules, singular: prometheusrule, listKind: PrometheusRuleList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"""
+
+
+@pytest.fixture(scope="session")
+def helm_bin() -> str:
+    proc = subprocess.run(
+        ["bash", str(REPO / "deploy" / "helm" / "tools" / "build.sh")],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"helm build failed: {proc.stderr.strip()[-500:]}", pytrace=False)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def _helm(
+    helm_bin: str, *args: str, kubeconfig: Path | None = None, tmp: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {"HOME": str(tmp or "/tmp"), "HELM_CACHE_HOME": str((tmp or Path("/tmp")) / ".helm-cache")}
+    env["PATH"] = "/usr/bin:/bin"
+    if kubeconfig:
+        env["KUBECONFIG"] = str(kubeconfig)
+    return subprocess.run([helm_bin, *args], capture_output=True, text=True, timeout=300, env=env, check=False)
+
+
+def _values(tmp_path: Path, values: dict) -> Path:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
+def _render(helm_bin: str, tmp_path: Path, values: dict | None = None) -> str:
+    args = ["template", "drs", str(CHART), "--namespace", NS]
+    if values:
+        args += ["-f", str(_values(tmp_path, values))]
+    out = _helm(helm_bin, *args, tmp=tmp_path)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _docs(rendered: str) -> dict[tuple[str, str], dict]:
+    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(rendered) if d}
+
+
+@pytest.mark.parametrize("values", [None, ALL_ON], ids=["defaults", "all-switches-on"])
+def test_helm_lint(helm_bin: str, tmp_path: Path, values: dict | None) -> None:
+    args = ["lint", str(CHART), "--strict"] + (["-f", str(_values(tmp_path, values))] if values else [])
+    out = _helm(helm_bin, *args, tmp=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 chart(s) linted, 0 chart(s) failed" in out.stdout
+
+
+@pytest.fixture(scope="module")
+def helm_ns(control_plane):
+    control_plane.kubectl("create", "namespace", NS)
+    control_plane.kubectl("apply", "-f", "-", input=CRDS, check=True)
+    control_plane.kubectl("wait", "--for=condition=Established", "crd/servicemonitors.monitoring.coreos.com",
+                          "crd/prometheusrules.monitoring.coreos.com", "--timeout=60s", check=True)  # fmt: skip
+    return control_plane
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        None,
+        ALL_ON,
+        {**ALL_ON, "mode": "extender"},
+        {"exporter": {"enabled": False}, "scheduler": {"leaderElection": False}},
+    ],
+    ids=["defaults", "all-switches-on", "extender", "cluster-node-exporter"],
+)
+def test_rendered_chart_passes_server_side_dry_run(helm_bin: str, helm_ns, tmp_path: Path, values: dict | None) -> None:
+    rendered = _render(helm_bin, tmp_path, values)
+    proc = helm_ns.kubectl("apply", "--dry-run=server", "-f", "-", input=rendered)
+    assert proc.returncode == 0, proc.stderr
+    kinds = {k for k, _ in _docs(rendered)}
+    assert proc.stdout.count("(server dry run)") == len(_docs(rendered))
+    if values is ALL_ON:
+        assert {"ServiceMonitor", "PrometheusRule", "CronJob", "PersistentVolumeClaim", "DaemonSet"} <= kinds
+    if values is None:
+        assert not {"ServiceMonitor", "PrometheusRule", "CronJob", "PersistentVolumeClaim"} & kinds
+
+
+def test_configmap_is_a_valid_settings_file_with_every_section(helm_bin: str, tmp_path: Path) -> None:
+    docs = _docs(_render(helm_bin, tmp_path, ALL_ON))
+    path = tmp_path / "config.yaml"
+    path.write_text(docs[("ConfigMap", "drs-scheduler-config")]["data"]["config.yaml"])
+    s = load_settings(path)
+    assert s.prometheus.api_url == "https://mimir.example/prometheus"
+    assert s.normalisation.cpu_full == 0.8 and s.retrain.epochs == 5 and s.reward.slowdown_weight == 0.4
+    assert s.scheduler.lease_namespace == NS and s.scheduler.model_path == "/opt/drs/custom-model/mine.keras"
+    assert s.scheduler.journal_path == "/var/lib/drs/journal.sqlite" and s.retrain.model_store == "/var/lib/drs/models"
+    dep = docs[("Deployment", "drs-scheduler")]["spec"]["template"]["spec"]
+    assert dep["containers"][0]["image"] == "registry.example/drs-prom:dev"
+    vols = {v["name"]: v for v in dep["volumes"]}
+    assert vols["state"]["persistentVolumeClaim"]["claimName"] == "drs-journal"
+    assert vols["model"] == {"name": "model", "configMap": {"name": "my-model"}}
+    cron = docs[("CronJob", "drs-retrain")]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert {v["name"]: v for v in cron["volumes"]}["state"] == vols["state"]
+
+
+def test_monitoring_objects_come_from_the_promql_source(helm_bin: str, tmp_path: Path) -> None:
+    """One source of truth: the PrometheusRule and the dashboard are promql.py's output, as in deploy/prometheus."""
+    assert (CHART / "files" / "drs.rules.yml").read_text() == promql.rules_yaml(), (
+        "run: drs-prom promql rules > deploy/helm/drs-prom/files/drs.rules.yml"
+    )
+    assert (CHART / "files" / "drs-nodes.json").read_text() == promql.dashboard_json(), (
+        "run: drs-prom promql dashboard > deploy/helm/drs-prom/files/drs-nodes.json"
+    )
+    docs = _docs(_render(helm_bin, tmp_path, ALL_ON))
+    assert docs[("PrometheusRule", "drs-prom")]["spec"] == yaml.safe_load(promql.rules_yaml())
+    dash = docs[("ConfigMap", "drs-prom-dashboard")]
+    assert dash["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(dash["data"]["drs-nodes.json"]) == json.loads(promql.dashboard_json())
+    assert docs[("ServiceMonitor", "drs-node-exporter")]["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"mode": "both"}, "mode"),
+        ({"scheduler": {"replicas": 0}}, "replicas"),
+        ({"settings": {"prometheus": {"url": "prometheus:9090"}}}, "url"),
+        ({"retrain": {"cronjob": {"schedule": "hourly"}}}, "schedule"),
+        ({"exporter": {"enabeld": False}}, "enabeld"),
+        ({"settings": {"prometheus": {"url": "http://p:9090", "window": "30 seconds"}}}, "window"),
+    ],
+)
+def test_bad_values_fail_at_install_with_a_clear_message(
+    helm_bin: str, tmp_path: Path, values: dict, message: str
+) -> None:
+    out = _helm(helm_bin, "template", "drs", str(CHART), "-f", str(_values(tmp_path, values)), tmp=tmp_path)
+    assert out.returncode != 0
+    assert "values don't meet the specifications of the schema" in out.stderr and message in out.stderr, out.stderr
+
+
+def test_deploy_k8s_says_what_the_chart_says(helm_bin: str, tmp_path: Path) -> None:
+    """deploy/k8s (plain manifests) and the chart describe the same permissions and hardening."""
+    chart = _docs(_render(helm_bin, tmp_path))
+    plain = {
+        (d["kind"], d["metadata"]["name"]): d
+        for f in K8S.glob("*.yaml")
+        for d in yaml.safe_load_all(f.read_text())
+        if d
+    }
+    assert chart[("ClusterRole", "drs-scheduler-drs")]["rules"] == plain[("ClusterRole", "drs-scheduler")]["rules"]
+    assert chart[("Role", "drs-scheduler-lease")]["rules"] == plain[("Role", "drs-scheduler-lease")]["rules"]
+    for kind, name in [("Deployment", "drs-scheduler"), ("DaemonSet", "drs-node-exporter")]:
+        c, p = chart[(kind, name)]["spec"]["template"]["spec"], plain[(kind, name)]["spec"]["template"]["spec"]
+        assert c["securityContext"] == p["securityContext"], (kind, name)
+        assert c["containers"][0]["securityContext"] == p["containers"][0]["securityContext"], (kind, name)
+        assert c["containers"][0]["ports"] == p["containers"][0]["ports"], (kind, name)
+        assert c["containers"][0]["resources"] == p["containers"][0]["resources"], (kind, name)
+        assert c["containers"][0]["args"][: len(p["containers"][0]["args"])] == p["containers"][0]["args"], (kind, name)
+    assert (
+        chart[("Deployment", "drs-scheduler")]["spec"]["replicas"]
+        == plain[("Deployment", "drs-scheduler")]["spec"]["replicas"]
+    )
+
+
+def test_helm_install_gives_the_scheduler_its_rbac(helm_bin: str, helm_ns, tmp_path: Path) -> None:
+    kubeconfig = helm_ns.admin_kubeconfig
+    release = "drs-it"
+    sa = f"system:serviceaccount:{NS}:drs-scheduler"
+    out = _helm(helm_bin, "install", release, str(CHART), "--namespace", NS, "-f", str(_values(tmp_path, ALL_ON)),
+                kubeconfig=kubeconfig, tmp=tmp_path)  # fmt: skip
+    try:
+        assert out.returncode == 0, out.stderr
+        assert "STATUS: deployed" in out.stdout and "kubectl auth can-i create pods/binding" in out.stdout  # NOTES.txt
+
+        # As the ServiceAccount itself (a token from the TokenRequest API), as the scheduler pod would be.
+        kc = helm_ns.make_sa_kubeconfig(NS, "drs-scheduler")
+
+        def can(verb: str, resource: str, ns: str | None = None, sub: str | None = None) -> bool:
+            return helm_ns.can_i(verb, resource, kubeconfig=kc, namespace=ns, subresource=sub)
+
+        # The apiserver's RBAC authorizer reads bindings from an informer: allow it to catch up.
+        wait_for(lambda: can("create", "pods", NS, "binding"), 30, "the new ClusterRoleBinding to take effect")
+        assert can("list", "nodes") and can("watch", "pods", NS)
+        assert can("patch", "events.events.k8s.io", NS)
+        assert can("update", "leases/drs-scheduler", NS) and not can("update", "leases/other", NS)
+        assert not can("get", "secrets", NS) and not can("delete", "pods", NS)
+        listed = _helm(helm_bin, "list", "--namespace", NS, "-o", "json", kubeconfig=kubeconfig, tmp=tmp_path)
+        assert [r["status"] for r in json.loads(listed.stdout) if r["name"] == release] == ["deployed"]
+    finally:
+        un = _helm(helm_bin, "uninstall", release, "--namespace", NS, kubeconfig=kubeconfig, tmp=tmp_path)
+        helm_ns.kubectl(
+            "delete", "pvc", "drs-journal", "-n", NS, "--ignore-not-found", "--wait=false"
+        )  # kept by its policy; no controller removes the finalizer here
+        assert un.returncode == 0, un.stderr
+    assert helm_ns.kubectl("auth", "can-i", "create", "pods/binding", "-n", NS, f"--as={sa}").stdout.strip() == "no"
