@@ -340,7 +340,7 @@ class Scheduler:
     def _journal_write_failed(self, exc: Exception, rows: int) -> None:
         """The journal's writer thread could not store ``rows`` rows (a full disk): count, say so once a minute."""
         self.metrics.journal_failures.inc(rows)
-        self._journal_log.warn("journal", "journal write of %d rows failed, binding continues: %s", rows, exc)
+        self._journal_log.warn("journal", "journal append failed (%d rows), binding continues: %s", rows, exc)
 
     def _journal(
         self,

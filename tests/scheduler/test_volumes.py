@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from drs_prom.journal import Decision, Journal, open_journal
+from drs_prom.journal import JOURNAL_SCHEMA, Decision, Journal, open_journal
 from drs_prom.model_store import ModelStore, ModelWatcher
 
 
@@ -60,13 +60,13 @@ def test_newer_schema_rows_are_read_raw_and_unknown_columns_do_not_stop_appends(
     db = sqlite3.connect(path)
     with db:  # what a newer drs-prom might have written: an extra column and schema 3 rows
         db.execute("ALTER TABLE decisions ADD COLUMN future TEXT")
-        db.execute("UPDATE decisions SET schema = 3, future = 'x' WHERE id = 1")
+        db.execute("UPDATE decisions SET schema = ?, future = 'x' WHERE id = 1", (JOURNAL_SCHEMA + 1,))
     db.close()
     j = open_journal(path)
     assert j is not None
     j.append(_decision(5))
     rows = list(j.since(0.0))
-    assert isinstance(rows[0], dict) and rows[0]["schema"] == 3  # unknown schema: raw, not guessed
+    assert isinstance(rows[0], dict) and rows[0]["schema"] == JOURNAL_SCHEMA + 1  # unknown schema: raw, not guessed
     assert all(isinstance(r, Decision) for r in rows[1:]) and len(rows) == 3
     j.close()
 
@@ -105,7 +105,7 @@ def _tmpfs(tmp_path: Path, size: str):
 
 @pytest.fixture
 def tiny_tmpfs(tmp_path):
-    yield from _tmpfs(tmp_path, "64k")
+    yield from _tmpfs(tmp_path, "256k")  # room for the schema-3 tables, then _fill takes the rest
 
 
 @pytest.fixture
@@ -181,6 +181,7 @@ def test_scheduler_keeps_binding_with_the_journal_on_a_full_disk(
             90,
             "every pod bound with the journal's disk full",
         )
+    journal.flush()  # rows are written by the journal's writer thread: wait for its attempt
     failures = sched.metrics.registry.get_sample_value("drs_journal_failures_total") or 0
     assert failures >= 1
     said = [r for r in caplog.records if "journal append failed" in r.getMessage()]
