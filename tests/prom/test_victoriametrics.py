@@ -25,13 +25,14 @@ import pandas as pd
 import pytest
 import requests
 
-from drs_prom.baselines import make_policy
 from drs_prom.config import Settings
 from drs_prom.errors import ConfigError, MetricsError
 from drs_prom.features import FEATURES
 from drs_prom.journal import Journal
 from drs_prom.prometheus import PrometheusSource, http_session
-from drs_prom.retrain import fetch_history, load_decisions, rebuild_transitions, reward_delay
+from drs_prom.registry import make_policy
+from drs_prom.retrain.history import fetch_history
+from drs_prom.retrain.rebuild import load_decisions, rebuild_transitions, reward_delay
 from tests.prom.fixtures import start_prometheus
 from tests.prom.victoria import PROMETHEUS_LOOKBACK, openmetrics_to_prometheus, start_victoria_metrics
 from tests.retrain.history import create_blocks, write_openmetrics
