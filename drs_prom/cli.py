@@ -628,6 +628,7 @@ def report_cmd(
         click.echo(f"warning: no cluster plot: {data.prometheus_error}", err=True)
 
 
+@cli.command("sim-serve")
 @click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
 @click.option("--policy", default="kube-default", show_default=True, help="Policy that places the episode's pods.")
 @click.option("--seed", default=0, show_default=True, type=int)
