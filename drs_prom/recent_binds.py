@@ -8,6 +8,8 @@ learned policy share this one implementation.
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from drs_prom.config import PrometheusSettings
@@ -25,6 +27,13 @@ class RecentBinds:
     A rate over a window of ``w`` seconds shows a load step of L after ``dt`` seconds as
     L * dt / w, so the part still missing is L * (1 - dt / w). Each placement's expected
     load (its ``pod_load`` row) is remembered for ``w`` seconds, keyed by node name.
+
+    The cost of a decision does not grow with the number of remembered binds: placements
+    sit in a time-ordered deque and every node keeps running sums of its rows (S) and of
+    its rows times their age offset (T), so the faded estimate of a node is
+    S * (1 - (now - t0) / w) + T / w; an expiring placement is subtracted once. The sums
+    are recomputed from the deque every MAX_REMEMBERED appends and a node's are zeroed
+    when it has none left, so float drift never accumulates.
     """
 
     MAX_REMEMBERED = 10_000
@@ -33,35 +42,108 @@ class RecentBinds:
 
     def __init__(self, window_seconds: float) -> None:
         self.window_seconds = float(window_seconds)
-        self._t = np.zeros(0)
-        self._names: list[str] = []
-        self._rows = np.zeros((0, 6))
+        self._entries: deque[tuple[float, int, np.ndarray]] = deque()  # (t, node slot, row), oldest first
+        self._slot: dict[str, int] = {}  # node name -> row of the running sums
+        self._sum = np.zeros((0, 6))  # S: sum of rows per node
+        self._tsum = np.zeros((0, 6))  # T: sum of rows * (t - t0) per node
+        self._count = np.zeros(0, dtype=np.int64)
+        self._t0 = 0.0
+        self._ordered = True  # entries' times never decrease (else expiry re-sorts)
+        self._appends = 0
         self._last_now = -np.inf
         self._index_key: tuple[str, ...] = ()
-        self._index: dict[str, int] = {}
+        self._index_slots = -1
+        self._index = np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def pending(self, ctx: DecisionContext) -> np.ndarray:
         w = self.window_seconds
-        out = np.zeros((len(ctx.nodes), 6))
+        n = len(ctx.nodes)
+        out = np.zeros((n, 6))
         if ctx.now < self._last_now:  # time went backwards: a new simulated episode, forget the old one
-            self._keep(np.zeros(len(self._t), dtype=bool))
+            self.clear()
         self._last_now = ctx.now
-        if w <= 0 or not len(self._t):
+        if w <= 0 or not self._entries:
             return out
-        self._keep((ctx.now - self._t < w) & (np.arange(len(self._t)) >= len(self._t) - self.MAX_REMEMBERED))
-        key = tuple(n.name for n in ctx.nodes)
-        if key != self._index_key:
-            self._index_key, self._index = key, {name: i for i, name in enumerate(key)}
-        idx = np.array([self._index.get(name, -1) for name in self._names], dtype=np.int64)
-        weight = np.maximum(0.0, 1.0 - (ctx.now - self._t) / w) if self.fade else np.ones(len(self._t))
-        known = idx >= 0
-        np.add.at(out, idx[known], self._rows[known] * weight[known, None])
+        self._expire(ctx.now)
+        if not self._entries:
+            return out
+        key = tuple(node.name for node in ctx.nodes)
+        if key != self._index_key or self._index_slots != len(self._slot):
+            self._index_key, self._index_slots = key, len(self._slot)
+            self._index = np.array([self._slot.get(name, -1) for name in key], dtype=np.int64).reshape(n)
+        known = self._index >= 0
+        slots = self._index[known]
+        if self.fade:
+            out[known] = self._sum[slots] * (1.0 - (ctx.now - self._t0) / w) + self._tsum[slots] / w
+        else:
+            out[known] = self._sum[slots]
         return out
 
-    def _keep(self, mask: np.ndarray) -> None:
-        self._t = self._t[mask]
-        self._rows = self._rows[mask]
-        self._names = [n for n, k in zip(self._names, mask) if k]
+    def clear(self) -> None:
+        self._entries.clear()
+        self._sum[:] = 0.0
+        self._tsum[:] = 0.0
+        self._count[:] = 0
+        self._ordered = True
+
+    def _expire(self, now: float) -> None:
+        if not self._ordered:
+            self._rebuild(sorted(self._entries, key=lambda e: e[0]))
+        w, entries = self.window_seconds, self._entries
+        while entries and (now - entries[0][0] >= w or len(entries) > self.MAX_REMEMBERED):
+            self._drop(entries.popleft())
+
+    def _drop(self, entry: tuple[float, int, np.ndarray]) -> None:
+        t, slot, row = entry
+        self._count[slot] -= 1
+        if self._count[slot] == 0:  # exactly zero again, whatever rounding the sums collected
+            self._sum[slot] = 0.0
+            self._tsum[slot] = 0.0
+        else:
+            self._sum[slot] -= row
+            self._tsum[slot] -= row * (t - self._t0)
+
+    def _rebuild(self, entries: list[tuple[float, int, np.ndarray]]) -> None:
+        """Recompute every sum from the entries (time order restored, t0 rebased)."""
+        self._entries = deque(entries)
+        self._t0 = entries[0][0] if entries else 0.0
+        self._sum[:] = 0.0
+        self._tsum[:] = 0.0
+        self._count[:] = 0
+        for t, slot, row in entries:
+            self._sum[slot] += row
+            self._tsum[slot] += row * (t - self._t0)
+            self._count[slot] += 1
+        self._ordered = True
+
+    def forget_last(self) -> None:
+        """Undo the latest remember/record (a shadow policy's choice that was not bound)."""
+        if self._entries:
+            self._drop(self._entries.pop())
+
+    def _add(self, t: float, name: str, row: np.ndarray) -> None:
+        slot = self._slot.get(name)
+        if slot is None:
+            slot = self._slot[name] = len(self._slot)
+            if slot >= len(self._sum):
+                grow = max(16, len(self._sum))
+                self._sum = np.vstack([self._sum, np.zeros((grow, 6))])
+                self._tsum = np.vstack([self._tsum, np.zeros((grow, 6))])
+                self._count = np.concatenate([self._count, np.zeros(grow, dtype=np.int64)])
+        if not self._entries:
+            self._t0 = t
+        elif t < self._entries[-1][0]:
+            self._ordered = False
+        self._entries.append((t, slot, row))
+        self._sum[slot] += row
+        self._tsum[slot] += row * (t - self._t0)
+        self._count[slot] += 1
+        self._appends += 1
+        if self._appends % self.MAX_REMEMBERED == 0:  # amortised O(1): no drift over long runs
+            self._rebuild(sorted(self._entries, key=lambda e: e[0]))
 
     def record(self, ctx: DecisionContext, node: int) -> None:
         """Record that ``node`` was bound for ``ctx``'s pod, whoever chose it (training, replays, search)."""
@@ -75,9 +157,7 @@ class RecentBinds:
             return
         masked = np.where(ctx.feasible & ~np.isnan(scores), scores, -np.inf)
         best = int(np.argmax(masked))
-        self._t = np.append(self._t, ctx.now)
-        self._names.append(ctx.nodes[best].name)
-        self._rows = np.vstack([self._rows, self.row(ctx, best)[None, :]])
+        self._add(float(ctx.now), ctx.nodes[best].name, np.array(self.row(ctx, best), dtype=np.float64).reshape(6))
 
     def row(self, ctx: DecisionContext, node: int) -> np.ndarray:
         """What is remembered of a bind of ctx's pod to ``node``: its expected load there (6 values)."""

@@ -44,11 +44,9 @@ def _bind_memory_to(policy: Policy, ctx: DecisionContext, scored: int, bound: in
     """A shadow policy remembered its own choice as bound (RecentBinds.remember in score());
     replace that entry by the node actually bound, so its recent-binds estimate stays true."""
     recent = getattr(policy, "recent", None)
-    if recent is None or scored == bound or scored < 0 or not len(getattr(recent, "_t", ())):
+    if recent is None or scored == bound or scored < 0 or not len(recent):
         return
-    keep = np.ones(len(recent._t), dtype=bool)
-    keep[-1] = False
-    recent._keep(keep)  # drop the entry score() just added (RecentBinds has no public undo)
+    recent.forget_last()  # drop the entry score() just added
     recent.record(ctx, bound)
 
 

@@ -1,0 +1,69 @@
+"""RecentBinds' running sums give exactly the definition's estimate: the sum over
+remembered placements younger than the window of row * (1 - age / w)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from drs_prom.policy import DecisionContext
+from drs_prom.recent_binds import RecentBinds
+from drs_prom.types import NodeInfo, PodRequest
+
+
+def _ctx(names: list[str], now: float, pod_load: np.ndarray) -> DecisionContext:
+    return DecisionContext(
+        pod=PodRequest(name="p"),
+        nodes=[NodeInfo(n, 4000, 8 << 30) for n in names],
+        feasible=np.ones(len(names), bool),
+        load=np.zeros((len(names), 6), np.float32),
+        pod_load=pod_load,
+        now=now,
+    )
+
+
+def _expected(log: list[tuple[float, str, np.ndarray]], names: list[str], now: float, w: float, fade: bool):
+    out = np.zeros((len(names), 6))
+    for t, name, row in log:
+        if now - t < w and name in names:
+            out[names.index(name)] += row * (max(0.0, 1.0 - (now - t) / w) if fade else 1.0)
+    return out
+
+
+@pytest.mark.parametrize("fade", [True, False])
+def test_running_sums_match_the_definition_over_a_long_random_run(fade: bool) -> None:
+    rng = np.random.default_rng(3)
+    all_names = [f"n{i}" for i in range(12)]
+    w = 7.5
+    memory = RecentBinds(w)
+    memory.fade = fade
+    memory.MAX_REMEMBERED = 50  # small: the periodic rebuild and the size cap both happen
+    log: list[tuple[float, str, np.ndarray]] = []
+    now = 1.7e9  # wall-clock seconds, as the scheduler passes them: the sums must not lose precision
+    for step in range(3000):
+        now += float(rng.exponential(0.05))
+        names = list(rng.choice(all_names, size=int(rng.integers(3, 12)), replace=False))
+        pod_load = rng.uniform(0, 0.3, (len(names), 6))
+        ctx = _ctx(names, now, pod_load)
+        got = memory.pending(ctx)
+        log = [e for e in log if now - e[0] < w][-memory.MAX_REMEMBERED :]
+        np.testing.assert_allclose(got, _expected(log, names, now, w, fade), rtol=1e-9, atol=1e-12)
+        node = int(rng.integers(len(names)))
+        memory.record(ctx, node)
+        log.append((now, names[node], pod_load[node].astype(np.float64)))
+        if step % 97 == 0:  # a shadow choice replaced by the node actually bound
+            memory.forget_last()
+            log.pop()
+        if step % 500 == 250:  # a long pause: everything expires
+            now += w * 2
+    memory.pending(_ctx(all_names, now, np.zeros((len(all_names), 6))))
+    assert 0 < len(memory) <= memory.MAX_REMEMBERED
+
+
+def test_time_going_backwards_starts_over() -> None:
+    memory = RecentBinds(10.0)
+    load = np.full((2, 6), 0.2)
+    memory.record(_ctx(["a", "b"], 100.0, load), 0)
+    assert memory.pending(_ctx(["a", "b"], 101.0, load))[0, 0] == pytest.approx(0.2 * 0.9)
+    assert memory.pending(_ctx(["a", "b"], 5.0, load)).sum() == 0.0
+    assert len(memory) == 0
