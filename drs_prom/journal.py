@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 import os
 import queue
 import sqlite3
@@ -100,9 +101,23 @@ CREATE INDEX IF NOT EXISTS rollout_events_ts ON rollout_events(ts);
 """.replace("{added}", "".join(f"    , {name} {kind}\n" for cols in _ADDED_COLUMNS.values() for name, kind in cols))
 
 
+_NODE_VALUES = operator.attrgetter(*NODE_KEYS)
+_NODE_JSON = "{" + ", ".join(f'"{k}": %d' for k in NODE_KEYS) + "}"  # json.dumps' own separators
+
+
+class NodeEntries(list[dict[str, int]]):
+    """``node_entries``' result: the entries, plus their JSON text formatted straight from the
+    ints (exactly ``json.dumps(entries)``, several times cheaper for a thousand candidates)."""
+
+    json_text: str
+
+
 def node_entries(nodes: Sequence[NodeInfo]) -> list[dict[str, int]]:
     """The journalled per-candidate record of ``nodes`` (NODE_KEYS, ints)."""
-    return [{k: int(getattr(n, k)) for k in NODE_KEYS} for n in nodes]
+    values = [tuple(map(int, _NODE_VALUES(n))) for n in nodes]
+    out = NodeEntries(dict(zip(NODE_KEYS, v)) for v in values)
+    out.json_text = "[" + ", ".join([_NODE_JSON % v for v in values]) + "]"
+    return out
 
 
 @dataclass
@@ -355,7 +370,8 @@ def _row(decision: Decision) -> tuple[str, tuple]:
     # a shallow read of the fields: dataclasses.asdict deep-copies every list and dict
     row = {name: getattr(decision, name) for name in _COLUMNS}
     for key in _JSON_FIELDS:
-        row[key] = None if row[key] is None else json.dumps(row[key])
+        value = row[key]
+        row[key] = None if value is None else value.json_text if isinstance(value, NodeEntries) else json.dumps(value)
     return ", ".join(row), tuple(row.values())
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import math
 import os
 import socket
 import threading
@@ -362,11 +363,11 @@ class Scheduler:
         shadow = choice.shadow
 
         def row() -> Decision:
-            order = sorted(range(len(nodes)), key=lambda i: (not feasible[i], i))  # feasible first
+            order = np.argsort(~np.asarray(feasible, dtype=bool), kind="stable").tolist()  # feasible first
             names = [n.name for n in nodes]
 
             def aligned(v: np.ndarray) -> list[float | None]:
-                return [float(v[i]) if np.isfinite(v[i]) else None for i in order]
+                return [x if math.isfinite(x) else None for x in np.asarray(v, dtype=np.float64)[order].tolist()]
 
             return Decision(
                 pod_uid=req.uid,
@@ -378,7 +379,7 @@ class Scheduler:
                 nodes=node_entries([nodes[i] for i in order]),
                 pod_cpu_m=int(req.cpu_m),
                 pod_mem_bytes=int(req.mem_bytes),
-                feasible=[bool(feasible[i]) for i in order],
+                feasible=np.asarray(feasible, dtype=bool)[order].tolist(),
                 chosen=node,
                 scores=aligned(scores),
                 policy=getattr(policy, "name", "?"),

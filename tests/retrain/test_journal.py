@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 
 from drs_prom.journal import JOURNAL_SCHEMA, NODE_KEYS, Decision, Journal, node_entries
@@ -86,6 +87,7 @@ def test_schema_2_round_trip(tmp_path):
     assert back.pod_cpu_m == 250 and back.pod_mem_bytes == 2**28 and back.schema == 3
     raw = sqlite3.connect(tmp_path / "j.sqlite").execute("SELECT nodes FROM decisions").fetchone()[0]
     assert '"allocatable_pods": 110' in raw  # JSON text, readable with the sqlite3 CLI
+    assert raw == json.dumps([{k: int(getattr(n, k)) for k in NODE_KEYS} for n in NODES])  # the fast path's text
 
 
 def test_schema_1_file_is_upgraded_in_place_and_both_rows_read_back(tmp_path):
