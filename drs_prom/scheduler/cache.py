@@ -266,7 +266,10 @@ class ClusterCache:
                 self.nodes.pop(name, None)
                 self._base.pop(name, None)
             else:
+                before = self._base.get(name) if name in self.nodes else None
                 self.nodes[name] = node
+                if before is not None and self._base_info(node) == before[1]:
+                    return  # a status heartbeat: nothing a filter or score reads changed (as kube-scheduler skips it)
             self._table = None
         if kind != "DELETED":
             self.on_change()

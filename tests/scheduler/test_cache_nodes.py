@@ -1,0 +1,42 @@
+"""Node updates in the cluster cache: a status heartbeat (nothing a filter or score reads
+changed) keeps the node table and wakes no backed-off pod, as kube-scheduler skips it;
+a change that matters rebuilds the table and moves waiting pods."""
+
+from __future__ import annotations
+
+import copy
+
+from drs_prom.scheduler.cache import ClusterCache
+
+
+def _node(name: str, rv: str, cpu: str = "4", heartbeat: str = "2026-12-03T10:00:00Z") -> dict:
+    return {
+        "metadata": {"name": name, "resourceVersion": rv, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat}],
+        },
+    }
+
+
+def test_a_heartbeat_keeps_the_table_and_a_capacity_change_rebuilds_it() -> None:
+    changes: list[int] = []
+    cache = ClusterCache("drs", on_change=lambda: changes.append(1))
+    cache._on_node_list([_node("a", "1"), _node("b", "1")])
+    table = cache.view().table
+    cache.assume("u1", "a", 500, 1 << 20)
+    changes.clear()
+
+    cache._on_node_event("MODIFIED", _node("a", "2", heartbeat="2026-12-03T10:00:40Z"))
+    view = cache.view()
+    assert view.table is table and not changes
+    assert cache.nodes["a"]["metadata"]["resourceVersion"] == "2"  # the newest object is kept
+    assert int(view.req_cpu[view.table.index["a"]]) == 500  # the assumed pod still counts
+
+    bigger = copy.deepcopy(_node("a", "3", cpu="8"))
+    cache._on_node_event("MODIFIED", bigger)
+    view = cache.view()
+    assert view.table is not table and changes == [1]
+    assert int(view.table.alloc_cpu[view.table.index["a"]]) == 8000
+    assert int(view.req_cpu[view.table.index["a"]]) == 500
