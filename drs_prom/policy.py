@@ -6,6 +6,7 @@ The simulator, the benchmark, the live scheduler and the extender all call
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -35,6 +36,28 @@ class DecisionContext:
     """(n, 6) value of ``load`` at which each node's resource is at its own capacity; None = 1.0
     everywhere (the normalisation scales are the capacities: true for cpu/mem when cpu_full and
     mem_full are 1, an assumption for network/disk, whose capacities node_exporter does not give)."""
+    node_requests: np.ndarray | None = None
+    """(n, 6) of ``nodes``: requested_cpu_m, allocatable_cpu_m, requested_mem_bytes,
+    allocatable_mem_bytes, pod_count, allocatable_pods (NODE_REQUEST_COLUMNS), when the caller
+    has them as arrays already (the scheduler's node table); None = read from ``nodes``."""
+
+
+NODE_REQUEST_COLUMNS = (
+    "requested_cpu_m",
+    "allocatable_cpu_m",
+    "requested_mem_bytes",
+    "allocatable_mem_bytes",
+    "pod_count",
+    "allocatable_pods",
+)
+
+
+def node_requests(ctx: DecisionContext) -> np.ndarray:
+    """ctx.node_requests, or the same (n, 6) float64 matrix read from ctx.nodes."""
+    if ctx.node_requests is not None:
+        return np.asarray(ctx.node_requests, dtype=np.float64)
+    get = operator.attrgetter(*NODE_REQUEST_COLUMNS)
+    return np.array([get(x) for x in ctx.nodes], dtype=np.float64).reshape(len(ctx.nodes), 6)
 
 
 class Policy(Protocol):

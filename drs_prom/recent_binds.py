@@ -8,12 +8,16 @@ learned policy share this one implementation.
 
 from __future__ import annotations
 
+import operator
 from collections import deque
+from itertools import repeat
 
 import numpy as np
 
 from drs_prom.config import PrometheusSettings
 from drs_prom.policy import DecisionContext
+
+_NAME = operator.attrgetter("name")
 
 
 def default_window() -> float:
@@ -70,10 +74,10 @@ class RecentBinds:
         self._expire(ctx.now)
         if not self._entries:
             return out
-        key = tuple(node.name for node in ctx.nodes)
+        key = tuple(map(_NAME, ctx.nodes))
         if key != self._index_key or self._index_slots != len(self._slot):
             self._index_key, self._index_slots = key, len(self._slot)
-            self._index = np.array([self._slot.get(name, -1) for name in key], dtype=np.int64).reshape(n)
+            self._index = np.fromiter(map(self._slot.get, key, repeat(-1)), np.int64, n)
         known = self._index >= 0
         slots = self._index[known]
         if self.fade:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from drs_prom.features import N_FEATURES
-from drs_prom.policy import DecisionContext
+from drs_prom.policy import DecisionContext, node_requests
 
 CANDIDATE_SCHEMA = 2
 """Bumped when the columns of candidate_matrix change; models record it."""
@@ -69,20 +69,7 @@ def candidate_matrix(ctx: DecisionContext, recent: np.ndarray | None = None) -> 
     var_after = (sq + (after**2 - load**2)) / n - ((tot + d) / n) ** 2
     # Times n: the change shrinks like 1/n, so scaling makes 4- and 500-node rows comparable.
     dstd = (np.sqrt(np.maximum(var_after, 0.0)) - std) * n
-    r = np.array(
-        [
-            (
-                x.requested_cpu_m,
-                x.allocatable_cpu_m,
-                x.requested_mem_bytes,
-                x.allocatable_mem_bytes,
-                x.pod_count,
-                x.allocatable_pods,
-            )
-            for x in ctx.nodes
-        ],
-        dtype=np.float64,
-    ).reshape(n, 6)
+    r = node_requests(ctx)
     cpu_req = (r[:, 0] + ctx.pod.cpu_m) / np.maximum(r[:, 1], 1.0)
     mem_req = (r[:, 2] + ctx.pod.mem_bytes) / np.maximum(r[:, 3], 1.0)
     pods = (r[:, 4] + 1.0) / np.maximum(r[:, 5], 1.0)

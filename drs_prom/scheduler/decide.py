@@ -225,19 +225,29 @@ class Decider:
         feasible: np.ndarray,
         rows: np.ndarray | None = None,
         names: tuple[str, ...] | None = None,
+        requests: np.ndarray | None = None,
     ) -> Choice:
         """Score ``nodes`` (infeasible ones get -inf) and pick one; index -1 if none is feasible.
 
         One policy call (one batched forward pass for the model) over all candidates.
-        ``rows``/``names``: see ``load``.
+        ``rows``/``names``: see ``load``. ``requests``: ``nodes``' DecisionContext.node_requests
+        if the caller has the arrays (the scheduler's node table), else read from ``nodes``.
         """
         load, reason = self.load(nodes, feasible, rows, names)
-        pod_load = pod_matrix(
-            demand,
-            np.fromiter((n.allocatable_cpu_m for n in nodes), np.float64, len(nodes)) / 1000.0,
-            np.fromiter((n.allocatable_mem_bytes for n in nodes), np.float64, len(nodes)),
-            self.settings.normalisation,
+        if requests is None:
+            alloc_cpu = np.fromiter((n.allocatable_cpu_m for n in nodes), np.float64, len(nodes))
+            alloc_mem = np.fromiter((n.allocatable_mem_bytes for n in nodes), np.float64, len(nodes))
+        else:
+            alloc_cpu, alloc_mem = requests[:, 1].astype(np.float64), requests[:, 3].astype(np.float64)
+        pod_load = pod_matrix(demand, alloc_cpu / 1000.0, alloc_mem, self.settings.normalisation)
+        ctx = DecisionContext(
+            pod=pod,
+            nodes=nodes,
+            feasible=feasible,
+            load=load,
+            pod_load=pod_load,
+            now=time.time(),
+            node_requests=requests,
         )
-        ctx = DecisionContext(pod=pod, nodes=nodes, feasible=feasible, load=load, pod_load=pod_load, now=time.time())
         policy = self.policy
         return self.rollout.decide(ctx, reason, policy, self.model_version if policy is not None else None)

@@ -12,7 +12,6 @@ an exception on one pod is logged and that pod retried, never the loop stopped.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import math
 import os
@@ -40,6 +39,7 @@ from drs_prom.scheduler.pod_features import ObservedUsage, resolve
 from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
 from drs_prom.scheduler.ratelimit import TokenBucket
 from drs_prom.scheduler.rollout import RolloutWatcher, arm_text
+from drs_prom.scheduler.workers import WorkerPool
 from drs_prom.state import MetricsSource
 from drs_prom.types import NodeInfo
 
@@ -98,12 +98,12 @@ class Scheduler:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         workers = bind_workers or self.cfg.bind_workers
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="drs-bind")
+        self._pool = WorkerPool(workers, "drs-bind")
         # binds and events share one client-side limit, like kube-scheduler's clientConnection.qps/burst
         self._limiter = TokenBucket(self.cfg.client_qps, self.cfg.client_burst)
         self._next_start = 0  # where the next node search starts (kube-scheduler's nextStartNodeIndex)
         # events go through their own pool so a slow event write never delays the next bind
-        self._events = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="drs-event")
+        self._events = WorkerPool(2, "drs-event")
         self._serve_http = serve_http
         self.http: HealthServer | None = None
         self.elector = None
@@ -183,8 +183,8 @@ class Scheduler:
         if self.rollout is not None:
             self.rollout.stop()
         self.decider.stop()
-        self._pool.shutdown(wait=True, cancel_futures=False)
-        self._events.shutdown(wait=True, cancel_futures=False)
+        self._pool.shutdown()
+        self._events.shutdown()
         if self.journal is not None:
             self.journal.flush()
         if self.elector is not None:
@@ -252,7 +252,9 @@ class Scheduler:
             return "unschedulable"
         rows, feasible = self._candidates(mask)
         nodes = view.infos(rows)
-        choice = self.decider.decide(req, demand.demand, nodes, feasible, rows=rows, names=view.names)
+        choice = self.decider.decide(
+            req, demand.demand, nodes, feasible, rows=rows, names=view.names, requests=view.requests(rows)
+        )
         node = nodes[choice.index].name
         self.metrics.attempt_latency.observe(time.monotonic() - t0)
         self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes)
@@ -332,7 +334,8 @@ class Scheduler:
     def _scheduled_message(
         req: Any, node: str, names: list[str], scores: np.ndarray, policy: Policy, reason: str | None
     ) -> str:
-        order = [i for i in np.argsort(-scores, kind="stable") if np.isfinite(scores[i])][:3]
+        ranked = np.argsort(-scores, kind="stable")
+        order = ranked[np.isfinite(scores[ranked])][:3].tolist()
         top = ", ".join(f"{names[i]}={scores[i]:.3f}" for i in order)
         how = getattr(policy, "name", "?") + (f" (fallback: {reason})" if reason else "")
         what = "top scores" if reason else "top Q-values"  # the model's scores are its Q-values

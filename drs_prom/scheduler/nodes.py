@@ -106,5 +106,13 @@ class NodeView:
             out.append(got)
         return out
 
+    def requests(self, idx: np.ndarray) -> np.ndarray:
+        """(len(idx), 6) float64 in policy.NODE_REQUEST_COLUMNS order: the same numbers as
+        ``infos(idx)``, for the policy's arrays without a loop over NodeInfo."""
+        t = self.table
+        return np.column_stack(
+            [self.req_cpu[idx], t.alloc_cpu[idx], self.req_mem[idx], t.alloc_mem[idx], self.pods[idx], t.alloc_pods[idx]]
+        ).astype(np.float64)
+
     def all_infos(self) -> list[NodeInfo]:
         return self.infos(np.arange(len(self.names)))

@@ -80,6 +80,10 @@ class SchedulingQueue:
     def move_all(self) -> None:
         """A cluster change: retry waiting pods after at most the initial backoff from their last try."""
         with self._cond:
+            if (
+                not self._waiting
+            ):  # nobody backed off: nothing to move, nobody to wake (pods are deleted by the thousand)
+                return
             for uid, due in self._waiting.items():
                 item = self._items[uid]
                 self._waiting[uid] = min(due, item.last_attempt + self.backoff_initial)

@@ -76,3 +76,25 @@ def test_recent_binds_count_as_load_and_are_shown_apart():
     # placing on the node with pending load raises imbalance more than on an idle one
     d0 = CANDIDATE_COLUMNS.index("dstd_0")
     assert m[1, d0] > m[0, d0]
+
+
+def test_node_request_arrays_from_the_node_table_give_the_same_matrix_as_the_nodes():
+    import dataclasses
+
+    from drs_prom.policy import NODE_REQUEST_COLUMNS
+    from drs_prom.scheduler.nodes import NodeTable
+
+    rng = np.random.default_rng(5)
+    base = [NodeInfo(f"n{i}", int(rng.integers(1, 64)) * 1000, int(rng.integers(1, 256)) << 30, 110) for i in range(7)]
+    table = NodeTable(base, 1)
+    for i in range(7):
+        table.add(f"n{i}", int(rng.integers(0, 9000)), int(rng.integers(0, 1 << 34)), int(rng.integers(0, 30)))
+    view = table.view()
+    rows = np.array([1, 2, 4, 6])
+    nodes = view.infos(rows)
+    arrays = view.requests(rows)
+    assert arrays.tolist() == [[float(getattr(n, k)) for k in NODE_REQUEST_COLUMNS] for n in nodes]
+    plain = ctx(rng.uniform(0, 0.7, (4, 6)), rng.uniform(0, 0.1, (4, 6)))
+    plain = dataclasses.replace(plain, nodes=nodes)
+    with_arrays = dataclasses.replace(plain, node_requests=arrays)
+    np.testing.assert_array_equal(candidate_matrix(plain), candidate_matrix(with_arrays))
