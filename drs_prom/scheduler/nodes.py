@@ -111,7 +111,14 @@ class NodeView:
         ``infos(idx)``, for the policy's arrays without a loop over NodeInfo."""
         t = self.table
         return np.column_stack(
-            [self.req_cpu[idx], t.alloc_cpu[idx], self.req_mem[idx], t.alloc_mem[idx], self.pods[idx], t.alloc_pods[idx]]
+            [
+                self.req_cpu[idx],
+                t.alloc_cpu[idx],
+                self.req_mem[idx],
+                t.alloc_mem[idx],
+                self.pods[idx],
+                t.alloc_pods[idx],
+            ]
         ).astype(np.float64)
 
     def all_infos(self) -> list[NodeInfo]:
