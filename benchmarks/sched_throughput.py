@@ -153,8 +153,11 @@ def wait_bound(watcher: BindWatcher, n: int, timeout: float = 600) -> None:
         time.sleep(0.05)
 
 
-def run_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, pid: int) -> dict:
-    """Pods created while the scheduler runs: pods/s, create-to-bind p50/p99, CPU per 1000 pods."""
+def run_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, pid: int, settle=None) -> dict:
+    """Pods created while the scheduler runs: pods/s, create-to-bind p50/p99, CPU per 1000 pods.
+
+    ``settle()`` waits for work the scheduler put off until the burst was over (drs-prom's
+    journal rows), so that its CPU per 1000 pods includes it."""
     from kubernetes import client
 
     core = client.CoreV1Api(cp.admin_client)
@@ -169,6 +172,8 @@ def run_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, pid
     t_created = time.monotonic()
     wait_bound(watcher, n_pods)
     watcher.stop()
+    if settle is not None:
+        settle()
     rss, cpu1 = proc_stats(pid)
     lat = np.array([watcher.bound[n] - created[n] for n in created if n in watcher.bound])
     last = max(watcher.bound.values()) if watcher.bound else float("nan")
@@ -197,10 +202,12 @@ def drain_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, s
     create_pods(core, ns, scheduler_name, n_pods, threads=16)  # before the scheduler starts: not measured
     watcher = BindWatcher(core, ns)
     time.sleep(0.5)
-    pid, stop = start()
+    pid, stop, settle = start()
     _, cpu0 = proc_stats(pid)
     try:
         wait_bound(watcher, n_pods)
+        if settle is not None:
+            settle()  # deferred journal rows count in CPU per 1000 pods
         rss, cpu1 = proc_stats(pid)
     finally:
         watcher.stop()
@@ -322,6 +329,15 @@ def drs_metrics(url: str) -> dict[str, float]:
             for ln in r.read().decode().splitlines()
             if ln and not ln.startswith("#") and " " in ln
         }
+
+
+def journal_settled(url: str, timeout: float = 300) -> None:
+    """Wait until drs-prom wrote every journal row it deferred during the burst (drs_journal_backlog_rows 0)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if drs_metrics(url).get("drs_journal_backlog_rows", 0.0) == 0:
+            return
+        time.sleep(0.2)
 
 
 def fallbacks(metrics: dict[str, float]) -> float:
@@ -507,7 +523,17 @@ def main() -> None:
                 try:
                     time.sleep(1.0)
                     results.append(
-                        {"nodes": n, **run_once(cp, f"drs-{n}", "drs-scheduler", args.pods, scheduler_pid(drs))}
+                        {
+                            "nodes": n,
+                            **run_once(
+                                cp,
+                                f"drs-{n}",
+                                "drs-scheduler",
+                                args.pods,
+                                scheduler_pid(drs),
+                                settle=lambda: journal_settled(drs_url),
+                            ),
+                        }
                     )
                     results.append({"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods, kube.pid)})
                     own = drs_metrics(drs_url)
@@ -529,14 +555,15 @@ def main() -> None:
                     pod_counts.append(args.rss_pods)
                 for n_pods in pod_counts:
 
-                    def drs_start(n_pods: int = n_pods) -> tuple[int, object]:
+                    def drs_start(n_pods: int = n_pods) -> tuple[int, object, object]:
                         d, u = start_drs(cp, work, model, name=f"drain-drs-{n_pods}", prom_url=prom_url, py_spy=spy)
                         holder["drs"] = (d, u)
-                        return scheduler_pid(d), lambda: (holder.update(m=drs_metrics(u)), stop_drs(d))
+                        stop = lambda: (holder.update(m=drs_metrics(u)), stop_drs(d))  # noqa: E731
+                        return scheduler_pid(d), stop, lambda: journal_settled(u)
 
-                    def kube_start(n_pods: int = n_pods) -> tuple[int, object]:
+                    def kube_start(n_pods: int = n_pods) -> tuple[int, object, object]:
                         k = cp.start_kube_scheduler(KUBE_CFG.format(name=f"drain-kube-{n_pods}"))
-                        return k.pid, k.stop
+                        return k.pid, k.stop, None
 
                     holder: dict = {}
                     drains.append({"nodes": n, **drain_once(cp, f"drs-{n}", f"drain-drs-{n_pods}", n_pods, drs_start)})

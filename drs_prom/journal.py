@@ -1,5 +1,7 @@
 """The decision journal: every placement, appended to SQLite (WAL) for retraining.
 
+Over 400 lines because the schema, its upgrades, the row codec and the background writer (batches, deferral while the scheduler is busy) belong to one file format.
+
 One row per decision. Feature vectors and per-node scores are JSON text so the table
 stays readable with the sqlite3 CLI; ``schema`` lets retraining skip rows written by
 an unknown layout instead of crashing on them.
@@ -38,6 +40,12 @@ from drs_prom.types import NodeInfo
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 500
+DEFER_ROWS = 2000
+"""While ``Journal.busy()`` says pods wait to be scheduled, the writer holds back up to this many rows..."""
+DEFER_SECONDS = 10.0
+"""...or rows this old: building a row (JSON of every candidate) costs more CPU than the decision
+itself at 1000 nodes, and it shares the scheduler's GIL, so a burst is scheduled first and
+journalled right after. ``flush``/``close`` never wait."""
 """Rows per write transaction of the background writer."""
 
 JOURNAL_SCHEMA = 3
@@ -202,6 +210,9 @@ class Journal:
         self._writer: threading.Thread | None = None
         self.on_write_failure: Callable[[Exception, int], None] | None = None
         """Called by the background writer with the error and the rows lost (the scheduler counts them)."""
+        self.busy: Callable[[], bool] | None = None
+        """True while the scheduler has pods waiting: the writer defers (DEFER_ROWS, DEFER_SECONDS)."""
+        self._flushing = 0  # flush() calls waiting: no deferral then
 
     def _upgrade(self) -> None:
         """Add the columns of newer schemas to a file created by an older one."""
@@ -237,12 +248,37 @@ class Journal:
         """Wait until every queued row is written."""
         if self._writer is not None:
             done = threading.Event()
-            self._queue.put(done)
-            done.wait(timeout)
+            with self._lock:
+                self._flushing += 1
+            try:
+                self._queue.put(done)
+                done.wait(timeout)
+            finally:
+                with self._lock:
+                    self._flushing -= 1
+
+    def backlog(self) -> int:
+        """Rows queued and not yet written (drs_journal_backlog_rows)."""
+        return self._queue.qsize()
+
+    def _defer(self, first: object) -> None:
+        """Hold rows back while the scheduler is busy, within DEFER_ROWS and DEFER_SECONDS."""
+        busy = self.busy
+        if busy is None or first is None or isinstance(first, threading.Event):
+            return
+        since = time.monotonic()
+        while (
+            not self._flushing
+            and self._queue.qsize() < DEFER_ROWS
+            and time.monotonic() - since < DEFER_SECONDS
+            and busy()
+        ):
+            time.sleep(0.05)
 
     def _write_loop(self) -> None:
         while True:
             batch = [self._queue.get()]
+            self._defer(batch[0])
             while len(batch) < BATCH_ROWS:
                 try:
                     batch.append(self._queue.get_nowait())
@@ -324,6 +360,7 @@ class Journal:
     def close(self) -> None:
         """Write what is queued, then close (a clean shutdown loses no row)."""
         if self._writer is not None:
+            self._flushing += 1  # write at once what is queued
             self._queue.put(None)
             self._writer.join(60)
         with self._lock:

@@ -83,11 +83,14 @@ class Scheduler:
         self.metrics = metrics or SchedulerMetrics()
         if journal is not None:
             journal.on_write_failure = self._journal_write_failed
+            self.metrics.journal_backlog.set_function(journal.backlog)
         self.decider = Decider(settings, self.metrics, source=source, policy=policy, model_loader=model_loader)
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.observed = observed
         self.recorder = recorder
         self.queue = SchedulingQueue(self.cfg.backoff_initial_seconds, self.cfg.backoff_max_seconds)
+        if journal is not None:
+            journal.busy = self.queue.has_active  # a burst is scheduled first, journalled right after
         self.cache = ClusterCache(
             self.cfg.scheduler_name,
             self.cfg.namespace,

@@ -54,6 +54,11 @@ class SchedulerMetrics:
         self.journal_failures = Counter(
             "drs_journal_failures_total", "Journal rows that could not be written (binding went on).", registry=r
         )
+        self.journal_backlog = Gauge(
+            "drs_journal_backlog_rows",
+            "Journal rows queued and not yet written (deferred while pods wait).",
+            registry=r,
+        )
         self.unschedulable = Counter("drs_unschedulable_total", "Attempts where no node was feasible.", registry=r)
         self.errors = Counter("drs_schedule_errors_total", "Attempts that raised (pod retried).", registry=r)
         self.latency = Histogram(

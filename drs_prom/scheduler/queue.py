@@ -150,6 +150,10 @@ class SchedulingQueue:
         with self._cond:
             return {"active": len(self._in_active), "backoff": len(self._waiting), "in_flight": len(self._in_flight)}
 
+    def has_active(self) -> bool:
+        """Pods are waiting for a scheduling attempt now (not backed off). Lock-free: a hint."""
+        return bool(self._in_active)
+
     def __contains__(self, uid: str) -> bool:
         with self._cond:
             return uid in self._items

@@ -130,3 +130,34 @@ def test_rows_with_broken_node_info_are_bad_rows(tmp_path):
     j.append(_d2(3.0))
     used, skipped = load_decisions(j, 0, 100, 10)
     assert [r.ts for r in used] == [3.0] and skipped == {"bad_row": 2}
+
+
+def test_writer_defers_rows_while_the_scheduler_is_busy_and_flush_never_waits(tmp_path):
+    import threading
+
+    from tests.waiting import wait_for
+
+    j = Journal(tmp_path / "j.sqlite")
+    busy = threading.Event()
+    busy.set()
+    j.busy = busy.is_set
+    built = []
+
+    def row(i: int):
+        def build() -> Decision:
+            built.append(i)
+            return dataclasses.replace(_d2(float(i)), pod_uid=f"u{i}")
+
+        return build
+
+    for i in range(3):
+        j.append_later(row(i))
+    wait_for(lambda: j._writer is not None and j._writer.is_alive(), 10, "writer started")
+    assert not built and j.backlog() >= 2  # held back (and not even built) while pods wait
+    j.flush()  # a flush writes at once, busy or not
+    assert sorted(built) == [0, 1, 2] and j.backlog() == 0
+    j.append_later(row(3))
+    busy.clear()  # the burst is over: written without a flush
+    wait_for(lambda: sorted(built) == [0, 1, 2, 3], 30, "row written once idle")
+    wait_for(lambda: len(list(j.since(0))) == 4, 30, "4 rows in the file")
+    j.close()
