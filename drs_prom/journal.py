@@ -213,6 +213,8 @@ class Journal:
         self.busy: Callable[[], bool] | None = None
         """True while the scheduler has pods waiting: the writer defers (DEFER_ROWS, DEFER_SECONDS)."""
         self._flushing = 0  # flush() calls waiting: no deferral then
+        self._unwritten = 0  # rows appended and not yet written (or given up on)
+        self._count_lock = threading.Lock()  # not self._lock: that one is held while SQLite writes
 
     def _upgrade(self) -> None:
         """Add the columns of newer schemas to a file created by an older one."""
@@ -242,6 +244,8 @@ class Journal:
                 if self._writer is None:
                     self._writer = threading.Thread(target=self._write_loop, name="drs-journal", daemon=True)
                     self._writer.start()
+        with self._count_lock:
+            self._unwritten += 1
         self._queue.put(decision)
 
     def flush(self, timeout: float = 30.0) -> None:
@@ -258,8 +262,8 @@ class Journal:
                     self._flushing -= 1
 
     def backlog(self) -> int:
-        """Rows queued and not yet written (drs_journal_backlog_rows)."""
-        return self._queue.qsize()
+        """Rows appended and not yet written, including the batch being built (drs_journal_backlog_rows)."""
+        return self._unwritten
 
     def _defer(self, first: object) -> None:
         """Hold rows back while the scheduler is busy, within DEFER_ROWS and DEFER_SECONDS."""
@@ -308,6 +312,9 @@ class Journal:
                     self.on_write_failure(exc, lost)  # the scheduler counts it and says so once a minute
                 else:
                     log.warning("journal write of %d rows failed: %s", lost, exc)
+            done_rows = sum(1 for item in batch if item is not None and not isinstance(item, threading.Event))
+            with self._count_lock:
+                self._unwritten -= done_rows
             for m in marks:
                 m.set()
             if stop:
