@@ -19,11 +19,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from drs_prom.agent.corrector import BASES, HEAD, TopKCorrection
 from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
-from drs_prom.agent.policy import DRSOriginalPolicy, LearnedPolicy, NodeAgentPolicy
+from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError, ModelError
 from drs_prom.features import FEATURE_SCHEMA_VERSION
+
+LearnedPolicy = NodeAgentPolicy | DRSOriginalPolicy | TopKCorrection
+"""What a model file loads as (drs_prom.agent.load_policy): a Policy with ``version`` and ``normalisation``."""
 
 FORMAT = "drs-prom-model"
 FORMAT_VERSION = 1
@@ -117,11 +121,11 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         raise ModelError(f"{mp} is not a drs-prom model description")
     if meta.get("format_version") != FORMAT_VERSION:
         raise ModelError(
-            f"{mp}: model format {meta.get('format_version')} is not supported (expected {FORMAT_VERSION})"
+            f"{mp}: model format {meta.get('format_version')!r} is not supported (expected {FORMAT_VERSION})"
         )
     if meta.get("feature_schema_version") != FEATURE_SCHEMA_VERSION:
         raise ModelError(
-            f"{mp}: model built for feature schema {meta.get('feature_schema_version')}, "
+            f"{mp}: model built for feature schema {meta.get('feature_schema_version')!r}, "
             f"this drs-prom uses {FEATURE_SCHEMA_VERSION}; retrain it"
         )
     policy = meta.get("policy")
@@ -131,7 +135,20 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         meta.get("input_schema") != CANDIDATE_SCHEMA or meta.get("input_columns") != list(CANDIDATE_COLUMNS)
     ):
         raise ModelError(
-            f"{mp}: model inputs (schema {meta.get('input_schema')}) differ from this drs-prom's (schema {CANDIDATE_SCHEMA}); retrain it"
+            f"{mp}: model inputs (schema {meta.get('input_schema')!r}) differ from this drs-prom's (schema {CANDIDATE_SCHEMA}); retrain it"
+        )
+    head = meta.get("head")
+    if head is not None and (
+        policy != "drs"
+        or not isinstance(head, dict)
+        or head.get("kind") != HEAD
+        or head.get("base") not in BASES
+        or not isinstance(head.get("k"), int)
+        or head["k"] < 1
+        or not (head.get("margin") is None or isinstance(head.get("margin"), (int, float)))
+    ):
+        raise ModelError(
+            f"{mp}: invalid head section {repr(head)[:120]} (expected kind {HEAD!r}, a known base, k >= 1, a margin)"
         )
     if policy == "drs-original" and not isinstance(meta.get("n_nodes"), int):
         raise ModelError(f"{mp}: drs-original model without an integer n_nodes")
@@ -156,8 +173,17 @@ class LoadedModel:
     def normalisation(self) -> Normalisation:
         return Normalisation.model_validate(self.meta["normalisation"])
 
+    @property
+    def head(self) -> dict[str, Any] | None:
+        """The policy head (drs_prom.agent.corrector) or None for the plain per-node argmax."""
+        head = self.meta.get("head")
+        return head if isinstance(head, dict) else None
+
     def policy(self) -> LearnedPolicy:
         """The model as a drs_prom.policy.Policy (numpy forward pass)."""
+        head = self.head
+        if head is not None:
+            return TopKCorrection.from_head(self.layers, head)
         if self.policy_name == "drs":
             return NodeAgentPolicy(self.layers)
         return DRSOriginalPolicy(self.layers, int(self.meta["n_nodes"]))

@@ -122,7 +122,7 @@ def _run(
         trained = train_candidate(current.layers, train, settings, simulator)
     secs["train_steps"] = float(trained.steps)
     with _timed(secs, "gate"):
-        scores = gate_scores(trained, current.layers, trans, held, settings, simulator)
+        scores = gate_scores(trained, current.layers, trans, held, settings, simulator, current.head)
     verdict = gate(scores, rs.gate_margin)
     res.scores = scores
 
@@ -189,6 +189,8 @@ class CurrentModel:
     layers: Layers | None
     name: str | None
     note: str
+    head: dict[str, Any] | None = None
+    """The policy head (drs_prom.agent.corrector) the weights serve under; the candidate keeps it."""
 
 
 def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
@@ -210,7 +212,7 @@ def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
         if loaded.policy_name != "drs":
             notes.append(f"{p} is a {loaded.policy_name} model; only drs models are retrained")
             continue
-        return CurrentModel(list(loaded.layers), name, "")
+        return CurrentModel(list(loaded.layers), name, "", loaded.head)
     return CurrentModel(None, None, "; ".join(notes))
 
 
@@ -221,6 +223,7 @@ def gate_scores(
     held: list[Transition],
     settings: Settings,
     simulator: RetrainSimulator | None,
+    head: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Candidate (and current) scores: minus the TD error on the held-out transitions, and the simulator reward."""
     batch = node_batch(held, max_nodes(trans), settings.prometheus.window_seconds)
@@ -228,9 +231,9 @@ def gate_scores(
     if current is not None:
         scores["holdout_td"]["current"] = td_score(current, batch, trained.gamma)
     if settings.retrain.sim_benchmark_pods and simulator is not None:
-        scores["sim_reward"] = {"candidate": simulator.score(trained.layers)}
+        scores["sim_reward"] = {"candidate": simulator.score(trained.layers, head)}
         if current is not None:
-            scores["sim_reward"]["current"] = simulator.score(current)
+            scores["sim_reward"]["current"] = simulator.score(current, head)
     return scores
 
 
@@ -246,6 +249,8 @@ def candidate_metadata(
 ) -> dict[str, Any]:
     """The candidate's model metadata: how it was trained (the gate's verdict is added by the caller)."""
     meta = base_metadata("drs", settings.normalisation)
+    if current.head:
+        meta["head"] = dict(current.head)
     meta["training"] = {
         "kind": "retrain",
         "started_from": current.name or "fresh network",
