@@ -742,9 +742,9 @@ def train_cmd(
     bench_seeds: int,
     config_path: str | None,
     learner: str,
-    clusters: int,
-    decisions: int,
-    members: int,
+    clusters: int | None,
+    decisions: int | None,
+    members: int | None,
     samples_path: str | None,
     no_progress: bool,
 ) -> None:
@@ -759,17 +759,31 @@ def train_cmd(
     if not out_path.endswith(".keras"):
         raise ConfigError(f"--out must end in .keras: {out_path}")
     command = "drs-prom train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    if learner != "dqn" and policy != "drs":
+        raise ConfigError(f"--learner {learner} applies to --policy drs only")
+    if learner == "selector":
+        from drs_prom.training.selector_run import SelectorConfig, run_selector_training
+
+        run_selector_training(
+            out_path,
+            clusters=clusters or 400,
+            decisions=decisions or 10,
+            cfg=SelectorConfig(members=members or 5, seed=seed),
+            labels_path=samples_path,
+            progress=not no_progress,
+            command=command,
+            echo=click.echo,
+        )
+        return
     if learner == "rollout":
-        if policy != "drs":
-            raise ConfigError("--learner rollout applies to --policy drs only")
         from drs_prom.training.correction_run import run_rollout_training
         from drs_prom.training.corrector import FitConfig
 
         run_rollout_training(
             out_path,
-            clusters=clusters,
-            decisions=decisions,
-            cfg=FitConfig(members=members, seed=seed),
+            clusters=clusters or 800,
+            decisions=decisions or 8,
+            cfg=FitConfig(members=members or 3, seed=seed),
             samples_path=samples_path,
             progress=not no_progress,
             command=command,

@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from drs_prom.agent import default_model_path, load_model
 from drs_prom.agent.persistence import base_metadata, save_model
 from drs_prom.agent.policy import Layers
+from drs_prom.agent.selector import SELECTOR
 from drs_prom.config import Settings
 from drs_prom.errors import DrsError, ModelError
 from drs_prom.journal import Decision
@@ -117,6 +118,9 @@ def _run(
     res.trained_on, res.held_out = len(train), len(held)
     current = current_model(store, settings)
     res.previous = store.current()
+    if current.unsupported:
+        res.result, res.reason = "unsupported", current.unsupported
+        return res
 
     with _timed(secs, "train"):
         trained = train_candidate(current.layers, train, settings, simulator)
@@ -191,6 +195,9 @@ class CurrentModel:
     note: str
     head: dict[str, Any] | None = None
     """The policy head (drs_prom.agent.corrector) the weights serve under; the candidate keeps it."""
+    unsupported: str = ""
+    """Why the running model cannot be fine-tuned from history (a heuristic selector reads cluster
+    features, not the per-node rows the journal rebuilds); the run then trains nothing."""
 
 
 def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
@@ -212,6 +219,12 @@ def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
         if loaded.policy_name != "drs":
             notes.append(f"{p} is a {loaded.policy_name} model; only drs models are retrained")
             continue
+        if loaded.head and loaded.head.get("kind") == SELECTOR:
+            why = (
+                f"{p} is a heuristic-selector drs model: it is trained on generated clusters "
+                "(drs-prom train --learner selector); fine-tuning from history applies to per-node drs models"
+            )
+            return CurrentModel(None, name, why, unsupported=why)
         return CurrentModel(list(loaded.layers), name, "", loaded.head)
     return CurrentModel(None, None, "; ".join(notes))
 

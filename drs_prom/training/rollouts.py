@@ -79,12 +79,38 @@ def unclipped_env(scenario: Scenario, seed: int) -> SchedulingEnv:
     return SchedulingEnv(scenario, seed=seed, norm=scenario.norm.model_copy(update={"clip": False}))
 
 
-def label_episode(scenario: Scenario, seed: int, base: str, k: int, decisions: int, cluster_id: int = 0) -> Samples:
-    """Schedule one episode with ``base``; at ``decisions`` random decisions label the top-k candidates."""
+def _window_cost(env: SchedulingEnv, policy: object, until: float) -> float:
+    """Minus the composite reward the rest of the episode collects from now until simulated time ``until``."""
+    cost = 0.0
+    ctx = env.ctx
+    while ctx is not None:
+        ctx, info, _ = env.step(choose(policy, ctx)[0])  # type: ignore[arg-type]
+        cost -= info.composite_reward(env.objective_settings)
+        if info.t >= until:
+            break
+    return cost
+
+
+def label_episode(
+    scenario: Scenario,
+    seed: int,
+    base: str,
+    k: int,
+    decisions: int,
+    cluster_id: int = 0,
+    horizon: float | None = None,
+) -> Samples:
+    """Schedule one episode with ``base``; at ``decisions`` random decisions label the top-k candidates.
+
+    ``horizon``: None labels each candidate with the episode's final composite; a number H labels it
+    with the composite the next H x (mean pod work) simulated seconds collect, which ignores effects
+    further out but not the far future's chaos (one different bind reshuffles every later one).
+    """
     env = unclipped_env(scenario, seed)
     policy = fit_to_scenario(BASES[base](seed), scenario)
     ctx = env.reset(seed)
     n_total = len(env.workload.arrival)
+    window = None if horizon is None else horizon * float(np.mean(env.workload.work))
     rng = np.random.default_rng([seed, 7])
     picked = set(rng.choice(n_total, size=min(decisions, n_total), replace=False).tolist()) if n_total else set()
     rows: list[np.ndarray] = []
@@ -99,19 +125,26 @@ def label_episode(scenario: Scenario, seed: int, base: str, k: int, decisions: i
             r = np.zeros((k, N_CANDIDATE), np.float32)
             r[: len(top)] = candidate_matrix(ctx, policy.recent.pending(ctx))[top]
             c = np.full(k, np.nan)
-            for j in range(1, len(top)):
+            for j in range(0 if window is not None else 1, len(top)):
                 fork = fork_env(env)
-                fork.step(int(top[j]))
                 branch = copy.deepcopy(policy)
                 branch.recent.record(ctx, int(top[j]))
-                c[j] = play_out(fork, branch)[0]
+                if window is None:
+                    fork.step(int(top[j]))
+                    c[j] = play_out(fork, branch)[0]
+                else:
+                    _, info, _ = fork.step(int(top[j]))
+                    c[j] = -info.composite_reward(fork.objective_settings)
+                    if info.t < ctx.now + window:
+                        c[j] += _window_cost(fork, branch, ctx.now + window)
             m = np.zeros(k, bool)
             m[: len(top)] = True
             rows.append(r)
             costs.append(c)
             masks.append(m)
-            own.append(len(costs) - 1)
             when.append(t)
+            if window is None:
+                own.append(len(costs) - 1)
         idx, _ = choose(policy, ctx)
         ctx, _, _ = env.step(idx)
         t += 1
@@ -125,9 +158,9 @@ def label_episode(scenario: Scenario, seed: int, base: str, k: int, decisions: i
     )
 
 
-def _label_training_cluster(args: tuple[int, str, int, int, GeneratorParams | None]) -> Samples:
-    seed, base, k, decisions, params = args
-    return label_episode(training_scenario(seed, params), seed, base, k, decisions, cluster_id=seed)
+def _label_training_cluster(args: tuple[int, str, int, int, GeneratorParams | None, float | None]) -> Samples:
+    seed, base, k, decisions, params, horizon = args
+    return label_episode(training_scenario(seed, params), seed, base, k, decisions, cluster_id=seed, horizon=horizon)
 
 
 def label_training_clusters(
@@ -138,6 +171,7 @@ def label_training_clusters(
     params: GeneratorParams | None = None,
     workers: int = 2,
     progress: bool = True,
+    horizon: float | None = None,
 ) -> Samples:
     """Label ``decisions`` decisions on each generated training cluster (one episode each), in ``workers`` processes.
 
@@ -146,7 +180,7 @@ def label_training_clusters(
     """
     from tqdm import tqdm
 
-    jobs = [(int(s), base, k, decisions, params) for s in seeds]
+    jobs = [(int(s), base, k, decisions, params, horizon) for s in seeds]
     parts: list[Samples] = []
     bar = tqdm(total=len(jobs), desc="label rollouts", unit="cluster", disable=not progress, leave=False)
     if workers <= 1:
