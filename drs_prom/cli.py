@@ -709,6 +709,28 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
 @click.option(
     "--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML (reward weights)."
 )
+@click.option(
+    "--learner",
+    type=click.Choice(["dqn", "rollout"]),
+    default="dqn",
+    show_default=True,
+    help="drs: 'rollout' trains the shipped top-k correction of capacity-balanced-overload on generated clusters "
+    "(--clusters, --decisions; --scenario and --episodes are ignored); 'dqn' the per-node Double DQN on --scenario.",
+)
+@click.option(
+    "--clusters", default=800, show_default=True, type=click.IntRange(1, 100_000), help="rollout: clusters labelled."
+)
+@click.option(
+    "--decisions", default=8, show_default=True, type=click.IntRange(1, 1000), help="rollout: decisions per cluster."
+)
+@click.option("--members", default=3, show_default=True, type=click.IntRange(1, 16), help="rollout: ensemble members.")
+@click.option(
+    "--samples",
+    "samples_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="rollout: .npz of labelled decisions, reused if it exists, else written.",
+)
 @click.option("--no-progress", is_flag=True)
 def train_cmd(
     scenario: str,
@@ -720,6 +742,11 @@ def train_cmd(
     drs_scales: bool,
     bench_seeds: int,
     config_path: str | None,
+    learner: str,
+    clusters: int | None,
+    decisions: int | None,
+    members: int | None,
+    samples_path: str | None,
     no_progress: bool,
 ) -> None:
     """Train drs (or DRS's original DQN) on the simulator; writes .keras + .json + learning-curve .png."""
@@ -732,6 +759,38 @@ def train_cmd(
 
     if not out_path.endswith(".keras"):
         raise ConfigError(f"--out must end in .keras: {out_path}")
+    command = "drs-prom train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    if learner != "dqn" and policy != "drs":
+        raise ConfigError(f"--learner {learner} applies to --policy drs only")
+    if learner == "selector":
+        from drs_prom.training.selector_run import SelectorConfig, run_selector_training
+
+        run_selector_training(
+            out_path,
+            clusters=clusters or 400,
+            decisions=decisions or 10,
+            cfg=SelectorConfig(members=members or 5, seed=seed),
+            labels_path=samples_path,
+            progress=not no_progress,
+            command=command,
+            echo=click.echo,
+        )
+        return
+    if learner == "rollout":
+        from drs_prom.training.correction_run import run_rollout_training
+        from drs_prom.training.corrector import FitConfig
+
+        run_rollout_training(
+            out_path,
+            clusters=clusters or 800,
+            decisions=decisions or 8,
+            cfg=FitConfig(members=members or 3, seed=seed),
+            samples_path=samples_path,
+            progress=not no_progress,
+            command=command,
+            echo=click.echo,
+        )
+        return
     if imitate and imitate != "none" and policy != "drs":
         raise ConfigError("--imitate applies to --policy drs only")
     if imitate is None:
@@ -740,7 +799,6 @@ def train_cmd(
     settings = load_settings(config_path)
     extra = {"imitate": imitate, "eps_start": 0.3} if imitate else {}
     cfg = TrainConfig(policy=policy, episodes=episodes, seed=seed, scenario=scenario, reward=settings.reward, **extra)  # type: ignore[arg-type]
-    command = "drs-prom train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     run(
         cfg,
         out_path,

@@ -13,8 +13,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drs_prom.agent.persistence import default_model_path, default_original_path, load_model, read_metadata
-from drs_prom.agent.policy import LearnedPolicy
+from drs_prom.agent.persistence import (
+    LearnedPolicy,
+    default_model_path,
+    default_original_path,
+    load_model,
+    read_metadata,
+)
 
 __all__ = ["LearnedPolicy", "default_model_path", "default_original_path", "load_model", "load_policy", "read_metadata"]
 
@@ -29,5 +34,7 @@ def load_policy(path: str | Path | None = None) -> LearnedPolicy:
     loaded = load_model(path)
     policy = loaded.policy()
     policy.version = f"{loaded.path.stem}@{loaded.meta.get('created', '?')}"
-    policy.normalisation = loaded.normalisation
+    # A top-k correction reads loads relative to each node's capacity, like its base heuristic: it uses
+    # the cluster's own scales (unclipped), not the ones recorded at training.
+    policy.normalisation = None if loaded.head else loaded.normalisation
     return policy

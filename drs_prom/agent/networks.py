@@ -38,8 +38,8 @@ def configure_tf(threads: int = 1) -> Any:
     return tf
 
 
-def node_scorer(n_inputs: int, hidden: Sequence[int] = (64, 64), seed: int = 0) -> Any:
-    """Per-candidate MLP: (batch, n_inputs) -> (batch, 1) Q value."""
+def node_scorer(n_inputs: int, hidden: Sequence[int] = (64, 64), seed: int = 0, outputs: int = 1) -> Any:
+    """Per-candidate MLP: (batch, n_inputs) -> (batch, 1) Q value (``outputs`` > 1: one per option, the selector)."""
     configure_tf()
     import keras
 
@@ -52,7 +52,7 @@ def node_scorer(n_inputs: int, hidden: Sequence[int] = (64, 64), seed: int = 0) 
             kernel_initializer=keras.initializers.HeUniform(seed=seed + i),
             name=f"hidden_{i}",
         )(x)
-    q = keras.layers.Dense(1, kernel_initializer=keras.initializers.GlorotUniform(seed=seed + 99), name="q")(x)
+    q = keras.layers.Dense(outputs, kernel_initializer=keras.initializers.GlorotUniform(seed=seed + 99), name="q")(x)
     return keras.Model(inputs, q, name="drs_node_scorer")
 
 

@@ -19,11 +19,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from drs_prom.agent.corrector import BASES, HEAD, TopKCorrection
 from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
-from drs_prom.agent.policy import DRSOriginalPolicy, LearnedPolicy, NodeAgentPolicy
+from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
+from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, SELECTOR, HeuristicSelector
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError, ModelError
 from drs_prom.features import FEATURE_SCHEMA_VERSION
+
+LearnedPolicy = NodeAgentPolicy | DRSOriginalPolicy | TopKCorrection | HeuristicSelector
+"""What a model file loads as (drs_prom.agent.load_policy): a Policy with ``version`` and ``normalisation``."""
 
 FORMAT = "drs-prom-model"
 FORMAT_VERSION = 1
@@ -117,11 +122,11 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         raise ModelError(f"{mp} is not a drs-prom model description")
     if meta.get("format_version") != FORMAT_VERSION:
         raise ModelError(
-            f"{mp}: model format {meta.get('format_version')} is not supported (expected {FORMAT_VERSION})"
+            f"{mp}: model format {meta.get('format_version')!r} is not supported (expected {FORMAT_VERSION})"
         )
     if meta.get("feature_schema_version") != FEATURE_SCHEMA_VERSION:
         raise ModelError(
-            f"{mp}: model built for feature schema {meta.get('feature_schema_version')}, "
+            f"{mp}: model built for feature schema {meta.get('feature_schema_version')!r}, "
             f"this drs-prom uses {FEATURE_SCHEMA_VERSION}; retrain it"
         )
     policy = meta.get("policy")
@@ -131,8 +136,11 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         meta.get("input_schema") != CANDIDATE_SCHEMA or meta.get("input_columns") != list(CANDIDATE_COLUMNS)
     ):
         raise ModelError(
-            f"{mp}: model inputs (schema {meta.get('input_schema')}) differ from this drs-prom's (schema {CANDIDATE_SCHEMA}); retrain it"
+            f"{mp}: model inputs (schema {meta.get('input_schema')!r}) differ from this drs-prom's (schema {CANDIDATE_SCHEMA}); retrain it"
         )
+    head = meta.get("head")
+    if head is not None:
+        _check_head(mp, policy, head)
     if policy == "drs-original" and not isinstance(meta.get("n_nodes"), int):
         raise ModelError(f"{mp}: drs-original model without an integer n_nodes")
     try:
@@ -140,6 +148,39 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     except ValidationError:
         raise ModelError(f"{mp}: invalid normalisation section") from None
     return meta
+
+
+def _check_head(mp: Path, policy: Any, head: Any) -> None:
+    """A ``head`` section names how the network's outputs become a choice; refuse any this code cannot serve."""
+    ok = policy == "drs" and isinstance(head, dict)
+    margin = head.get("margin") if ok else None
+    ok = ok and (margin is None or (isinstance(margin, (int, float)) and not isinstance(margin, bool)))
+    if ok and head.get("kind") == HEAD:
+        ok = head.get("base") in BASES and isinstance(head.get("k"), int) and head["k"] >= 1
+    elif ok and head.get("kind") == SELECTOR:
+        arms = head.get("arms")
+        ok = (
+            isinstance(arms, list)
+            and all(isinstance(a, str) and a in ARMS for a in arms)
+            and DEFAULT_ARM in arms
+            and head.get("features") == list(CLUSTER_FEATURES)
+        )
+    else:
+        ok = False
+    if not ok:
+        raise ModelError(
+            f"{mp}: invalid head section {repr(head)[:120]} (a {HEAD!r} or {SELECTOR!r} head this drs-prom can serve)"
+        )
+
+
+def _io_shape(meta: dict[str, Any]) -> tuple[int, int]:
+    """(inputs, outputs) the network of a checked model must have."""
+    head = meta.get("head")
+    if isinstance(head, dict) and head.get("kind") == SELECTOR:
+        return len(CLUSTER_FEATURES), len(head["arms"])
+    if meta["policy"] == "drs":
+        return len(CANDIDATE_COLUMNS), 1
+    return drs_state_dim(meta["n_nodes"]), meta["n_nodes"]
 
 
 @dataclass(frozen=True)
@@ -156,8 +197,19 @@ class LoadedModel:
     def normalisation(self) -> Normalisation:
         return Normalisation.model_validate(self.meta["normalisation"])
 
+    @property
+    def head(self) -> dict[str, Any] | None:
+        """The policy head (drs_prom.agent.corrector) or None for the plain per-node argmax."""
+        head = self.meta.get("head")
+        return head if isinstance(head, dict) else None
+
     def policy(self) -> LearnedPolicy:
         """The model as a drs_prom.policy.Policy (numpy forward pass)."""
+        head = self.head
+        if head is not None and head["kind"] == SELECTOR:
+            return HeuristicSelector.from_head(self.layers, head)
+        if head is not None:
+            return TopKCorrection.from_head(self.layers, head)
         if self.policy_name == "drs":
             return NodeAgentPolicy(self.layers)
         return DRSOriginalPolicy(self.layers, int(self.meta["n_nodes"]))
@@ -182,8 +234,7 @@ def load_model(path: str | Path | None = None) -> LoadedModel:
     except Exception as exc:  # noqa: BLE001 - keras raises many types for damaged archives: all become ModelError
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"model file {path} could not be loaded: {first[:200]}") from None
-    want_in = len(CANDIDATE_COLUMNS) if meta["policy"] == "drs" else drs_state_dim(meta["n_nodes"])
-    want_out = 1 if meta["policy"] == "drs" else meta["n_nodes"]
+    want_in, want_out = _io_shape(meta)
     if not layers or layers[0][0].shape[0] != want_in or layers[-1][0].shape[1] != want_out:
         raise ModelError(
             f"model file {path} has shape {layers[0][0].shape[0] if layers else '?'}->... which does not match its metadata"

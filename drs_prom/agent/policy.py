@@ -78,7 +78,3 @@ class DRSOriginalPolicy:
             )
         q = forward(self.layers, drs_state(ctx)[None, :])[0].astype(np.float64)
         return np.where(np.asarray(ctx.feasible, bool), q, -np.inf)
-
-
-LearnedPolicy = NodeAgentPolicy | DRSOriginalPolicy
-"""What a model file loads as (drs_prom.agent.load_policy): a Policy with ``version`` and ``normalisation``."""

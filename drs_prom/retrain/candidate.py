@@ -36,8 +36,9 @@ class RetrainSimulator(Protocol):
         """Add ``episodes`` epsilon-greedy episodes of ``learner`` to ``replay``; the transitions added."""
         ...
 
-    def score(self, layers: Layers) -> float:
-        """Mean reward per decision of the greedy policy ``layers`` in one seeded run (higher is better)."""
+    def score(self, layers: Layers, head: dict[str, Any] | None = None) -> float:
+        """Mean reward per decision of the greedy policy ``layers`` (under its ``head``, if the model has one)
+        in one seeded run (higher is better)."""
         ...
 
 

@@ -46,7 +46,7 @@ class RetrainMetrics:
         )
         self.duration = G("drs_retrain_last_duration_seconds", "Wall time of the last run.", registry=registry)
         self.current = G("drs_retrain_current_version", "Number of the promoted model version.", registry=registry)
-        for r in ("promoted", "rejected", "insufficient_data", "error"):
+        for r in ("promoted", "rejected", "insufficient_data", "unsupported", "error"):
             self.runs.labels(r)
         self.approximated.labels("no_node_info")
 
@@ -62,7 +62,7 @@ class RetrainMetrics:
 
 @dataclass
 class RetrainResult:
-    result: str  # promoted | rejected | insufficient_data | error
+    result: str  # promoted | rejected | insufficient_data | unsupported | error
     reason: str = ""
     decisions: int = 0
     transitions: int = 0

@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from drs_prom.agent import default_model_path, load_model
 from drs_prom.agent.persistence import base_metadata, save_model
 from drs_prom.agent.policy import Layers
+from drs_prom.agent.selector import SELECTOR
 from drs_prom.config import Settings
 from drs_prom.errors import DrsError, ModelError
 from drs_prom.journal import Decision
@@ -117,12 +118,15 @@ def _run(
     res.trained_on, res.held_out = len(train), len(held)
     current = current_model(store, settings)
     res.previous = store.current()
+    if current.unsupported:
+        res.result, res.reason = "unsupported", current.unsupported
+        return res
 
     with _timed(secs, "train"):
         trained = train_candidate(current.layers, train, settings, simulator)
     secs["train_steps"] = float(trained.steps)
     with _timed(secs, "gate"):
-        scores = gate_scores(trained, current.layers, trans, held, settings, simulator)
+        scores = gate_scores(trained, current.layers, trans, held, settings, simulator, current.head)
     verdict = gate(scores, rs.gate_margin)
     res.scores = scores
 
@@ -189,6 +193,11 @@ class CurrentModel:
     layers: Layers | None
     name: str | None
     note: str
+    head: dict[str, Any] | None = None
+    """The policy head (drs_prom.agent.corrector) the weights serve under; the candidate keeps it."""
+    unsupported: str = ""
+    """Why the running model cannot be fine-tuned from history (a heuristic selector reads cluster
+    features, not the per-node rows the journal rebuilds); the run then trains nothing."""
 
 
 def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
@@ -210,7 +219,13 @@ def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
         if loaded.policy_name != "drs":
             notes.append(f"{p} is a {loaded.policy_name} model; only drs models are retrained")
             continue
-        return CurrentModel(list(loaded.layers), name, "")
+        if loaded.head and loaded.head.get("kind") == SELECTOR:
+            why = (
+                f"{p} is a heuristic-selector drs model: it is trained on generated clusters "
+                "(drs-prom train --learner selector); fine-tuning from history applies to per-node drs models"
+            )
+            return CurrentModel(None, name, why, unsupported=why)
+        return CurrentModel(list(loaded.layers), name, "", loaded.head)
     return CurrentModel(None, None, "; ".join(notes))
 
 
@@ -221,6 +236,7 @@ def gate_scores(
     held: list[Transition],
     settings: Settings,
     simulator: RetrainSimulator | None,
+    head: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Candidate (and current) scores: minus the TD error on the held-out transitions, and the simulator reward."""
     batch = node_batch(held, max_nodes(trans), settings.prometheus.window_seconds)
@@ -228,9 +244,9 @@ def gate_scores(
     if current is not None:
         scores["holdout_td"]["current"] = td_score(current, batch, trained.gamma)
     if settings.retrain.sim_benchmark_pods and simulator is not None:
-        scores["sim_reward"] = {"candidate": simulator.score(trained.layers)}
+        scores["sim_reward"] = {"candidate": simulator.score(trained.layers, head)}
         if current is not None:
-            scores["sim_reward"]["current"] = simulator.score(current)
+            scores["sim_reward"]["current"] = simulator.score(current, head)
     return scores
 
 
@@ -246,6 +262,8 @@ def candidate_metadata(
 ) -> dict[str, Any]:
     """The candidate's model metadata: how it was trained (the gate's verdict is added by the caller)."""
     meta = base_metadata("drs", settings.normalisation)
+    if current.head:
+        meta["head"] = dict(current.head)
     meta["training"] = {
         "kind": "retrain",
         "started_from": current.name or "fresh network",

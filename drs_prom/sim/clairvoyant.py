@@ -44,7 +44,7 @@ def _told(policy: Policy, ctx: DecisionContext, node: int) -> Policy:
     return policy
 
 
-def _fork(env: SchedulingEnv) -> SchedulingEnv:
+def fork_env(env: SchedulingEnv) -> SchedulingEnv:
     """An independent copy of ``env`` mid-episode, sharing only the read-only scenario, nodes and workload."""
     memo = {
         id(env.scenario): env.scenario,
@@ -55,7 +55,7 @@ def _fork(env: SchedulingEnv) -> SchedulingEnv:
     return copy.deepcopy(env, memo)
 
 
-def _play_out(env: SchedulingEnv, policy: Policy, cost: str = "composite") -> tuple[float, list[int]]:
+def play_out(env: SchedulingEnv, policy: Policy, cost: str = "composite") -> tuple[float, list[int]]:
     """Bind the rest of the episode with ``policy``; the episode's cost (composite or imbalance) and the nodes chosen."""
     actions: list[int] = []
     ctx = env.ctx
@@ -77,14 +77,14 @@ def clairvoyant_actions(env: SchedulingEnv, seed: int, base: Policy, cost: str =
     env.reset(seed)
     if cost not in ("composite", "imbalance"):
         raise ConfigError(f"unknown clairvoyant cost {cost!r}; use composite or imbalance")
-    best_cost, best = _play_out(_fork(env), copy.deepcopy(base), cost)
+    best_cost, best = play_out(fork_env(env), copy.deepcopy(base), cost)
     taken: list[int] = []
     while env.ctx is not None:
         ctx = env.ctx
         for candidate in np.flatnonzero(ctx.feasible):
-            fork = _fork(env)
+            fork = fork_env(env)
             fork.step(int(candidate))
-            value, tail = _play_out(fork, _told(copy.deepcopy(base), ctx, int(candidate)), cost)
+            value, tail = play_out(fork, _told(copy.deepcopy(base), ctx, int(candidate)), cost)
             if value < best_cost - 1e-12:
                 best_cost, best = value, [*taken, int(candidate), *tail]
         node = best[len(taken)]

@@ -9,15 +9,17 @@ not import the simulator. The scenario (``retrain.sim_scenario`` cut to
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
+from drs_prom.agent.corrector import TopKCorrection
 from drs_prom.agent.dqn import NodeDQN
 from drs_prom.agent.features import candidate_matrix
 from drs_prom.agent.policy import Layers, NodeAgentPolicy
 from drs_prom.agent.replay import NodeReplay
 from drs_prom.config import Settings
-from drs_prom.policy import DecisionContext
+from drs_prom.policy import DecisionContext, Policy
 from drs_prom.recent_binds import RecentBinds
 from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.env import SchedulingEnv
@@ -49,13 +51,21 @@ class SimulatorChecks:
     def n_pods(self) -> int:
         return self.scenario.n_pods
 
-    def score(self, layers: Layers) -> float:
-        """Mean reward per decision of the greedy policy in one seeded simulator run (higher is better)."""
+    def score(self, layers: Layers, head: dict[str, Any] | None = None) -> float:
+        """Mean reward per decision of the greedy policy in one seeded simulator run (higher is better).
+
+        With a top-k correction ``head`` the policy is the corrected heuristic, on unclipped loads as it serves.
+        """
         settings = self.settings
-        env = SchedulingEnv(self.scenario, seed=settings.retrain.seed, norm=settings.normalisation)
+        policy: Policy = NodeAgentPolicy(layers)
+        norm = settings.normalisation
+        if head:
+            policy = TopKCorrection.from_head(layers, head, metric_window_seconds=settings.prometheus.window_seconds)
+            norm = norm.model_copy(update={"clip": False})
+        env = SchedulingEnv(self.scenario, seed=settings.retrain.seed, norm=norm)
         rewards: list[float] = []
         env.run(
-            NodeAgentPolicy(layers),
+            policy,
             seed=settings.retrain.seed,
             on_step=lambda info: rewards.append(step_reward(info, "drs", settings.reward)),
         )
