@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -169,12 +170,8 @@ def fit(
         layers = fold_standardisation(block_ensemble([export_dense(net) for _, net, _ in members]), mu, sd)
         scores = {}
         for margin in MARGINS[:-1]:
-            ratio, base_cache = composite_ratio(
-                lambda layers=layers, margin=margin: TopKCorrection(layers, base, k, margin),
-                base,
-                selection_seeds,
-                base_cache,
-            )
+            make = partial(TopKCorrection, layers, base, k, margin)
+            ratio, base_cache = composite_ratio(make, base, selection_seeds, base_cache)
             scores[margin] = ratio
         point = {"epoch": epoch, "loss": round(float(np.mean(losses)), 5), "ratio_by_margin": scores}
         curve.append(point)

@@ -27,7 +27,7 @@ import numpy as np
 
 from drs_prom.agent.corrector import BASES, top_k
 from drs_prom.agent.features import N_CANDIDATE, candidate_matrix
-from drs_prom.policy import choose
+from drs_prom.policy import DecisionContext, choose
 from drs_prom.sim.clairvoyant import fork_env, play_out
 from drs_prom.sim.env import SchedulingEnv, fit_to_scenario
 from drs_prom.sim.generator import GeneratorParams, training_scenario
@@ -107,8 +107,9 @@ def label_episode(
     further out but not the far future's chaos (one different bind reshuffles every later one).
     """
     env = unclipped_env(scenario, seed)
-    policy = fit_to_scenario(BASES[base](seed), scenario)
-    ctx = env.reset(seed)
+    policy = BASES[base](seed)
+    fit_to_scenario(policy, scenario)
+    ctx: DecisionContext | None = env.reset(seed)
     n_total = len(env.workload.arrival)
     window = None if horizon is None else horizon * float(np.mean(env.workload.work))
     rng = np.random.default_rng([seed, 7])

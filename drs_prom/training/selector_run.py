@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from drs_prom.agent.corrector import block_ensemble
 from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, ClusterFeatures, HeuristicSelector
-from drs_prom.policy import choose
+from drs_prom.policy import DecisionContext, choose
 from drs_prom.sim.env import fit_to_scenario
 from drs_prom.sim.generator import EVAL_CLUSTERS, EVAL_SEED_BASE, training_scenario
 from drs_prom.training.rollouts import unclipped_env
@@ -75,7 +76,7 @@ def label_cluster(seed: int, arms: Sequence[str] = tuple(ARMS), decisions: int =
     policy = fit_to_scenario(ARMS[DEFAULT_ARM](seed), sc)
     window = float(getattr(policy, "metric_window_seconds", 0.0))
     tracker = ClusterFeatures()
-    ctx = env.reset(seed)
+    ctx: DecisionContext | None = env.reset(seed)
     seen: list[np.ndarray] = []
     while ctx is not None:
         seen.append(tracker.update(ctx, window).copy())
@@ -159,7 +160,8 @@ def selection_ratio(
     make: Callable[[int], Any], seeds: Sequence[int], base: dict[int, float]
 ) -> tuple[float, dict[str, int]]:
     """Mean composite(policy) / composite(default arm) over held-out training clusters; arms used, by decisions."""
-    ratios, used = [], {}
+    ratios: list[float] = []
+    used: dict[str, int] = {}
     for s in seeds:
         sc = training_scenario(s)
         if s not in base:
@@ -174,6 +176,10 @@ def selection_ratio(
         for a, c in arms_used.items():
             used[a] = used.get(a, 0) + c
     return float(np.mean(ratios)), used
+
+
+def _selector(layers: list, arms: tuple[str, ...], margin: float, seed: int) -> HeuristicSelector:
+    return HeuristicSelector(layers, arms, margin, seed=seed)
 
 
 def fit_selector(
@@ -234,9 +240,8 @@ def fit_selector(
         scores: dict[float, float] = {}
         used_by: dict[float, dict[str, int]] = {}
         for margin in MARGINS:
-            scores[margin], used_by[margin] = selection_ratio(
-                lambda s, L=layers, m=margin: HeuristicSelector(L, tuple(arms), m, seed=s), selection_seeds, base
-            )
+            make = partial(_selector, layers, tuple(arms), margin)
+            scores[margin], used_by[margin] = selection_ratio(make, selection_seeds, base)
         point = {"epoch": epoch, "loss": round(float(np.mean(losses)), 6), "ratio_by_margin": scores}
         curve.append(point)
         echo(
