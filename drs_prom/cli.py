@@ -289,7 +289,13 @@ def extender_cmd(
 @click.option("--scrape", "scrape_seconds", default=0.5, show_default=True, type=float, help="Scrape interval (s).")
 @click.option("--model", "model_path", default=None, help="Model for drs (default: the shipped one).")
 @click.option("--no-bench", is_flag=True, help="Skip the in-process bench comparison.")
-@click.option("--kubeconfig", default=None, help="Not supported yet: the testbed starts its own control plane.")
+@click.option(
+    "--kubeconfig",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Run on this cluster instead of starting etcd + kube-apiserver: fake nodes (tainted drs.io/testbed, "
+    "Lease heartbeats) and one namespace per run are created there and deleted at the end.",
+)
 @click.option("--out", "out_dir", default="out/testbed", show_default=True, type=click.Path(file_okay=False))
 def testbed_cmd(
     scenario: str,
@@ -308,12 +314,9 @@ def testbed_cmd(
     """Closed loop on real parts: control plane, twin kubelets over the simulator, real Prometheus, judged by PromQL."""
     import logging
 
-    from drs_prom.errors import ConfigError
     from drs_prom.testbed.api import run_testbed
     from drs_prom.testbed.schedulers import parse_schedulers
 
-    if kubeconfig:
-        raise ConfigError("--kubeconfig is not supported yet; the testbed starts its own control plane on loopback")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # retries while a fault has the apiserver down
     run_testbed(
@@ -328,6 +331,7 @@ def testbed_cmd(
         model_path=model_path,
         faults=faults,
         bench=not no_bench,
+        kubeconfig=kubeconfig,
         echo=click.echo,
     )
 
@@ -711,11 +715,13 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
 )
 @click.option(
     "--learner",
-    type=click.Choice(["dqn", "rollout"]),
+    type=click.Choice(["dqn", "selector", "rollout"]),
     default="dqn",
     show_default=True,
-    help="drs: 'rollout' trains the shipped top-k correction of capacity-balanced-overload on generated clusters "
-    "(--clusters, --decisions; --scenario and --episodes are ignored); 'dqn' the per-node Double DQN on --scenario.",
+    help="drs: 'selector' trains a Q-network choosing among heuristics per cluster state, 'rollout' a top-k "
+    "correction of capacity-balanced-overload, both from rollout labels on generated clusters (--clusters, "
+    "--decisions, --members, --samples; --scenario and --episodes are ignored); 'dqn' the per-node Double DQN "
+    "on --scenario.",
 )
 @click.option(
     "--clusters", default=800, show_default=True, type=click.IntRange(1, 100_000), help="rollout: clusters labelled."

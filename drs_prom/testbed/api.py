@@ -19,7 +19,7 @@ from typing import Any
 from drs_prom.errors import ConfigError
 from drs_prom.sim.scenario import Scenario, load_scenario
 from drs_prom.testbed import report as rep
-from drs_prom.testbed.process import handle_termination, stop_all
+from drs_prom.testbed.process import handle_termination, live_processes, stop_all
 from drs_prom.testbed.runner import RunConfig, Testbed, workload_for
 
 
@@ -62,11 +62,13 @@ def run_testbed(
     faults: bool = False,
     bench: bool = True,
     workdir: str | Path | None = None,
+    kubeconfig: str | None = None,
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run, judge, compare with bench, print the table and write DIR/testbed-S.json (+ PNG).
 
-    ``faults``: instead of the comparison, the fault script (drs-prom in 2 replicas, faults.py)."""
+    ``faults``: instead of the comparison, the fault script (drs-prom in 2 replicas, faults.py).
+    ``kubeconfig``: an existing cluster instead of the testbed's own control plane (Testbed)."""
     import tempfile
 
     sc = load_scenario(scenario) if isinstance(scenario, str) else scenario
@@ -87,9 +89,10 @@ def run_testbed(
     t0 = time.monotonic()
     runs: list[dict[str, Any]] = []
     fault_report: dict[str, Any] | None = None
+    already_running = live_processes()  # not ours to stop (a caller's control plane)
     with handle_termination():
         try:
-            with Testbed(sc, base, cfg, echo) as tb:
+            with Testbed(sc, base, cfg, echo, kubeconfig) as tb:
                 for seed in seeds if not faults else ():  # --faults: the fault script alone
                     wl = workload_for(sc, seed, pods)
                     for name in schedulers:
@@ -107,7 +110,7 @@ def run_testbed(
                     fault_report = run_faults(tb, seeds[0], pods, echo)
             ok = True
         finally:
-            stop_all()
+            stop_all(keep=already_running)
             if ok and not workdir:
                 shutil.rmtree(base, ignore_errors=True)
             elif not ok:
@@ -122,6 +125,7 @@ def run_testbed(
         "scrape_seconds": scrape_seconds,
         "exporter_mode": cfg.exporter_mode,
         "model": model,
+        "cluster": "kubeconfig" if kubeconfig else "own",
         "wall_seconds": time.monotonic() - t0,
         "schedulers": per,
     }

@@ -43,7 +43,12 @@ from drs_prom.testbed.pki import kubeconfig as _kubeconfig
 from drs_prom.testbed.pki import make_pki
 from drs_prom.testbed.process import LOOPBACK, ManagedProcess, free_port, run, wait_http
 
-__all__ = ["ControlPlane", "ControlPlaneError", "can_i", "kubectl"]
+__all__ = ["TESTBED_TAINT", "ControlPlane", "ControlPlaneError", "can_i", "kubectl"]
+
+# On a cluster the testbed did not start (``external_kubeconfig``), fake nodes carry this taint so
+# that the cluster's own DaemonSets and workloads stay off them, and the same key=value as a label;
+# the testbed's pods tolerate the taint and select the label, so they never reach a real node.
+TESTBED_TAINT = {"key": "drs.io/testbed", "value": "fake-node", "effect": "NoSchedule"}
 
 
 # ---------------------------------------------------------------------------
@@ -147,7 +152,11 @@ class ControlPlane:
         disable_admission_plugins: Iterable[str] = ("ServiceAccount",),
         extra_apiserver_args: Iterable[str] = (),
         keep_workdir: bool = False,
+        external_kubeconfig: str | os.PathLike | None = None,
     ):
+        """``external_kubeconfig``: use that cluster instead of starting etcd + kube-apiserver. The
+        kubeconfig's user must be allowed to create nodes, namespaces, pods, leases and bindings;
+        ``stop()`` deletes every node and namespace this object created there."""
         self.bin_dir = Path(bin_dir) if bin_dir else find_bin_dir()
         missing = missing_binaries(self.bin_dir)
         if missing:
@@ -173,6 +182,9 @@ class ControlPlane:
         self._lock = threading.Lock()
         self._api_client = None
         self._etcd_prefix = f"/registry-{secrets.token_hex(4)}"  # kept across apiserver restarts
+        self.external = Path(external_kubeconfig) if external_kubeconfig else None
+        self.created_nodes: list[str] = []
+        self.created_namespaces: list[str] = []
 
     # -- context manager ---------------------------------------------------
     def __enter__(self) -> ControlPlane:
@@ -188,6 +200,9 @@ class ControlPlane:
             return self
         self.workdir = Path(tempfile.mkdtemp(prefix="drs-k8s-", dir=self._workdir_parent))
         _LIVE.add(self)
+        if self.external is not None:
+            self._attach(self.external)
+            return self
         try:
             pki = make_pki(self.workdir)
             self.ca_file, self._ca_pem, self.admin_token = pki.ca_file, pki.ca_pem, pki.admin_token
@@ -211,10 +226,34 @@ class ControlPlane:
             raise
         return self
 
+    def _attach(self, kubeconfig: Path) -> None:
+        """Use an existing cluster: its kubeconfig stands in for the admin one."""
+        from kubernetes import client
+
+        try:
+            doc = yaml.safe_load(kubeconfig.read_text()) or {}
+            current = doc.get("current-context")
+            ctx = next(c["context"] for c in doc["contexts"] if c["name"] == current)
+            self.server = next(c["cluster"]["server"] for c in doc["clusters"] if c["name"] == ctx["cluster"])
+        except (OSError, yaml.YAMLError, KeyError, TypeError, StopIteration) as exc:
+            self.stop()
+            raise ControlPlaneError(
+                f"--kubeconfig {os.fspath(kubeconfig)!r}: no usable current context ({exc})"
+            ) from None
+        self.admin_kubeconfig = kubeconfig
+        try:
+            client.VersionApi(self.admin_client).get_code()
+        except Exception as exc:  # noqa: BLE001 - any failure to reach it is one message
+            self.stop()
+            raise ControlPlaneError(f"--kubeconfig: the apiserver at {self.server} does not answer: {exc}") from None
+
     def stop(self) -> None:
-        """Stop every process (schedulers, apiserver, etcd) and remove the temp dir."""
+        """Stop every process (schedulers, apiserver, etcd) and remove the temp dir; on an external
+        cluster, delete the fake nodes and namespaces created there instead of the cluster."""
         with self._lock:
             self._stop_processes()
+            if self.external is not None and self._api_client is not None:
+                self._delete_created()
             if self._api_client is not None:
                 with contextlib.suppress(Exception):
                     self._api_client.close()
@@ -222,6 +261,19 @@ class ControlPlane:
             if self.workdir and self.workdir.exists() and not self.keep_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
             _LIVE.discard(self)
+
+    def _delete_created(self) -> None:
+        from kubernetes import client
+
+        v1 = client.CoreV1Api(self.admin_client)
+        for name in self.created_nodes:
+            with contextlib.suppress(Exception):
+                v1.delete_node(name, _request_timeout=10)
+        for ns in self.created_namespaces:
+            with contextlib.suppress(Exception):
+                v1.delete_namespace(ns, _request_timeout=10)
+        self.created_nodes.clear()
+        self.created_namespaces.clear()
 
     def _stop_processes(self) -> None:
         for p in reversed(self.schedulers):
@@ -323,6 +375,10 @@ class ControlPlane:
         etcd, so every object survives). Returns the seconds from the stop until /readyz answered."""
         import time
 
+        if self.external is not None:
+            raise ControlPlaneError(
+                "cannot restart the apiserver of a cluster the testbed did not start (--kubeconfig)"
+            )
         assert self.apiserver is not None
         port = self.apiserver.port
         t0 = time.monotonic()
@@ -361,6 +417,7 @@ class ControlPlane:
         v1 = client.CoreV1Api(self.admin_client)
         try:
             v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=dict(labels or {}))))
+            self.created_namespaces.append(name)
         except ApiException as e:
             if e.status != 409:
                 raise
@@ -421,8 +478,10 @@ class ControlPlane:
             "kubernetes.io/arch": "amd64",
             "type": "kwok",
             **dict(labels or {}),
+            **({TESTBED_TAINT["key"]: TESTBED_TAINT["value"]} if self.external is not None else {}),
         }
         spec: dict[str, Any] = {"unschedulable": bool(unschedulable)}
+        taints = [*(taints or ()), *([TESTBED_TAINT] if self.external is not None else [])]
         if taints:
             spec["taints"] = [dict(t) for t in taints]
         node = {
@@ -435,7 +494,17 @@ class ControlPlane:
             },
             "spec": spec,
         }
-        v1.create_node(node)
+        from kubernetes.client.rest import ApiException
+
+        try:
+            v1.create_node(node)
+        except ApiException as e:
+            if e.status == 409:
+                raise ControlPlaneError(
+                    f"node {name!r} already exists; the testbed only creates nodes of its own"
+                ) from None
+            raise
+        self.created_nodes.append(name)
         resources = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi"}
         resources.update(extra_resources or {})
         now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -4,12 +4,14 @@ The pods are the seeded ``Workload`` of (scenario, seed), the very one ``bench``
 truncated to ``pods``: requests, ``drs.io/profile``, ``drs.io/demand`` (the profile's
 estimate, what a scheduler may know), the simulator-only true demand and work (for the twin
 kubelet), a controller ``ownerReference`` to a Job per profile as a Job controller would
-set, and ``spec.schedulerName`` of the scheduler under test. Arrival ``t`` (simulated
+set (a ConfigMap on a cluster given by ``--kubeconfig``, whose garbage collector would delete pods
+of a missing Job), and ``spec.schedulerName`` of the scheduler under test. Arrival ``t`` (simulated
 seconds) is created at wall ``start + t / speed``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -21,12 +23,14 @@ from drs_prom.features import FEATURES
 from drs_prom.scheduler.kube import PROFILE_ANNOTATION
 from drs_prom.scheduler.pod_features import DEMAND_ANNOTATION
 from drs_prom.sim.workload import Workload
+from drs_prom.testbed.controlplane import TESTBED_TAINT
 from drs_prom.testbed.kubelet import CREATED_ANNOTATION, SIM_DEMAND_ANNOTATION, WORK_ANNOTATION
 
 log = logging.getLogger(__name__)
 
 RUN_LABEL = "drs.io/testbed-run"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+TOLERATION = {"key": TESTBED_TAINT["key"], "operator": "Exists", "effect": TESTBED_TAINT["effect"]}
 
 
 def _demand_text(values: Any) -> str:
@@ -34,12 +38,23 @@ def _demand_text(values: Any) -> str:
 
 
 def pod_manifest(
-    wl: Workload, i: int, namespace: str, scheduler_name: str, run_id: str, owner_uids: dict[str, str]
+    wl: Workload,
+    i: int,
+    namespace: str,
+    scheduler_name: str,
+    run_id: str,
+    owner_uids: dict[str, str],
+    owner_kind: tuple[str, str] = ("batch/v1", "Job"),
+    tolerations: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The Pod of workload row ``i`` (without the creation instant, added when it is sent)."""
+    """The Pod of workload row ``i`` (without the creation instant, added when it is sent).
+
+    ``owner_kind``: (apiVersion, kind) of the owner reference. On the testbed's own control plane
+    (no garbage collector) a Job that does not exist is fine; on a real cluster the driver passes
+    ConfigMaps it created, so the garbage collector keeps the pods."""
     profile = wl.profiles[i]
     estimate = wl.demand[i] if wl.estimate is None else wl.estimate[i]
-    return {
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -54,8 +69,8 @@ def pod_manifest(
             },
             "ownerReferences": [
                 {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
+                    "apiVersion": owner_kind[0],
+                    "kind": owner_kind[1],
                     "name": f"{profile}-{run_id}",
                     "uid": owner_uids.setdefault(profile, str(uuid.uuid4())),
                     "controller": True,
@@ -76,6 +91,10 @@ def pod_manifest(
             ],
         },
     }
+    if tolerations:  # a cluster of its own (--kubeconfig): stay on the tainted, labelled fake nodes
+        body["spec"]["tolerations"] = tolerations
+        body["spec"]["nodeSelector"] = {**dict(wl.node_selector[i]), TESTBED_TAINT["key"]: TESTBED_TAINT["value"]}
+    return body
 
 
 @dataclass
@@ -97,7 +116,10 @@ class WorkloadDriver(threading.Thread):
         speed: float,
         run_id: str,
         extra_pods: list[dict[str, Any]] | None = None,
+        external: bool = False,
     ) -> None:
+        """``external``: the cluster is not the testbed's own (``--kubeconfig``): owners are
+        ConfigMaps created here, and pods tolerate the fake nodes' ``TESTBED_TAINT``."""
         super().__init__(daemon=True, name=f"driver-{namespace}")
         from kubernetes import client
 
@@ -106,6 +128,7 @@ class WorkloadDriver(threading.Thread):
         self.result = DriverResult()
         self._halt = threading.Event()
         self._owners: dict[str, str] = {}
+        self.external = external
         self.start_wall = 0.0
 
     def run(self) -> None:
@@ -115,8 +138,30 @@ class WorkloadDriver(threading.Thread):
             if self._halt.wait(max(0.0, due - time.time())):
                 return
             self.result.max_lag_seconds = max(self.result.max_lag_seconds, time.time() - due)
-            body = pod_manifest(self.wl, i, self.ns, self.scheduler_name, self.run_id, self._owners)
+            if self.external:
+                self._ensure_owner(self.wl.profiles[i])
+                body = pod_manifest(
+                    self.wl,
+                    i,
+                    self.ns,
+                    self.scheduler_name,
+                    self.run_id,
+                    self._owners,
+                    ("v1", "ConfigMap"),
+                    [TOLERATION],
+                )
+            else:
+                body = pod_manifest(self.wl, i, self.ns, self.scheduler_name, self.run_id, self._owners)
             self.create(body)
+
+    def _ensure_owner(self, profile: str) -> None:
+        """A ConfigMap standing for the profile's workload, so a real garbage collector keeps its pods."""
+        if profile in self._owners:
+            return
+        name = f"{profile}-{self.run_id}"
+        meta = {"name": name, "labels": {RUN_LABEL: self.run_id}}
+        resp = self.core.create_namespaced_config_map(self.ns, {"metadata": meta}, _preload_content=False)
+        self._owners[profile] = json.loads(resp.data)["metadata"]["uid"]
 
     def create(self, body: dict[str, Any], attempts_seconds: float = 60.0) -> bool:
         """Create one pod, retrying while the apiserver is unreachable (bounded)."""

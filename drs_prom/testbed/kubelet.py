@@ -35,7 +35,7 @@ from typing import Any
 from drs_prom import filters
 from drs_prom.scheduler import kube
 from drs_prom.sim.serve import LiveCluster
-from drs_prom.types import NodeInfo
+from drs_prom.types import NodeInfo, Taint
 
 log = logging.getLogger(__name__)
 
@@ -131,13 +131,23 @@ class TwinKubelet:
     """Runs the pods bound to ``live``'s nodes in ``live`` and reports their lifecycle to the apiserver."""
 
     def __init__(
-        self, api: Any, namespace: str, live: LiveCluster, poll_seconds: float = 0.05, writers: int = 4
+        self,
+        api: Any,
+        namespace: str,
+        live: LiveCluster,
+        poll_seconds: float = 0.05,
+        writers: int = 4,
+        node_marks: Mapping[str, str] | None = None,
     ) -> None:
+        """``node_marks``: a taint (NoSchedule) and label key=value every node carries beside the
+        scenario's own (the testbed's mark on a ``--kubeconfig`` cluster), admitted like the others."""
         from kubernetes import client
 
         self.core = client.CoreV1Api(api)
         self.ns, self.live, self.poll = namespace, live, poll_seconds
         self.give_up_seconds = 180.0
+        self._mark_labels = {node_marks["key"]: node_marks["value"]} if node_marks else {}
+        self._mark_taints = (Taint(node_marks["key"], node_marks["value"], node_marks["effect"]),) if node_marks else ()
         nodes = live.nodes
         self.node_index = {n: i for i, n in enumerate(nodes.names)}
         self.stats = KubeletStats()
@@ -189,8 +199,8 @@ class TwinKubelet:
             requested_cpu_m=cpu,
             requested_mem_bytes=mem,
             pod_count=pods,
-            labels=dict(nd.labels[i]),
-            taints=nd.taints[i],
+            labels={**dict(nd.labels[i]), **self._mark_labels},
+            taints=(*nd.taints[i], *self._mark_taints),
         )
 
     def _on_pod(self, pod: Mapping[str, Any]) -> None:

@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
@@ -169,11 +169,15 @@ def live_processes() -> list[ManagedProcess]:
         return list(_REGISTRY.values())
 
 
-def stop_all(grace: float = 5.0) -> None:
-    """Stop every ManagedProcess still alive, newest first (schedulers before the apiserver before etcd)."""
+def stop_all(grace: float = 5.0, keep: Iterable[ManagedProcess] = ()) -> None:
+    """Stop every ManagedProcess still alive but those in ``keep`` (started by someone else, e.g. the
+    control plane a ``--kubeconfig`` run was given), newest first (schedulers before the apiserver
+    before etcd)."""
+    kept = {id(p) for p in keep}
     for proc in reversed(live_processes()):
-        with contextlib.suppress(Exception):
-            proc.stop(grace=grace)
+        if id(proc) not in kept:
+            with contextlib.suppress(Exception):
+                proc.stop(grace=grace)
 
 
 atexit.register(stop_all)

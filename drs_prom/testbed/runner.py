@@ -29,8 +29,9 @@ from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.serve import LiveCluster, SimExporter
 from drs_prom.sim.workload import Workload, generate
 from drs_prom.testbed import judge
-from drs_prom.testbed.controlplane import ControlPlane
+from drs_prom.testbed.controlplane import TESTBED_TAINT, ControlPlane
 from drs_prom.testbed.driver import WorkloadDriver
+from drs_prom.testbed.heartbeat import NodeHeartbeat
 from drs_prom.testbed.kubelet import TwinKubelet
 from drs_prom.testbed.process import free_port
 from drs_prom.testbed.prometheus import RULES, PrometheusProc, start_prometheus, wait_until
@@ -88,8 +89,19 @@ def _slug(text: str) -> str:
 class Testbed:
     """Control plane + fake nodes for one scenario; ``run_one`` per scheduler and seed."""
 
-    def __init__(self, scenario: Scenario, workdir: Path, config: RunConfig, progress: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        workdir: Path,
+        config: RunConfig,
+        progress: Callable[[str], None],
+        kubeconfig: str | None = None,
+    ) -> None:
+        """``kubeconfig``: run on that cluster (fake nodes tainted, Lease heartbeats, everything created
+        there deleted at the end) instead of starting etcd + kube-apiserver on loopback."""
         self.scenario = scenario
+        self.kubeconfig = kubeconfig
+        self.heartbeat: NodeHeartbeat | None = None
         self.nodes = Nodes.from_scenario(scenario)
         self.workdir = Path(workdir)
         self.config = config
@@ -107,15 +119,22 @@ class Testbed:
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.cp = ControlPlane(workdir_parent=self.workdir)
+        self.cp = ControlPlane(workdir_parent=self.workdir, external_kubeconfig=self.kubeconfig)
         t0 = time.monotonic()
         self.cp.start()
-        self.progress(f"control plane up in {time.monotonic() - t0:.1f}s at {self.cp.server}")
+        what = "cluster from --kubeconfig" if self.kubeconfig else "control plane up"
+        self.progress(f"{what} in {time.monotonic() - t0:.1f}s at {self.cp.server}")
         t0 = time.monotonic()
         self._create_nodes()
         self.progress(f"{len(self.nodes)} fake nodes created in {time.monotonic() - t0:.1f}s")
+        if self.kubeconfig:
+            self.heartbeat = NodeHeartbeat(self.api, self.nodes.names)
+            self.heartbeat.start()
 
     def stop(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+            self.heartbeat = None
         if self.cp is not None:
             self.cp.stop()
             self.cp = None
@@ -176,10 +195,12 @@ class Testbed:
                 model_path=cfg.model_path,
                 metrics_ports=ports,
             )
-            kubelet = TwinKubelet(self.api, ns, live).start()
+            kubelet = TwinKubelet(self.api, ns, live, node_marks=TESTBED_TAINT if self.kubeconfig else None).start()
             if not kubelet.watch.synced.wait(30):
                 raise ConfigError("the twin kubelet's pod watch never synced")
-            driver = WorkloadDriver(self.api, wl, ns, scheduler_name_for(scheduler), cfg.speed, ns)
+            driver = WorkloadDriver(
+                self.api, wl, ns, scheduler_name_for(scheduler), cfg.speed, ns, external=self.kubeconfig is not None
+            )
             driver.start()
             started = time.time()
             ctx = RunContext(self, ns, live, exporter, prom, sched, kubelet, driver, started)
