@@ -78,6 +78,11 @@ def run_testbed(
         raise ConfigError("--speed must be positive")
     model = model_path or default_model()
     n_nodes = sc.n_nodes
+    if n_nodes * 0.5e-3 > 0.1 * scrape_seconds:  # sim-serve renders ~0.5 ms per node page, in one process
+        echo(
+            f"warning: {n_nodes} simulated exporters every {scrape_seconds:g}s may outrun sim-serve (one process); "
+            f"nodes will go stale and drs-prom fall back (metrics_stale). At 1000 nodes use --scrape 5 or more."
+        )
     cfg = RunConfig(
         speed=speed,
         scrape_seconds=scrape_seconds,
