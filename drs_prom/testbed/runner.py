@@ -300,9 +300,13 @@ class Testbed:
         nodes = judge.node_metrics(series, self.nodes, self.scenario.norm)
         fallbacks: dict[str, float] = {}
         decisions: dict[str, float] = {}
+        extender_calls: dict[str, float] = {}
         if ctx.sched.metrics_urls:
             fallbacks = judge.counter_by(ctx.prom, "drs_fallback_decisions_total", "reason", end, end - ctx.started + 5)
             decisions = judge.counter_by(ctx.prom, "drs_decisions_total", "policy", end, end - ctx.started + 5)
+            extender_calls = judge.counter_by(
+                ctx.prom, "drs_extender_requests_total", "verb", end, end - ctx.started + 5
+            )
         st = ctx.kubelet.stats
         names_created = set(ctx.driver.result.created)
         in_api = {p["metadata"]["name"] for p in pods}
@@ -334,6 +338,7 @@ class Testbed:
             "infeasible": len(st.infeasible),
             "fallback_decisions": fallbacks,
             "decisions_by_policy": decisions,
+            "extender_calls": extender_calls,  # kube-scheduler+drs: filter / prioritize calls drs-prom served
             "node_coverage_min": min(nodes["node_coverage"].values()) if nodes["node_coverage"] else 0.0,
             "nodes_with_metrics": sum(v > 0 for v in nodes["node_coverage"].values()),
             "n_nodes": len(self.nodes),

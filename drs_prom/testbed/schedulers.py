@@ -172,6 +172,7 @@ def start_scheduler(
                 workdir / "drs-extender.log",
             )
             run.procs.append(ext)
+            run.metrics_urls.append(f"http://{LOOPBACK}:{port}")  # its /metrics beside /filter and /prioritize
             wait_http(ext, f"http://{LOOPBACK}:{port}/healthz", lambda b: True, timeout, error=ControlPlaneError)
             kcfg = {
                 "profiles": [{"schedulerName": KUBE_SCHEDULER_NAME}],
