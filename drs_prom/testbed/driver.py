@@ -44,15 +44,16 @@ def pod_manifest(
     scheduler_name: str,
     run_id: str,
     owner_uids: dict[str, str],
-    owner_kind: tuple[str, str] = ("batch/v1", "Job"),
-    tolerations: list[dict[str, str]] | None = None,
+    external: bool = False,
 ) -> dict[str, Any]:
     """The Pod of workload row ``i`` (without the creation instant, added when it is sent).
 
-    ``owner_kind``: (apiVersion, kind) of the owner reference. On the testbed's own control plane
-    (no garbage collector) a Job that does not exist is fine; on a real cluster the driver passes
-    ConfigMaps it created, so the garbage collector keeps the pods."""
+    On the testbed's own control plane (no garbage collector) the owner is a Job that need not exist.
+    ``external`` (a ``--kubeconfig`` cluster): the owner is a ConfigMap the driver created, so the
+    garbage collector keeps the pod, and the pod tolerates and selects ``TESTBED_TAINT`` so it stays
+    on the fake nodes."""
     profile = wl.profiles[i]
+    owner_version, owner_kind = ("v1", "ConfigMap") if external else ("batch/v1", "Job")
     estimate = wl.demand[i] if wl.estimate is None else wl.estimate[i]
     body: dict[str, Any] = {
         "apiVersion": "v1",
@@ -69,8 +70,8 @@ def pod_manifest(
             },
             "ownerReferences": [
                 {
-                    "apiVersion": owner_kind[0],
-                    "kind": owner_kind[1],
+                    "apiVersion": owner_version,
+                    "kind": owner_kind,
                     "name": f"{profile}-{run_id}",
                     "uid": owner_uids.setdefault(profile, str(uuid.uuid4())),
                     "controller": True,
@@ -91,8 +92,8 @@ def pod_manifest(
             ],
         },
     }
-    if tolerations:  # a cluster of its own (--kubeconfig): stay on the tainted, labelled fake nodes
-        body["spec"]["tolerations"] = tolerations
+    if external:
+        body["spec"]["tolerations"] = [TOLERATION]
         body["spec"]["nodeSelector"] = {**dict(wl.node_selector[i]), TESTBED_TAINT["key"]: TESTBED_TAINT["value"]}
     return body
 
@@ -140,18 +141,7 @@ class WorkloadDriver(threading.Thread):
             self.result.max_lag_seconds = max(self.result.max_lag_seconds, time.time() - due)
             if self.external:
                 self._ensure_owner(self.wl.profiles[i])
-                body = pod_manifest(
-                    self.wl,
-                    i,
-                    self.ns,
-                    self.scheduler_name,
-                    self.run_id,
-                    self._owners,
-                    ("v1", "ConfigMap"),
-                    [TOLERATION],
-                )
-            else:
-                body = pod_manifest(self.wl, i, self.ns, self.scheduler_name, self.run_id, self._owners)
+            body = pod_manifest(self.wl, i, self.ns, self.scheduler_name, self.run_id, self._owners, self.external)
             self.create(body)
 
     def _ensure_owner(self, profile: str) -> None:

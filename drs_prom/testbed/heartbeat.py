@@ -50,7 +50,6 @@ class NodeHeartbeat(threading.Thread):
         self.leases = client.CoordinationV1Api(api)
         self.nodes = list(nodes)
         self.interval = interval
-        self.renewals = 0
         self._halt = threading.Event()
         self._uids: dict[str, str] = {}
 
@@ -79,7 +78,6 @@ class NodeHeartbeat(threading.Thread):
             if exc.status != 404:
                 raise
             self.leases.create_namespaced_lease(LEASE_NAMESPACE, body, _request_timeout=10)
-        self.renewals += 1
 
     def stop(self) -> None:
         self._halt.set()
