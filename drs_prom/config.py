@@ -272,6 +272,24 @@ class RetrainSettings(_Section):
     sim_scenario: str = Field(
         "drs-paper", description="Scenario of the gate's benchmark run and of the replay episodes."
     )
+    twin: bool = Field(
+        False,
+        description="Replay episodes and the gate's simulator run use a twin of this cluster built from the "
+        "journal and Prometheus history (drs_prom.sim.twin) instead of sim_scenario; sim_scenario if no twin "
+        "can be built.",
+    )
+    twin_window_seconds: float = Field(
+        600.0, gt=0, description="The twin's arrival phases: one per window of this many seconds of the journal."
+    )
+    twin_teacher: str = Field(
+        "capacity-balanced-overload",
+        description="In the twin, warm-start from this heuristic's episodes and keep its rank (DQfD); '' for none.",
+    )
+    twin_teacher_episodes: int = Field(5, ge=0, description="Teacher episodes in the twin.")
+    twin_imitate_steps: int = Field(10000, ge=0, description="Large-margin steps on them before the TD steps.")
+    twin_max_pods: int = Field(
+        500, ge=20, description="The twin's episode: the newest this many decisions of the journal (its workload)."
+    )
     seed: int = Field(0, description="Seed of training and of the gate's simulator run.")
 
 

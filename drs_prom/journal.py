@@ -108,6 +108,10 @@ CREATE TABLE IF NOT EXISTS rollout_events (
     detail TEXT NOT NULL             -- JSON: rule, values, thresholds, reason
 );
 CREATE INDEX IF NOT EXISTS rollout_events_ts ON rollout_events(ts);
+CREATE TABLE IF NOT EXISTS pod_ends (
+    pod_uid TEXT PRIMARY KEY,        -- a pod this cache saw bound and then end
+    ts REAL NOT NULL                 -- unix seconds when it was seen Succeeded, Failed or deleted
+);
 """.replace("{added}", "".join(f"    , {name} {kind}\n" for cols in _ADDED_COLUMNS.values() for name, kind in cols))
 
 
@@ -162,6 +166,15 @@ class Decision:
 _JSON_FIELDS = ("pod_features", "candidates", "feasible", "scores", "nodes", "shadow_scores", "counterfactual")
 
 
+@dataclass(frozen=True)
+class PodEnd:
+    """A bound pod seen ending: with its decision's ``ts`` this gives how long pods of an owner run
+    (the retraining twin's work per profile, drs_prom.sim.twin)."""
+
+    pod_uid: str
+    ts: float
+
+
 @dataclass
 class RolloutEvent:
     """Something the rollout machinery did, and why (``detail``)."""
@@ -206,7 +219,9 @@ class Journal:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_DDL)
         self._upgrade()
-        self._queue: queue.SimpleQueue[Decision | Callable[[], Decision] | threading.Event | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Decision | Callable[[], Decision] | PodEnd | threading.Event | None] = (
+            queue.SimpleQueue()
+        )
         self._writer: threading.Thread | None = None
         self.on_write_failure: Callable[[Exception, int], None] | None = None
         """Called by the background writer with the error and the rows lost (the scheduler counts them)."""
@@ -239,14 +254,31 @@ class Journal:
         """Queue a row for the background writer (the scheduler's hot path never waits on
         SQLite). A callable is called in the writer thread, so building the row (JSON of
         every candidate) is off the hot path too. ``flush``/``close`` write everything queued."""
+        self._start_writer()
+        with self._count_lock:
+            self._unwritten += 1
+        self._queue.put(decision)
+
+    def _start_writer(self) -> None:
         if self._writer is None:
             with self._lock:
                 if self._writer is None:
                     self._writer = threading.Thread(target=self._write_loop, name="drs-journal", daemon=True)
                     self._writer.start()
-        with self._count_lock:
-            self._unwritten += 1
-        self._queue.put(decision)
+
+    def pod_ended(self, pod_uid: str, ts: float | None = None) -> None:
+        """Record that a bound pod ended (written by the writer thread, like decisions; the first end counts)."""
+        self._start_writer()
+        self._queue.put(PodEnd(pod_uid, time.time() if ts is None else ts))
+
+    def pod_ends(self, ts: float = 0.0, until: float | None = None) -> dict[str, float]:
+        """pod uid -> when it ended, for ends in [ts, until)."""
+        if self._writer is not None and threading.current_thread() is not self._writer:
+            self.flush()
+        query = "SELECT pod_uid, ts FROM pod_ends WHERE ts >= ?" + (" AND ts < ?" if until is not None else "")
+        with self._lock:
+            rows = self._db.execute(query, (ts,) if until is None else (ts, until)).fetchall()
+        return {str(uid): float(t) for uid, t in rows}
 
     def flush(self, timeout: float = 30.0) -> None:
         """Wait until every queued row is written."""
@@ -289,6 +321,7 @@ class Journal:
                 except queue.Empty:
                     break
             rows: dict[str, list[tuple]] = {}
+            ends: list[tuple[str, float]] = []
             marks: list[threading.Event] = []
             stop = False
             for item in batch:
@@ -296,6 +329,8 @@ class Journal:
                     stop = True
                 elif isinstance(item, threading.Event):
                     marks.append(item)
+                elif isinstance(item, PodEnd):
+                    ends.append((item.pod_uid, item.ts))
                 else:
                     try:
                         cols, values = _row(item() if callable(item) else item)
@@ -306,13 +341,14 @@ class Journal:
                 with self._lock, self._db:
                     for cols, batch_rows in rows.items():
                         self._db.executemany(f"INSERT INTO decisions ({cols}) VALUES ({_marks(cols)})", batch_rows)
+                    self._db.executemany("INSERT OR IGNORE INTO pod_ends (pod_uid, ts) VALUES (?, ?)", ends)
             except Exception as exc:  # noqa: BLE001 - writer boundary: a full disk must not stop binding
                 lost = sum(map(len, rows.values()))
                 if self.on_write_failure is not None:
                     self.on_write_failure(exc, lost)  # the scheduler counts it and says so once a minute
                 else:
                     log.warning("journal write of %d rows failed: %s", lost, exc)
-            done_rows = sum(1 for item in batch if item is not None and not isinstance(item, threading.Event))
+            done_rows = sum(1 for item in batch if item is not None and not isinstance(item, (threading.Event, PodEnd)))
             with self._count_lock:
                 self._unwritten -= done_rows
             for m in marks:

@@ -154,7 +154,7 @@ def build_run(settings: Settings, registry: CollectorRegistry | None = None) -> 
     """
 
     rs = settings.retrain
-    simulator = SimulatorChecks(settings) if rs.sim_benchmark_pods or rs.sim_replay_episodes else None
+    simulator = SimulatorChecks(settings) if rs.sim_benchmark_pods or rs.sim_replay_episodes or rs.twin else None
 
     def run() -> RetrainResult:
         source = PrometheusSource(settings.prometheus)

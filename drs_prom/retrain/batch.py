@@ -13,8 +13,8 @@ from drs_prom.retrain.rebuild import Transition
 
 def max_nodes(trans: Sequence[Transition]) -> int:
     """The most candidate nodes in any state or next state of ``trans`` (the padding width)."""
-    widest = max(len(t.ctx.nodes) for t in trans)
-    return max([widest] + [len(t.next_ctx.nodes) for t in trans if t.next_ctx is not None])
+    widths = [len(t.ctx.nodes) for t in trans] + [len(t.next_ctx.nodes) for t in trans if t.next_ctx is not None]
+    return max(widths, default=0)
 
 
 def node_batch(trans: Sequence[Transition], max_nodes: int, window_seconds: float) -> tuple[np.ndarray, ...]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -15,8 +15,9 @@ from drs_prom.agent.networks import configure_tf, export_dense
 from drs_prom.agent.policy import Layers
 from drs_prom.agent.replay import NodeReplay
 from drs_prom.config import Settings
+from drs_prom.journal import Decision
 from drs_prom.retrain.batch import max_nodes, node_batch
-from drs_prom.retrain.rebuild import Transition
+from drs_prom.retrain.rebuild import NodeHistory, Transition
 
 
 class RetrainSimulator(Protocol):
@@ -34,6 +35,22 @@ class RetrainSimulator(Protocol):
 
     def add_replay(self, learner: NodeDQN, replay: NodeReplay, episodes: int) -> int:
         """Add ``episodes`` epsilon-greedy episodes of ``learner`` to ``replay``; the transitions added."""
+        ...
+
+    def fitted(
+        self, decisions: Sequence[Decision], ends: Mapping[str, float], history: NodeHistory
+    ) -> tuple[RetrainSimulator | None, str]:
+        """The simulator of this cluster's twin built from the run's journal and history (``retrain.twin``)
+        and one line saying what it is; None and why when no twin can be built."""
+        ...
+
+    def demonstrations(self, teacher: str, episodes: int, replay: NodeReplay) -> tuple[np.ndarray, ...]:
+        """``episodes`` episodes of the heuristic ``teacher`` (registry name): their transitions go into
+        ``replay``; returns (padded candidates, masks, the teacher's actions) for the large-margin loss."""
+        ...
+
+    def composite(self, layers: Layers, head: dict[str, Any] | None = None) -> float:
+        """Minus the composite objective (drs_prom.objectives) of the greedy policy in one seeded run."""
         ...
 
     def score(self, layers: Layers, head: dict[str, Any] | None = None) -> float:
@@ -57,13 +74,32 @@ class Trained:
     hidden: tuple[int, ...]
 
 
+def _imitate(agent: NodeDQN, demos: tuple[np.ndarray, ...], steps: int, batch: int, seed: int) -> None:
+    """Large-margin steps on the teacher's decisions (DQfD warm start)."""
+    cands, masks, actions = demos
+    if not len(actions):
+        return
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        idx = rng.integers(0, len(actions), size=batch)
+        agent.imitate(cands[idx], masks[idx], actions[idx])
+    agent.sync_target()
+
+
 def train_candidate(
     start_layers: Layers | None,
     train: Sequence[Transition],
     settings: Settings,
     simulator: RetrainSimulator | None = None,
+    teach: bool = False,
 ) -> Trained:
-    """A copy of the starting model trained on ``train`` (+ simulator replay) for ``epochs`` passes."""
+    """A copy of the starting model trained on ``train`` (+ simulator replay) for ``epochs`` passes.
+
+    ``teach`` (the twin): DQfD from ``retrain.twin_teacher``: its episodes in the simulator join the
+    replay, ``twin_imitate_steps`` large-margin steps rank its choices first, and, as in DQfD, a
+    large-margin step on its decisions follows every TD step, so RL departs from the teacher only
+    where the TD targets say it pays more than the margin.
+    """
     configure_tf()
     import keras  # after configure_tf: TensorFlow reads its thread settings at import
 
@@ -78,15 +114,25 @@ def train_candidate(
         agent.online.set_weights(weights)
         agent.sync_target()
     width = max_nodes(train)
-    sim = simulator if rs.sim_replay_episodes else None
+    sim = simulator if rs.sim_replay_episodes or teach else None
     if sim is not None:
         width = max(width, sim.n_nodes)
-    cap = len(train) + (rs.sim_replay_episodes * max(sim.n_pods, 1) if sim is not None else 0)
+    teach = teach and sim is not None and bool(rs.twin_teacher) and rs.twin_teacher_episodes > 0
+    episodes = rs.sim_replay_episodes + (rs.twin_teacher_episodes if teach else 0)
+    cap = len(train) + (episodes * max(sim.n_pods, 1) if sim is not None else 0)
     replay = NodeReplay(cap, N_CANDIDATE, width, seed=rs.seed)
     replay.fill(*node_batch(train, width, settings.prometheus.window_seconds))
+    demos = None
+    if teach and sim is not None:
+        demos = sim.demonstrations(rs.twin_teacher, rs.twin_teacher_episodes, replay)
+        _imitate(agent, demos, rs.twin_imitate_steps, rs.batch_size, rs.seed)
     sim_n = sim.add_replay(agent, replay, rs.sim_replay_episodes) if sim is not None else 0
     steps = rs.epochs * max(1, int(np.ceil(len(replay) / rs.batch_size)))
+    rng = np.random.default_rng(rs.seed)
     for _ in range(steps):
         agent.learn(replay.sample(rs.batch_size))
+        if demos is not None and len(demos[2]):
+            idx = rng.integers(0, len(demos[2]), size=rs.batch_size)
+            agent.imitate(demos[0][idx], demos[1][idx], demos[2][idx])
     agent.sync_target()
     return Trained(agent.online, export_dense(agent.online), steps, time.perf_counter() - t0, sim_n, cfg.gamma, hidden)

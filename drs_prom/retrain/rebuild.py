@@ -57,6 +57,8 @@ class JournalReader(Protocol):
 
     def since(self, ts: float = ..., until: float | None = ...) -> Iterable[Decision | dict[str, Any]]: ...
 
+    def pod_ends(self, ts: float = ..., until: float | None = ...) -> dict[str, float]: ...
+
 
 def load_decisions(journal: JournalReader, since: float, until: float, limit: int) -> tuple[list[Decision], Counter]:
     """Decisions in [since, until) that can be used, and counts of the rows left out."""

@@ -122,15 +122,30 @@ def _run(
         res.result, res.reason = "unsupported", current.unsupported
         return res
 
+    twin, twin_sim = "", None
+    if simulator is not None and rs.twin:
+        with _timed(secs, "twin"):
+            twin_sim, twin = simulator.fitted(decisions, journal.pod_ends(decisions[0].ts), history)
+        log.info("retraining twin: %s", twin)
     with _timed(secs, "train"):
-        trained = train_candidate(current.layers, train, settings, simulator)
+        if twin_sim is not None:
+            # the twin's transitions carry the full reward; the journal's cannot see slowdown, and they built the twin
+            trained = train_candidate(current.layers, [], settings, twin_sim, teach=True)
+        else:
+            trained = train_candidate(current.layers, train, settings, simulator)
     secs["train_steps"] = float(trained.steps)
     with _timed(secs, "gate"):
-        scores = gate_scores(trained, current.layers, trans, held, settings, simulator, current.head)
-    verdict = gate(scores, rs.gate_margin)
+        if twin_sim is not None:
+            scores = twin_gate_scores(trained, current.layers, trans, held, settings, twin_sim, current.head)
+            verdict = gate({"twin_composite": scores["twin_composite"]}, rs.gate_margin)
+        else:
+            scores = gate_scores(trained, current.layers, trans, held, settings, simulator, current.head)
+            verdict = gate(scores, rs.gate_margin)
     res.scores = scores
 
     meta = candidate_metadata(settings, trained, current, decisions, train, held, skipped, res.approximated)
+    if twin:
+        meta["training"]["twin"] = twin
     meta["gate"] = {"scores": scores, "margin": rs.gate_margin, "promote": verdict.promote, "reason": verdict.reason}
     if current.note:
         meta["gate"]["current_note"] = current.note
@@ -247,6 +262,25 @@ def gate_scores(
         scores["sim_reward"] = {"candidate": simulator.score(trained.layers, head)}
         if current is not None:
             scores["sim_reward"]["current"] = simulator.score(current, head)
+    return scores
+
+
+def twin_gate_scores(
+    trained: Trained,
+    current: Layers | None,
+    trans: list[Transition],
+    held: list[Transition],
+    settings: Settings,
+    twin: RetrainSimulator,
+    head: dict[str, Any] | None = None,
+) -> dict[str, dict[str, float]]:
+    """With a twin, the gate is the composite objective on a workload of the twin neither model trained on
+    (``twin_composite``, minus the composite: higher is better). The held-out TD error is reported, not gated on:
+    its rewards cannot see slowdown, so it measures how well Q values match them, not placements."""
+    scores = gate_scores(trained, current, trans, held, settings, None, head)
+    scores["twin_composite"] = {"candidate": twin.composite(trained.layers, head)}
+    if current is not None:
+        scores["twin_composite"]["current"] = twin.composite(current, head)
     return scores
 
 

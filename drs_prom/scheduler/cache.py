@@ -183,7 +183,9 @@ class ClusterCache:
 
     ``on_pending(pod)``: one of our pods is pending (new or updated);
     ``on_gone(uid)``: a pod was deleted or is no longer pending for us;
-    ``on_change()``: something that may free or add room (node add/update, pod removed).
+    ``on_change()``: something that may free or add room (node add/update, pod removed);
+    ``on_bound_end(uid)``: one of our bound pods ended (Succeeded, Failed or deleted): the journal records it, so
+    retraining knows how long pods run.
 
     Requests per node live in a ``NodeTable`` (arrays): binding, assuming or forgetting
     a pod updates one row; only a node change rebuilds the table (lazily, on next read).
@@ -201,12 +203,14 @@ class ClusterCache:
         on_pending: Callable[[dict[str, Any]], None] = lambda p: None,
         on_gone: Callable[[str], None] = lambda uid: None,
         on_change: Callable[[], None] = lambda: None,
+        on_bound_end: Callable[[str], None] = lambda uid: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.scheduler_name = scheduler_name
         self.namespace = namespace
         self.on_pending = on_pending
         self.on_gone = on_gone
+        self.on_bound_end = on_bound_end
         self.on_change = on_change
         self._clock = clock
         self._lock = threading.RLock()
@@ -325,6 +329,8 @@ class ClusterCache:
         elif action == "gone":
             self.on_gone(uid)
         if freed:
+            if (pod.get("spec") or {}).get("schedulerName") == self.scheduler_name:
+                self.on_bound_end(uid)
             self.on_change()
 
     def _drop_bound(self, uid: str) -> bool:

@@ -97,6 +97,7 @@ class Scheduler:
             on_pending=self.queue.add,
             on_gone=self.queue.delete,
             on_change=self.queue.move_all,
+            on_bound_end=journal.pod_ended if journal is not None else lambda uid: None,
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -322,6 +322,11 @@ class SchedulingEnv:
         )
         return nxt, info, nxt is None
 
+    @property
+    def current_pod(self) -> int:
+        """Workload index of the pod the current context is for (-1 between episodes)."""
+        return self._current
+
     def _totals(self) -> Integrals:
         """The objectives' integrals so far."""
         return self._own_recorder.totals

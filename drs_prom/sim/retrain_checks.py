@@ -8,6 +8,7 @@ not import the simulator. The scenario (``retrain.sim_scenario`` cut to
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -19,12 +20,18 @@ from drs_prom.agent.features import candidate_matrix
 from drs_prom.agent.policy import Layers, NodeAgentPolicy
 from drs_prom.agent.replay import NodeReplay
 from drs_prom.config import Settings
+from drs_prom.journal import Decision
+from drs_prom.objectives import score_episode
 from drs_prom.policy import DecisionContext, Policy
 from drs_prom.recent_binds import RecentBinds
+from drs_prom.registry import make_policy
+from drs_prom.retrain.rebuild import NodeHistory
 from drs_prom.sim.cluster import Nodes
-from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.demos import Demos, teacher_demonstrations
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv
 from drs_prom.sim.scenario import Scenario, load_scenario
 from drs_prom.sim.step_reward import step_reward
+from drs_prom.sim.twin import TwinError, twin_scenario
 
 
 def benchmark_scenario(settings: Settings) -> Scenario:
@@ -51,11 +58,28 @@ class SimulatorChecks:
     def n_pods(self) -> int:
         return self.scenario.n_pods
 
-    def score(self, layers: Layers, head: dict[str, Any] | None = None) -> float:
-        """Mean reward per decision of the greedy policy in one seeded simulator run (higher is better).
+    def fitted(
+        self, decisions: Sequence[Decision], ends: Mapping[str, float], history: NodeHistory
+    ) -> tuple[SimulatorChecks | None, str]:
+        """Checks on the twin of the cluster the journal describes (drs_prom.sim.twin); None and why if none can be built."""
+        settings = self.settings
+        try:
+            twin = twin_scenario(
+                decisions,
+                ends,
+                settings.normalisation,
+                settings.prometheus.window_seconds,
+                window_seconds=settings.retrain.twin_window_seconds,
+                max_pods=settings.retrain.twin_max_pods,
+                history=history,
+            )
+        except TwinError as exc:
+            return None, f"no twin: {exc}"
+        return SimulatorChecks(settings, twin), twin.description
 
-        With a top-k correction ``head`` the policy is the corrected heuristic, on unclipped loads as it serves.
-        """
+    def _run(self, layers: Layers, head: dict[str, Any] | None) -> tuple[EpisodeResult, list[float]]:
+        """One seeded greedy run of ``layers`` (the corrected heuristic under a top-k ``head``, on unclipped
+        loads as it serves); the episode and the reward of every decision."""
         settings = self.settings
         policy: Policy = NodeAgentPolicy(layers)
         norm = settings.normalisation
@@ -64,12 +88,34 @@ class SimulatorChecks:
             norm = norm.model_copy(update={"clip": False})
         env = SchedulingEnv(self.scenario, seed=settings.retrain.seed, norm=norm)
         rewards: list[float] = []
-        env.run(
+        result = env.run(
             policy,
             seed=settings.retrain.seed,
             on_step=lambda info: rewards.append(step_reward(info, "drs", settings.reward)),
         )
+        return result, rewards
+
+    def score(self, layers: Layers, head: dict[str, Any] | None = None) -> float:
+        """Mean reward per decision of the greedy policy in one seeded simulator run (higher is better)."""
+        rewards = self._run(layers, head)[1]
         return float(np.mean(rewards)) if rewards else float("nan")
+
+    def composite(self, layers: Layers, head: dict[str, Any] | None = None) -> float:
+        """Minus the composite objective of the greedy policy in one seeded simulator run (higher is better)."""
+        return -score_episode(self._run(layers, head)[0], self.settings.objectives)
+
+    def demonstrations(self, teacher: str, episodes: int, replay: NodeReplay) -> Demos:
+        """The heuristic ``teacher``'s episodes (seeds apart from the replay's and the gate's)."""
+        settings = self.settings
+        seeds = [settings.retrain.seed + 104_729 + k for k in range(episodes)]
+        return teacher_demonstrations(
+            lambda seed: SchedulingEnv(self.scenario, seed=seed, norm=settings.normalisation),
+            make_policy(teacher, settings.retrain.seed),
+            seeds,
+            replay,
+            settings.reward,
+            settings.prometheus.window_seconds,
+        )
 
     def add_replay(self, learner: NodeDQN, replay: NodeReplay, episodes: int) -> int:
         """Add simulator experience of the model being trained (epsilon-greedy, seeded)."""

@@ -21,9 +21,10 @@ from drs_prom.agent.policy import NodeAgentPolicy
 from drs_prom.agent.replay import FlatReplay, NodeReplay
 from drs_prom.config import RewardSettings
 from drs_prom.errors import ConfigError
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policy import DecisionContext
 from drs_prom.recent_binds import RecentBinds, default_window
 from drs_prom.registry import make_policy
+from drs_prom.sim.demos import teacher_demonstrations
 from drs_prom.sim.step_reward import step_reward
 from drs_prom.state import imbalance
 
@@ -133,7 +134,7 @@ def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> Train
     steps = 0
     demos = None
     if cfg.imitate and cfg.imitate_episodes > 0:
-        notes["imitation"], demos = _imitate(make_env, cfg, agent, replay, max_nodes)
+        notes["imitation"], demos = _imitate(make_env, cfg, agent, replay)
     eps = LinearSchedule(cfg.eps_start, cfg.eps_end, max(1, int(cfg.episodes * cfg.exploration_fraction)))
     returns, imbs, epsl = [], [], []
     selector = _Selector(make_env, cfg)
@@ -218,34 +219,13 @@ class _Selector:
 
 
 def _imitate(
-    make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: Any, max_nodes: int
+    make_env: EnvFactory, cfg: TrainConfig, agent: Any, replay: NodeReplay
 ) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Warm start: roll out the teacher heuristic, fill the replay with its transitions and
     fit a large-margin loss so the net ranks the teacher's choice first (DQfD-style)."""
+    seeds = [_episode_seed(cfg, ep + 500_000) for ep in range(cfg.imitate_episodes)]
     teacher = make_policy(cfg.imitate, cfg.seed)
-    all_c, all_m, all_a = [], [], []
-    for ep in range(cfg.imitate_episodes):
-        env = make_env(_episode_seed(cfg, ep + 500_000))
-        ctx = env.reset()
-        recent = RecentBinds(cfg.recent_window_seconds)
-        done = False
-        while not done and ctx is not None:
-            cands = candidate_matrix(ctx, recent.pending(ctx))
-            a, _ = choose(teacher, ctx)
-            recent.record(ctx, a)
-            padded = np.zeros((max_nodes, N_CANDIDATE), np.float32)
-            padded[: len(cands)] = cands
-            m = np.zeros(max_nodes, bool)
-            m[: len(cands)] = ctx.feasible
-            all_c.append(padded)
-            all_m.append(m)
-            all_a.append(a)
-            ctx_next, info, done = env.step(a)
-            r = step_reward(info, "drs", cfg.reward)
-            nc = None if done or ctx_next is None else candidate_matrix(ctx_next, recent.pending(ctx_next))
-            replay.add(cands[a], r, nc, None if nc is None else ctx_next.feasible, done)
-            ctx = ctx_next
-    c, m, a = np.stack(all_c), np.stack(all_m), np.asarray(all_a)
+    c, m, a = teacher_demonstrations(make_env, teacher, seeds, replay, cfg.reward, cfg.recent_window_seconds)
     rng = np.random.default_rng(cfg.seed)
     losses = []
     for _ in range(cfg.imitate_steps):

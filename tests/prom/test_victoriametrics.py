@@ -1,6 +1,6 @@
 """Any PromQL store: VictoriaMetrics single-node answers the state and history queries like Prometheus.
 
-One simulated episode is written once as node_exporter samples (tests/retrain/history.py);
+One simulated episode is written once as node_exporter samples (drs_prom/sim/backfill.py);
 Prometheus gets them as TSDB blocks (promtool), VictoriaMetrics the very same samples
 through its Prometheus-format import. Then the scheduler's snapshot (the six-feature
 matrix and the stale set) and the retraining path (query_range history -> rebuilt
@@ -33,10 +33,10 @@ from drs_prom.prometheus import PrometheusSource, http_session
 from drs_prom.registry import make_policy
 from drs_prom.retrain.history import fetch_history
 from drs_prom.retrain.rebuild import load_decisions, rebuild_transitions, reward_delay
+from drs_prom.sim.backfill import create_blocks, write_openmetrics
+from drs_prom.sim.trace import journal_rows, run_sim
 from tests.prom.fixtures import start_prometheus
 from tests.prom.victoria import PROMETHEUS_LOOKBACK, openmetrics_to_prometheus, start_victoria_metrics
-from tests.retrain.history import create_blocks, write_openmetrics
-from tests.retrain.simtrace import journal_rows, run_sim
 from tests.retrain.test_retrain_tsdb import STEP, WINDOW, scenario, settings_for
 
 pytestmark = pytest.mark.integration

@@ -161,3 +161,29 @@ def test_writer_defers_rows_while_the_scheduler_is_busy_and_flush_never_waits(tm
     wait_for(lambda: sorted(built) == [0, 1, 2, 3], 30, "row written once idle")
     wait_for(lambda: len(list(j.since(0))) == 4, 30, "4 rows in the file")
     j.close()
+
+
+def test_pod_ends_are_written_by_the_writer_first_end_wins_and_survive_reopening(tmp_path):
+    path = tmp_path / "j.sqlite"
+    j = Journal(path)
+    j.pod_ended("u1", 100.0)
+    j.pod_ended("u2", 250.0)
+    j.pod_ended("u1", 300.0)  # a second event for the same pod (deleted after Succeeded): the first end counts
+    assert j.backlog() == 0  # ends are not decision rows
+    assert j.pod_ends() == {"u1": 100.0, "u2": 250.0}
+    assert j.pod_ends(200.0) == {"u2": 250.0} and j.pod_ends(0.0, 200.0) == {"u1": 100.0}
+    j.close()
+    again = Journal(path)
+    assert again.pod_ends() == {"u1": 100.0, "u2": 250.0}
+    again.close()
+
+
+def test_a_file_from_before_pod_ends_gains_the_table(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(SCHEMA_1_DDL)
+    j = Journal(path)
+    assert j.pod_ends() == {}
+    j.pod_ended("u", 1.0)
+    assert j.pod_ends() == {"u": 1.0}
+    j.close()

@@ -32,11 +32,11 @@ from drs_prom.registry import make_policy
 from drs_prom.retrain.gate import gate
 from drs_prom.retrain.history import fetch_history
 from drs_prom.retrain.rebuild import load_decisions, rebuild_transitions, reward_delay, transition_reward
+from drs_prom.sim.backfill import create_blocks, write_openmetrics
 from drs_prom.sim.scenario import load_scenario
+from drs_prom.sim.trace import REQUEST_COLUMNS, journal_rows, run_sim
 from drs_prom.state import node_matrix
 from tests.prom.fixtures import start_prometheus
-from tests.retrain.history import create_blocks, write_openmetrics
-from tests.retrain.simtrace import REQUEST_COLUMNS, journal_rows, run_sim
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration

@@ -112,6 +112,24 @@ def test_deleted_while_queued_does_not_crash_the_loop(core, ns, fake_nodes, make
             assert r.status == 200
 
 
+def test_a_bound_pod_that_ends_is_journalled_with_its_end(core, ns, fake_nodes, make_scheduler):
+    """The twin of retraining times pods by these ends: a deleted bound pod of ours gets one, other pods none."""
+    fake_nodes("n1", cpu="4", memory="8Gi")
+    sched = make_scheduler()
+    core.create_namespaced_pod(ns, pod_body("ours"), _preload_content=False)
+    core.create_namespaced_pod(
+        ns, pod_body("theirs", scheduler="other-scheduler", nodeName="n1"), _preload_content=False
+    )
+    wait_for(lambda: bound(core, ns).get("ours"), 30, "our pod bound")
+    uid = next(r.pod_uid for r in sched.journal.since(0))
+    t0 = time.time()
+    for name in ("ours", "theirs"):
+        core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+    wait_for(lambda: not bound(core, ns), 30, "both pods deleted")
+    ends = wait_for(lambda: sched.journal.pod_ends(), 10, "the end journalled")
+    assert list(ends) == [uid] and t0 - 1 <= ends[uid] <= time.time()
+
+
 def test_two_replicas_never_double_bind(core, ns, fake_nodes, make_scheduler):
     for i in range(3):
         fake_nodes(f"le-{i}", cpu="32", memory="64Gi")

@@ -1,4 +1,4 @@
-"""A simulator run recorded as what a cluster leaves behind: node series and a decision journal.
+"""A simulator run recorded as what a cluster leaves behind: node series, a decision journal and pod ends.
 
 The simulator (drs_prom.sim) integrates load exactly over constant-rate segments; the
 recorder hook gives us every segment, so the node_exporter counters we backfill are the
@@ -15,10 +15,11 @@ import numpy as np
 
 from drs_prom.agent.features import CANDIDATE_COLUMNS, candidate_matrix
 from drs_prom.journal import JOURNAL_SCHEMA, Decision, node_entries
-from drs_prom.policy import choose
+from drs_prom.policy import DecisionContext, choose
+from drs_prom.retrain.rebuild import NodeHistory
+from drs_prom.sim.backfill import NodeSpec
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import Scenario
-from tests.retrain.history import NodeSpec
 
 
 @dataclass
@@ -34,6 +35,11 @@ class SimRun:
     # requests (the request columns of candidate_matrix(ctx): what the policy's model saw)
     decisions: list[dict[str, Any]] = field(default_factory=list)
     epoch: float = 0.0
+    finish: dict[str, float] = field(default_factory=dict)  # pod uid -> sim time it completed
+
+    def pod_ends(self) -> dict[str, float]:
+        """What the scheduler's journal records as pod ends (Journal.pod_ended), on the wall clock of ``epoch``."""
+        return {uid: self.epoch + t for uid, t in self.finish.items()}
 
     @property
     def duration(self) -> float:
@@ -82,6 +88,21 @@ class SimRun:
         rate[:, 1] = self.used_at(np.array([t]))[0][:, 1] / self.mem
         return rate
 
+    def history(self, step: float, window: float) -> NodeHistory:
+        """What Prometheus returns for the run (rates over ``window`` every ``step`` s, memory now), on the wall clock."""
+        times = np.arange(window, self.duration, step)
+        values = (
+            np.stack([self.expected_raw(float(t), window) for t in times], axis=1)
+            if len(times)
+            else np.zeros((len(self.names), 0, 6))
+        )
+        return NodeHistory(
+            times=self.epoch + times,
+            values={name: values[i] for i, name in enumerate(self.names)},
+            cores={name: float(c) for name, c in zip(self.names, self.cores)},
+            mem_bytes={name: float(m) for name, m in zip(self.names, self.mem)},
+        )
+
 
 REQUEST_COLUMNS = slice(CANDIDATE_COLUMNS.index("cpu_req_after"), CANDIDATE_COLUMNS.index("pods_after") + 1)
 
@@ -91,7 +112,7 @@ def run_sim(scenario: Scenario, policy: Any, seed: int = 0, epsilon: float = 0.0
     env = SchedulingEnv(scenario, seed=seed)
     rng = np.random.default_rng(seed)
     segs: list[tuple[float, float, np.ndarray]] = []
-    ctx = env.reset(seed)
+    ctx: DecisionContext | None = env.reset(seed)
     inner = env.recorder
 
     def rec(t0: float, t1: float, used: np.ndarray) -> None:
@@ -100,7 +121,9 @@ def run_sim(scenario: Scenario, policy: Any, seed: int = 0, epsilon: float = 0.0
 
     env.recorder = rec
     decisions = []
+    index: dict[str, int] = {}
     while ctx is not None:
+        index[ctx.pod.uid] = env.current_pod
         idx, scores = choose(policy, ctx)
         if epsilon and rng.random() < epsilon:
             idx = int(rng.choice(np.flatnonzero(ctx.feasible)))
@@ -130,6 +153,7 @@ def run_sim(scenario: Scenario, policy: Any, seed: int = 0, epsilon: float = 0.0
         seg_t1=np.array([s[1] for s in segs]),
         seg_used=np.stack([s[2] for s in segs]),
         decisions=decisions,
+        finish={uid: float(env.cluster.finish[i]) for uid, i in index.items() if np.isfinite(env.cluster.finish[i])},
     )
 
 

@@ -1,0 +1,31 @@
+"""Learning the user's own cluster end to end, short: history in a real Prometheus (promtool backfill) and the
+journal -> ``retrain`` with the twin -> the promoted model beats the shipped one on that cluster's future workloads.
+
+The full run is ``python benchmarks/retrain_on_history.py`` (3 h of history, 10 seeds, 3 retraining seeds)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from drs_prom.testbed.own_cluster import SHIPPED, SHIPPED_OWN_SCALES, demonstrate
+from drs_prom.testbed.process import live_processes
+
+pytestmark = pytest.mark.integration
+
+
+def test_retraining_on_one_clusters_history_beats_the_shipped_model_there(tmp_path):
+    before = set(map(id, live_processes()))
+    report = demonstrate(
+        hours=0.5, eval_seeds=3, retrain_seeds=[0], episodes=1, epochs=5, imitate_steps=3000, workdir=tmp_path
+    )
+    assert {id(p) for p in live_processes()} <= before  # Prometheus was stopped
+    assert report.decisions > 500 and report.pod_ends == report.decisions
+    (r,) = report.retrains
+    assert r["twin"].startswith("twin of the journal") and r["transitions"] > 0
+    gate = r["gate"]["twin_composite"]
+    assert r["result"] == "promoted" and gate["candidate"] > gate["current"]
+    retrained = np.mean(report.composite["drs (retrained, seed 0)"])
+    for ref in (SHIPPED, SHIPPED_OWN_SCALES):
+        assert retrained < np.mean(report.composite[ref]), ref
+        assert report.gains[f"drs (retrained, seed 0) vs {ref}"]["mean_gain"] > 0
