@@ -15,7 +15,8 @@
    shipped model there and gates it; once per retraining seed, each in its own model store;
 4. **the future**: the promoted model, the shipped one and the heuristics schedule the
    cluster's workload on ``eval_seeds`` seeds none of the above used; composite scores are
-   paired per seed.
+   paired per seed. A candidate the gate rejected is benchmarked too (labelled so): the
+   scheduler would keep the current model, and the row shows whether the gate was right.
 
 The gain is reported against the shipped model as the benchmark runs it (its own training
 scales) and as the scheduler would run it on this cluster (the cluster's scales), with a paired
@@ -221,8 +222,9 @@ def _demonstrate(
             }
             report.retrains.append(entry)
             echo(f"retrain seed {rseed}: {res.result} ({res.reason}); {entry['twin']}; {entry['seconds']} s")
-            if res.result == "promoted" and res.version:
-                models[f"drs (retrained, seed {rseed})"] = store.get(res.version).path / MODEL_FILE
+            if res.version:  # a rejected candidate is benchmarked too: was the gate right?
+                label = "retrained" if res.result == "promoted" else "rejected candidate"
+                models[f"drs ({label}, seed {rseed})"] = store.get(res.version).path / MODEL_FILE
     finally:
         prom.stop()
 
@@ -266,7 +268,9 @@ def format_report(report: OwnClusterReport) -> str:
         lines.append(
             f"{key}: gain {g['mean_gain']:+.3f} (x{g['ratio']:.3f}), paired sd {g['sd']:.3f}, 95% CI +-{g['ci95']:.3f}"
         )
-    means = [float(np.mean(report.composite[k])) for k in report.composite if k.startswith("drs (retrained")]
+    means = [
+        float(np.mean(v)) for k, v in report.composite.items() if k.startswith(("drs (retrained", "drs (rejected"))
+    ]
     if len(means) > 1:
         lines.append(
             f"spread over retraining seeds: sd {np.std(means, ddof=1):.3f} of the mean composite {np.mean(means):.3f}"
