@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 SCRIPT = """
-import sys, time
+import signal, sys, time
 from pathlib import Path
 from drs_prom.testbed.process import ManagedProcess, handle_termination, stop_all
+# as started from a terminal: a non-interactive shell starts background jobs with SIGINT ignored, and Python
+# then never installs its Ctrl-C handler, so SIGINT would reach nothing (the CI runner may be such a job)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 with handle_termination():
     try:
         p = ManagedProcess("sleeper", ["sleep", "300"], Path(sys.argv[1]))
