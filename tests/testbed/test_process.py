@@ -57,9 +57,14 @@ def _gone_within(pid: int, seconds: float) -> bool:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_terminating_the_testbed_stops_its_children(tmp_path, sig):
     proc, child = _start(tmp_path)
-    proc.send_signal(sig)
-    proc.wait(timeout=30)
-    assert _gone_within(child, 10)
+    try:
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        assert _gone_within(child, 10)
+    finally:  # never leave them behind, even when the test fails
+        proc.kill()
+        if _running(child):
+            os.kill(child, signal.SIGKILL)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and PR_SET_PDEATHSIG")
