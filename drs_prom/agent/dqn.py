@@ -129,6 +129,20 @@ class NodeDQN:
     def imitate(self, cands: np.ndarray, mask: np.ndarray, teacher: np.ndarray, margin: float = 0.1) -> float:
         return float(self._imitate(cands, mask, teacher.astype(np.int32), np.float32(margin)))
 
+    def imitate_batches(
+        self, demos: tuple[np.ndarray, np.ndarray, np.ndarray], steps: int, batch: int, rng: np.random.Generator
+    ) -> list[float]:
+        """``steps`` large-margin steps, each on ``batch`` demonstrations (candidates, masks, the teacher's
+        actions) drawn with ``rng``; the losses. No steps without demonstrations."""
+        cands, masks, actions = demos
+        if not len(actions):
+            return []
+        losses = []
+        for _ in range(steps):
+            idx = rng.integers(0, len(actions), size=batch)
+            losses.append(self.imitate(cands[idx], masks[idx], actions[idx]))
+        return losses
+
     def sync_target(self) -> None:
         self.target.set_weights(self.online.get_weights())
 

@@ -44,7 +44,9 @@ class RetrainSimulator(Protocol):
         and one line saying what it is; None and why when no twin can be built."""
         ...
 
-    def demonstrations(self, teacher: str, episodes: int, replay: NodeReplay) -> tuple[np.ndarray, ...]:
+    def demonstrations(
+        self, teacher: str, episodes: int, replay: NodeReplay
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``episodes`` episodes of the heuristic ``teacher`` (registry name): their transitions go into
         ``replay``; returns (padded candidates, masks, the teacher's actions) for the large-margin loss."""
         ...
@@ -72,18 +74,6 @@ class Trained:
     sim_transitions: int
     gamma: float
     hidden: tuple[int, ...]
-
-
-def _imitate(agent: NodeDQN, demos: tuple[np.ndarray, ...], steps: int, batch: int, seed: int) -> None:
-    """Large-margin steps on the teacher's decisions (DQfD warm start)."""
-    cands, masks, actions = demos
-    if not len(actions):
-        return
-    rng = np.random.default_rng(seed)
-    for _ in range(steps):
-        idx = rng.integers(0, len(actions), size=batch)
-        agent.imitate(cands[idx], masks[idx], actions[idx])
-    agent.sync_target()
 
 
 def train_candidate(
@@ -125,14 +115,14 @@ def train_candidate(
     demos = None
     if teach and sim is not None:
         demos = sim.demonstrations(rs.twin_teacher, rs.twin_teacher_episodes, replay)
-        _imitate(agent, demos, rs.twin_imitate_steps, rs.batch_size, rs.seed)
+        agent.imitate_batches(demos, rs.twin_imitate_steps, rs.batch_size, np.random.default_rng(rs.seed))
+        agent.sync_target()
     sim_n = sim.add_replay(agent, replay, rs.sim_replay_episodes) if sim is not None else 0
     steps = rs.epochs * max(1, int(np.ceil(len(replay) / rs.batch_size)))
     rng = np.random.default_rng(rs.seed)
     for _ in range(steps):
         agent.learn(replay.sample(rs.batch_size))
-        if demos is not None and len(demos[2]):
-            idx = rng.integers(0, len(demos[2]), size=rs.batch_size)
-            agent.imitate(demos[0][idx], demos[1][idx], demos[2][idx])
+        if demos is not None:
+            agent.imitate_batches(demos, 1, rs.batch_size, rng)
     agent.sync_target()
     return Trained(agent.online, export_dense(agent.online), steps, time.perf_counter() - t0, sim_n, cfg.gamma, hidden)

@@ -23,7 +23,8 @@ cluster's nodes and workload, which is what learning the user's cluster needs
 - **idle load** (with the Prometheus ``history`` of the span): what each node carried beyond
   the journalled pods (measured load minus the demand of the pods bound there, over their
   run times, averaged over the rate window as Prometheus does); its 10th percentile becomes
-  the node type's idle cpu/memory;
+  the node type's idle cpu/memory, and its mean network/disk part a steady background stream
+  on that node;
 - **metric lag**: the Prometheus rate window of the settings.
 
 Hidden from the twin: link/disk speeds of nodes that never saturated, bursty
@@ -168,11 +169,8 @@ def twin_scenario(
         demand = np.array([d.pod_features for d in ds], dtype=np.float64)
         centre = np.median(demand, axis=0)
         rel = [_spread(demand[:, k], float(centre[k])) for k in range(demand.shape[1]) if centre[k] > 0]
-        times = (
-            np.array([runs[d.pod_uid] for d in ds if d.pod_uid in runs])
-            if any(d.pod_uid in runs for d in ds)
-            else all_runs
-        )
+        own = [runs[d.pod_uid] for d in ds if d.pod_uid in runs]
+        times = np.array(own) if own else all_runs
         work = float(np.median(times))
         prof: dict[str, Any] = {
             "weight": float(len(ds)),
@@ -223,9 +221,7 @@ def twin_scenario(
             "nodes": node_types,
             "profiles": profiles,
             "arrivals": _phases(bound, names, keep, window_seconds),
-            "background": [
-                b for node, r in residual.items() for b in _background(twin_name[node], r, *sizes[node][:2])
-            ],
+            "background": [b for node, r in residual.items() for b in _background(twin_name[node], r)],
         }
     )
 
@@ -243,13 +239,13 @@ def _residuals(
     by_node: dict[str, list[Decision]] = defaultdict(list)
     for d in bound:
         by_node[d.chosen].append(d)
+    median_run = float(np.median(list(runs.values())))
     for node, values in history.values.items():
         if node not in sizes or len(values) != len(t):
             continue
         cores = history.cores.get(node, sizes[node][0] / 1000.0)
         mem = history.mem_bytes.get(node, float(sizes[node][1]))
         expected = np.zeros((len(t), 6))
-        median_run = float(np.median(list(runs.values())))
         for d in by_node.get(node, []):
             end = d.ts + runs.get(d.pod_uid, median_run)
             # rates are averages over the window before each sample; memory is a gauge
@@ -291,7 +287,7 @@ BACKGROUND_STREAMS = 4
 BACKGROUND_WORK_SECONDS = 60.0
 
 
-def _background(twin_node: str, residual: np.ndarray, cpu_m: int, mem: int) -> list[dict[str, Any]]:
+def _background(twin_node: str, residual: np.ndarray) -> list[dict[str, Any]]:
     """The mean network/disk load a node carried beyond the journalled pods, as a steady background stream.
 
     ``BACKGROUND_STREAMS`` overlapping background pods on average, so the load is about steady.

@@ -232,15 +232,15 @@ def _demonstrate(
     seeds = list(range(EVAL_SEED_BASE_OWN, EVAL_SEED_BASE_OWN + eval_seeds))
     report.eval_seeds = seeds
     names = [*BASELINES, SHIPPED, SHIPPED_OWN_SCALES, *models]
+    loaded = {name: load_model(path) for name, path in models.items()}  # once, not per seed
 
     def build(name: str, seed: int) -> Any:
         if name == SHIPPED:
             return load_policy()  # as `drs-prom bench` runs it: on the scales it was trained with
         if name == SHIPPED_OWN_SCALES:
             return NodeAgentPolicy(shipped.layers, name=name)  # as the scheduler runs it here: the cluster's scales
-        if name in models:
-            loaded = load_model(models[name])
-            p = loaded.policy()
+        if name in loaded:
+            p = loaded[name].policy()  # a fresh policy per run: its recent-bind memory starts empty
             p.name = name
             return p
         return make_policy(name, seed)

@@ -167,8 +167,7 @@ def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> Train
             if len(replay) >= cfg.learning_starts and steps % cfg.train_every == 0:
                 agent.learn(replay.sample(cfg.batch))
                 if demos is not None and cfg.imitate_during_rl:
-                    idx = rng.integers(0, len(demos[2]), size=cfg.batch)
-                    agent.imitate(demos[0][idx], demos[1][idx], demos[2][idx])
+                    agent.imitate_batches(demos, 1, cfg.batch, rng)
             ret += r
             imb += imbalance(np.nan_to_num(info.load_after))
             n += 1
@@ -226,11 +225,7 @@ def _imitate(
     seeds = [_episode_seed(cfg, ep + 500_000) for ep in range(cfg.imitate_episodes)]
     teacher = make_policy(cfg.imitate, cfg.seed)
     c, m, a = teacher_demonstrations(make_env, teacher, seeds, replay, cfg.reward, cfg.recent_window_seconds)
-    rng = np.random.default_rng(cfg.seed)
-    losses = []
-    for _ in range(cfg.imitate_steps):
-        idx = rng.integers(0, len(a), size=cfg.batch)
-        losses.append(agent.imitate(c[idx], m[idx], a[idx]))
+    losses = agent.imitate_batches((c, m, a), cfg.imitate_steps, cfg.batch, np.random.default_rng(cfg.seed))
     agent.sync_target()
     q = np.stack([agent.q_values(ci[: len(ci)]) for ci in c[:500]])
     agree = float(np.mean(np.argmax(np.where(m[:500], q, -np.inf), axis=1) == a[:500]))
