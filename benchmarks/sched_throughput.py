@@ -43,6 +43,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import psutil
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,16 +123,28 @@ class BindWatcher:
 
 
 def proc_stats(pid: int) -> tuple[float, float]:
-    """(RSS MiB, CPU seconds user+system) of one process, from /proc."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    rss = 0.0
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1]) / 1024.0
+    """(RSS MiB, CPU seconds user+system) of a scheduler: the process and its children
+    (drs-prom's write process makes the binds' HTTP requests), from /proc via psutil."""
+    rss = cpu = 0.0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return rss, cpu
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            cpu += t.user + t.system
+            rss += p.memory_info().rss / 2**20
+        except psutil.NoSuchProcess:  # a child that just ended
+            continue
     return rss, cpu
+
+
+def control_plane_cpu(cp: ControlPlane) -> float:
+    """CPU seconds used so far by kube-apiserver and etcd: the share of each bind the control
+    plane pays, on the same cores as the scheduler."""
+    return sum(proc_stats(p.pid)[1] for p in (cp.apiserver, cp.etcd) if p is not None)
 
 
 def create_pods(
@@ -204,8 +217,10 @@ def drain_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, s
     time.sleep(0.5)
     pid, stop, settle = start()
     _, cpu0 = proc_stats(pid)
+    plane0 = control_plane_cpu(cp)
     try:
         wait_bound(watcher, n_pods)
+        plane1 = control_plane_cpu(cp)  # the binds and events it served (before the journal settles)
         if settle is not None:
             settle()  # deferred journal rows count in CPU per 1000 pods
         rss, cpu1 = proc_stats(pid)
@@ -221,6 +236,7 @@ def drain_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, s
         "bound": len(times),
         "drain_pods_per_s": rate,
         "drain_rss_mb": rss,
+        "drain_control_plane_cpu_s_per_1000": (plane1 - plane0) / len(times) * 1000 if times else float("nan"),
         "drain_cpu_s_per_1000": (cpu1 - cpu0) / len(times) * 1000 if times else float("nan"),
     }
 
@@ -232,6 +248,7 @@ def start_drs(
     name: str = "drs-scheduler",
     prom_url: str | None = None,
     py_spy: Path | None = None,
+    extra: dict | None = None,
 ) -> tuple[subprocess.Popen, str]:
     port = free_port()
     prom = (
@@ -251,6 +268,7 @@ def start_drs(
     }
     if "client_qps" in SchedulerSettings.model_fields:  # as kube-scheduler's lifted limit
         cfg["scheduler"].update(client_qps=1000, client_burst=1000)
+    cfg["scheduler"].update(extra or {})
     path = workdir / f"drs-{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     log = open(workdir / "drs.log", "ab")
@@ -472,6 +490,32 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
     return out
 
 
+def write_floor(cp: ControlPlane, node: str, n_pods: int) -> float:
+    """CPU ms per pod that Python spends on the binding cycle's two writes alone (a Binding and a
+    Scheduled Event, through ``bind.ApiWriter``: urllib3 on the api client's pool, no generated
+    client), made one after the other from this process, and no decision: the least any Python
+    scheduler that writes like kube-scheduler pays per pod, to set beside kube-scheduler's whole
+    CPU per pod."""
+    from kubernetes import client
+
+    from drs_prom.scheduler import bind as binder
+
+    core = client.CoreV1Api(cp.admin_client)
+    ns = f"floor-{int(time.time())}"
+    cp.create_namespace(ns)
+    create_pods(core, ns, "floor-nobody", n_pods, threads=16)
+    pods = json.loads(core.list_namespaced_pod(ns, _preload_content=False).data)["items"]
+    writer = binder.ApiWriter(cp.admin_client)
+    t0 = time.process_time()
+    for pod in pods:
+        meta = pod["metadata"]
+        binder.bind(writer, ns, meta["name"], meta["uid"], node)
+        binder.emit_event(writer, pod, "Scheduled", f"Successfully assigned {ns}/{meta['name']} to {node}", "floor")
+    cpu = time.process_time() - t0
+    core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+    return cpu / max(len(pods), 1) * 1000
+
+
 def create_nodes(cp: ControlPlane, names: list[str]) -> None:
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda name: cp.create_fake_node(name, cpu="64", memory="256Gi", pods="500"), names))
@@ -499,6 +543,17 @@ def main() -> None:
     ap.add_argument("--json", dest="json_path", default=None, help="write the results per node count here")
     ap.add_argument("--py-spy", dest="py_spy", default=None, help="record drs-prom with py-spy into this directory")
     ap.add_argument("--no-decision-cost", dest="decision_cost", action="store_false")
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="also measure Python's CPU per pod for the two writes alone (no decision), in this process",
+    )
+    ap.add_argument(
+        "--in-process-too",
+        dest="in_process",
+        action="store_true",
+        help="also run drs-prom with scheduler.write_process off (binds and events from the scheduling process)",
+    )
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks: stop every process
     model = args.model or str(REPO / "models" / "drs-v1.keras")
@@ -536,6 +591,8 @@ def main() -> None:
                         }
                     )
                     results.append({"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods, kube.pid)})
+                    if args.in_process:
+                        results.append({"nodes": n, **run_in_process(cp, work, model, prom_url, n, args.pods)})
                     own = drs_metrics(drs_url)
                     att = own.get("drs_scheduling_attempt_seconds_count", 0)
                     notes.append(
@@ -574,6 +631,25 @@ def main() -> None:
                     drains.append(
                         {"nodes": n, **drain_once(cp, f"kube-{n}", f"drain-kube-{n_pods}", n_pods, kube_start)}
                     )
+                    if args.in_process and n_pods == args.pods:
+
+                        def inproc_start(n_pods: int = n_pods) -> tuple[int, object, object]:
+                            d, u = start_drs(
+                                cp, work, model, name=f"drain-inproc-{n_pods}", prom_url=prom_url, extra=IN_PROCESS
+                            )
+                            return scheduler_pid(d), lambda: stop_drs(d), lambda: journal_settled(u)
+
+                        drains.append(
+                            {
+                                "nodes": n,
+                                **drain_once(cp, f"inproc-{n}", f"drain-inproc-{n_pods}", n_pods, inproc_start),
+                            }
+                        )
+                if args.floor:
+                    notes.append(
+                        f"{n} nodes: Python's CPU for a Binding + an Event alone (the write floor): "
+                        f"{write_floor(cp, names[0], args.pods):.2f} ms per pod"
+                    )
                 delete_nodes(core, names)
             except Exception as exc:  # keep the node counts already measured
                 notes.append(f"ERROR at {n} nodes: {type(exc).__name__}: {str(exc)[:300]}")
@@ -591,6 +667,21 @@ def main() -> None:
         for n in counts:
             c = decision_cost(n, args.model)
             print(f"{n:>5} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms")
+
+
+IN_PROCESS = {"write_process": False}  # binds and events written by the scheduling process itself
+
+
+def run_in_process(cp: ControlPlane, work: Path, model: str, prom_url: str | None, n: int, pods: int) -> dict:
+    """drs-prom with its writes in-process, on the same control plane and node count."""
+    drs, url = start_drs(cp, work, model, name="inproc-scheduler", prom_url=prom_url, extra=IN_PROCESS)
+    try:
+        time.sleep(1.0)
+        return run_once(
+            cp, f"inproc-{n}", "inproc-scheduler", pods, scheduler_pid(drs), settle=lambda: journal_settled(url)
+        )
+    finally:
+        stop_drs(drs)
 
 
 def summarise(results: list[dict], drains: list[dict], counts: list[int], args: argparse.Namespace) -> dict:
@@ -620,6 +711,10 @@ def summarise(results: list[dict], drains: list[dict], counts: list[int], args: 
                 "rss_pods": big["pods"] if big else args.pods,
                 "cpu_s_per_1000": r["cpu_s_per_1000"],
                 "drain_cpu_s_per_1000": main_drain["drain_cpu_s_per_1000"] if main_drain else None,
+                "drain_control_plane_cpu_s_per_1000": main_drain["drain_control_plane_cpu_s_per_1000"]
+                if main_drain
+                else None,
+                "drain_cpu_bound_per_s": cpu_bound(main_drain) if main_drain else None,
                 "bound": r["bound"],
             }
         d, k = row["drs-prom"], row["kube-scheduler"]
@@ -628,8 +723,32 @@ def summarise(results: list[dict], drains: list[dict], counts: list[int], args: 
             ratio(d["queue_drain_per_s"], k["queue_drain_per_s"]) if d["queue_drain_per_s"] is not None else None
         )
         row["p50_ratio"] = ratio(d["p50_ms"], k["p50_ms"])
+        inproc = next((x for x in results if x["nodes"] == n and x["label"].startswith("inproc")), None)
+        inproc_drain = next((x for x in drains if x["nodes"] == n and x["label"].startswith("inproc")), None)
+        if inproc is not None:
+            row["drs-prom, writes in-process"] = {
+                "pods_per_s": inproc["pods_per_s"],
+                "queue_drain_per_s": inproc_drain["drain_pods_per_s"] if inproc_drain else None,
+                "p50_ms": inproc["p50_ms"],
+                "cpu_s_per_1000": inproc["cpu_s_per_1000"],
+                "pods_per_s_ratio": ratio(inproc["pods_per_s"], k["pods_per_s"]),
+                "queue_drain_ratio": ratio(inproc_drain["drain_pods_per_s"], k["queue_drain_per_s"])
+                if inproc_drain and k["queue_drain_per_s"]
+                else None,
+                "p50_ratio": ratio(inproc["p50_ms"], k["p50_ms"]),
+            }
         out["nodes"][str(n)] = row
     return out
+
+
+CORES = os.cpu_count() or 1
+
+
+def cpu_bound(r: dict) -> float:
+    """Drain rate if every core ran only the scheduler, apiserver and etcd: CORES / CPU per pod.
+    On a machine where they share the cores this bounds the rate whatever the code's parallelism."""
+    per_pod = (r["drain_cpu_s_per_1000"] + r["drain_control_plane_cpu_s_per_1000"]) / 1000
+    return CORES / per_pod if per_pod > 0 else float("nan")
 
 
 def print_report(results: list[dict], drains: list[dict], notes: list[str], report: dict) -> None:
@@ -647,11 +766,20 @@ def print_report(results: list[dict], drains: list[dict], notes: list[str], repo
             print(
                 f"{r['label']:<12}{r['nodes']:>6}{r['pods']:>6}{r['bound']:>6}{r['drain_pods_per_s']:>9.1f} pods/s"
                 f"  RSS {r['drain_rss_mb']:.0f} MB  cpu {r['drain_cpu_s_per_1000']:.2f} s/1000 pods"
+                f"  apiserver+etcd {r['drain_control_plane_cpu_s_per_1000']:.2f} s/1000 pods"
+                f"  (all {CORES} cores busy: at most {cpu_bound(r):.0f} pods/s)"
             )
     print("\nratios drs-prom / kube-scheduler:")
     for n, row in report["nodes"].items():
         drain = f"{row['queue_drain_ratio']:.2f}" if row["queue_drain_ratio"] is not None else "-"
         print(f"{n:>5} nodes: pods/s {row['pods_per_s_ratio']:.2f}, queue drain {drain}, p50 {row['p50_ratio']:.2f}")
+        ip = row.get("drs-prom, writes in-process")
+        if ip is not None:
+            d = f"{ip['queue_drain_ratio']:.2f}" if ip["queue_drain_ratio"] is not None else "-"
+            print(
+                f"{'':>5}   writes in-process: pods/s {ip['pods_per_s_ratio']:.2f}, queue drain {d}, "
+                f"p50 {ip['p50_ratio']:.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -236,6 +236,12 @@ class SchedulerSettings(_Section):
     bind_workers: int = Field(
         16, ge=1, description="Binds in flight at once (the binding cycle runs off the scheduling thread)."
     )
+    write_process: bool = Field(
+        True,
+        description="Make the binding cycle's API writes (Bindings, Events) from a child process, so their "
+        "HTTP work runs on another core than the scheduling loop; false = in-process. Writing falls back to "
+        "in-process by itself if the child cannot start or dies.",
+    )
 
 
 class RetrainSettings(_Section):

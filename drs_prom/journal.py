@@ -20,6 +20,7 @@ their reasons, for ``drs-prom report`` and for people reading the file.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import operator
@@ -129,10 +130,22 @@ class NodeEntries(list[dict[str, int]]):
 def node_entries(nodes: Sequence[NodeInfo]) -> list[dict[str, int]]:
     """The journalled per-candidate record of ``nodes`` (NODE_KEYS, ints)."""
     # ints (truncated, as int() does) converted in one numpy call, not one int() per value
-    values = np.array([_NODE_VALUES(n) for n in nodes], dtype=np.int64).reshape(len(nodes), len(NODE_KEYS)).tolist()
-    out = NodeEntries(dict(zip(NODE_KEYS, v)) for v in values)
-    out.json_text = "[" + ", ".join([_NODE_JSON % tuple(v) for v in values]) + "]"
+    return node_entries_from_values(np.array([_NODE_VALUES(n) for n in nodes], dtype=np.int64))
+
+
+def node_entries_from_values(values: np.ndarray) -> list[dict[str, int]]:
+    """``node_entries`` from an (n, len(NODE_KEYS)) array already in NODE_KEYS order, as the
+    scheduler's node table has them: no pass over NodeInfo objects."""
+    rows = np.asarray(values, dtype=np.int64).reshape(-1, len(NODE_KEYS))
+    flat = rows.ravel().tolist()
+    out = NodeEntries(dict(zip(NODE_KEYS, flat[i : i + len(NODE_KEYS)])) for i in range(0, len(flat), len(NODE_KEYS)))
+    out.json_text = "[" + _entries_template(len(rows)) % tuple(flat) + "]"  # one formatting call for all entries
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _entries_template(n: int) -> str:
+    return ", ".join([_NODE_JSON] * n)
 
 
 @dataclass

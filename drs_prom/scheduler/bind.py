@@ -13,7 +13,7 @@ import datetime as _dt
 import json
 import logging
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 import urllib3
 
@@ -34,24 +34,34 @@ class ApiWriter:
         self.host = str(self.configuration.host).rstrip("/")
         self.user_agent = getattr(api_client, "user_agent", None) or "drs-prom"
 
-    def post(self, path: str, body: dict[str, Any], timeout: float) -> tuple[int, bytes]:
-        """(HTTP status, response body); connection errors raise."""
+    def headers(self) -> dict[str, str]:
+        """Request headers with the current credentials (an expiring token is refreshed first)."""
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": self.user_agent}
-        for auth in self.configuration.auth_settings().values():  # refreshes an expiring token first
+        for auth in self.configuration.auth_settings().values():
             if auth.get("in") == "header" and auth.get("value"):
                 headers[auth["key"]] = auth["value"]
+        return headers
+
+    def post(self, path: str, body: dict[str, Any], timeout: float) -> tuple[int, bytes]:
+        """(HTTP status, response body); connection errors raise."""
         resp = self.pool.request(
             "POST",
             self.host + path,
             body=json.dumps(body).encode(),
-            headers=headers,
+            headers=self.headers(),
             timeout=urllib3.Timeout(total=timeout),
             retries=False,
         )
         return resp.status, resp.data
 
 
-def bind(writer: ApiWriter, namespace: str, name: str, uid: str, node: str) -> tuple[str, str]:
+class Writer(Protocol):
+    """Where the binding cycle's POSTs go: ``ApiWriter`` in-process, or ``write_process.RemoteWriter``."""
+
+    def post(self, path: str, body: dict[str, Any], timeout: float) -> tuple[int, bytes]: ...
+
+
+def bind(writer: Writer, namespace: str, name: str, uid: str, node: str) -> tuple[str, str]:
     """Bind and return (outcome, detail); outcome is bound | conflict | gone | failed."""
     body = {
         "apiVersion": "v1",
@@ -84,7 +94,7 @@ def _now() -> str:
 
 
 def emit_event(
-    writer: ApiWriter,
+    writer: Writer,
     pod: dict[str, Any],
     reason: str,
     message: str,

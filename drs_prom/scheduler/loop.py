@@ -26,8 +26,8 @@ import numpy as np
 
 from drs_prom import filters
 from drs_prom.config import Settings
-from drs_prom.journal import Decision, Journal, node_entries
-from drs_prom.policy import Policy
+from drs_prom.journal import NODE_KEYS, Decision, Journal, node_entries_from_values
+from drs_prom.policy import NODE_REQUEST_COLUMNS, Policy
 from drs_prom.ratelog import RateLimitedLog
 from drs_prom.scheduler import bind as binder
 from drs_prom.scheduler import kube
@@ -40,10 +40,14 @@ from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
 from drs_prom.scheduler.ratelimit import TokenBucket
 from drs_prom.scheduler.rollout import RolloutWatcher, arm_text
 from drs_prom.scheduler.workers import WorkerPool
+from drs_prom.scheduler.write_process import RemoteWriter
 from drs_prom.state import MetricsSource
 from drs_prom.types import NodeInfo
 
 log = logging.getLogger(__name__)
+
+# the journal's per-candidate entry (NODE_KEYS) from the policy's request matrix (NODE_REQUEST_COLUMNS)
+_JOURNAL_NODE_COLUMNS = [NODE_REQUEST_COLUMNS.index(k) for k in NODE_KEYS]
 
 
 class Scheduler:
@@ -78,6 +82,10 @@ class Scheduler:
         self.core = client.CoreV1Api(api_client)
         self.coord = client.CoordinationV1Api(api_client)
         self.writer = binder.ApiWriter(api_client)
+        workers = bind_workers or self.cfg.bind_workers
+        # the binds' and events' HTTP in a child process, off this process's GIL (write_process)
+        self._remote = RemoteWriter(self.writer, workers + 2) if self.cfg.write_process else None
+        self._post: binder.Writer = self._remote if self._remote is not None else self.writer
         self.journal = journal
         self._journal_log = RateLimitedLog(log, 60.0)  # a full disk fails every row: one line a minute
         self.metrics = metrics or SchedulerMetrics()
@@ -101,7 +109,6 @@ class Scheduler:
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        workers = bind_workers or self.cfg.bind_workers
         self._pool = WorkerPool(workers, "drs-bind")
         # binds and events share one client-side limit, like kube-scheduler's clientConnection.qps/burst
         self._limiter = TokenBucket(self.cfg.client_qps, self.cfg.client_burst)
@@ -170,6 +177,8 @@ class Scheduler:
                 serving=self.settings.serving,
                 api_client=self.api_client,
             ).start()
+        if self._remote is not None:
+            self._remote.start()
         self.cache.start(self.core)
         self.decider.start()
         if self.rollout is not None:
@@ -189,6 +198,8 @@ class Scheduler:
         self.decider.stop()
         self._pool.shutdown()
         self._events.shutdown()
+        if self._remote is not None:
+            self._remote.close()
         if self.journal is not None:
             self.journal.flush()
         if self.elector is not None:
@@ -256,13 +267,14 @@ class Scheduler:
             return "unschedulable"
         rows, feasible = self._candidates(mask)
         nodes = view.infos(rows)
+        requests = view.requests(rows)
         choice = self.decider.decide(
-            req, demand.demand, nodes, feasible, rows=rows, names=view.names, requests=view.requests(rows)
+            req, demand.demand, nodes, feasible, rows=rows, names=view.names, requests=requests
         )
         node = nodes[choice.index].name
         self.metrics.attempt_latency.observe(time.monotonic() - t0)
         self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes)
-        self._pool.submit(self._bind, item, pod, req, demand.demand, node, nodes, feasible, choice)
+        self._pool.submit(self._bind, item, pod, req, demand.demand, node, nodes, feasible, choice, requests)
         return "binding"
 
     def _candidates(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -286,7 +298,7 @@ class Scheduler:
 
     def _event(self, pod: dict[str, Any], reason: str, message: str, kind: str) -> None:
         self._limiter.wait()
-        binder.emit_event(self.writer, pod, reason, message, self.cfg.scheduler_name, kind)
+        binder.emit_event(self._post, pod, reason, message, self.cfg.scheduler_name, kind)
 
     def _bind(
         self,
@@ -298,6 +310,7 @@ class Scheduler:
         nodes: list[NodeInfo],
         feasible: np.ndarray,
         choice: Choice,
+        requests: np.ndarray,
     ) -> None:
         try:
             if not self.is_leader():  # fencing: lost the lease since the decision
@@ -305,7 +318,7 @@ class Scheduler:
                 self.queue.requeue_now(item)
                 return
             self._limiter.wait()
-            outcome, detail = binder.bind(self.writer, req.namespace, req.name, req.uid, node)
+            outcome, detail = binder.bind(self._post, req.namespace, req.name, req.uid, node)
             self.metrics.binds.labels(outcome).inc()
             if outcome == binder.BOUND:
                 self.metrics.latency.observe(time.monotonic() - item.first_seen)
@@ -328,7 +341,7 @@ class Scheduler:
                 log.warning("%s: bind to %s failed: %s; retrying", item.key, node, detail)
                 self.cache.forget(item.uid)
                 self.queue.done(item, scheduled=False)
-            self._journal(req, demand, node, nodes, feasible, choice, outcome)
+            self._journal(req, demand, node, nodes, feasible, choice, outcome, requests)
         except Exception:
             log.exception("binding %s failed unexpectedly; retrying", item.key)
             self.cache.forget(item.uid)
@@ -359,10 +372,12 @@ class Scheduler:
         feasible: np.ndarray,
         choice: Choice,
         outcome: str,
+        requests: np.ndarray,
     ) -> None:
         """One journal row, built and written by the journal's writer thread; ``nodes`` are
-        the NodeInfo the pod was filtered and scored on (requests as of that moment), so
-        retraining rebuilds the model's exact input."""
+        the NodeInfo the pod was filtered and scored on and ``requests`` their requests and
+        allocatable as of that moment (NODE_REQUEST_COLUMNS), so retraining rebuilds the
+        model's exact input."""
         if self.journal is None:
             return
         scores, policy, reason = choice.scores, choice.policy, choice.reason
@@ -383,7 +398,7 @@ class Scheduler:
                 owner=req.owner,
                 pod_features=[float(v) for v in demand],
                 candidates=[names[i] for i in order],
-                nodes=node_entries([nodes[i] for i in order]),
+                nodes=node_entries_from_values(np.asarray(requests)[order][:, _JOURNAL_NODE_COLUMNS]),
                 pod_cpu_m=int(req.cpu_m),
                 pod_mem_bytes=int(req.mem_bytes),
                 feasible=np.asarray(feasible, dtype=bool)[order].tolist(),

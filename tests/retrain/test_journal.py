@@ -6,7 +6,11 @@ import dataclasses
 import json
 import sqlite3
 
-from drs_prom.journal import JOURNAL_SCHEMA, NODE_KEYS, Decision, Journal, node_entries
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drs_prom.journal import JOURNAL_SCHEMA, NODE_KEYS, Decision, Journal, node_entries, node_entries_from_values
 from drs_prom.retrain.rebuild import load_decisions
 from drs_prom.types import NodeInfo
 
@@ -187,3 +191,18 @@ def test_a_file_from_before_pod_ends_gains_the_table(tmp_path):
     j.pod_ended("u", 1.0)
     assert j.pod_ends() == {"u": 1.0}
     j.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**50), min_size=6, max_size=6), min_size=0, max_size=40))
+def test_node_entries_text_is_json_dumps_of_the_entries_from_either_source(rows):
+    """The journal writes ``json_text`` instead of json.dumps(entries): it must be the same text,
+    whether the entries came from NodeInfo objects or from the scheduler's node-table arrays."""
+    infos = [
+        NodeInfo(f"n{i}", *r[:3], requested_cpu_m=r[3], requested_mem_bytes=r[4], pod_count=r[5])
+        for i, r in enumerate(rows)
+    ]
+    from_infos = node_entries(infos)
+    from_values = node_entries_from_values(np.array(rows, dtype=np.int64).reshape(len(rows), 6))
+    assert from_infos == from_values == [dict(zip(NODE_KEYS, r)) for r in rows]
+    assert from_values.json_text == from_infos.json_text == json.dumps(from_values)

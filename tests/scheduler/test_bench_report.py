@@ -43,6 +43,7 @@ def drain(label: str, n: int, pods: int, rate: float, rss: float) -> dict:
         "drain_pods_per_s": rate,
         "drain_rss_mb": rss,
         "drain_cpu_s_per_1000": 1.0,
+        "drain_control_plane_cpu_s_per_1000": 3.0,
     }
 
 
@@ -76,6 +77,30 @@ def test_summary_has_both_schedulers_and_the_ratios_per_node_count():
     assert r1000["drs-prom"]["rss_mb"] == 450.0 and r1000["drs-prom"]["rss_pods"] == 5000
     assert r100["kube-scheduler"]["rss_mb"] == 80.0
     assert math.isnan(bench.ratio(1.0, 0.0))
+    # all cores busy with 1 ms (scheduler) + 3 ms (apiserver, etcd) per pod
+    assert r100["drs-prom"]["drain_cpu_bound_per_s"] == pytest.approx(bench.CORES / 0.004)
+    assert "drs-prom, writes in-process" not in r100
+
+
+def test_summary_reports_the_in_process_variant_against_kube_scheduler():
+    bench = load("sched_throughput")
+    results = [
+        run("drs-100", 100, 120.0, 30.0, 2.0, 300.0),
+        run("kube-100", 100, 100.0, 20.0, 1.0, 80.0),
+        run("inproc-100", 100, 90.0, 40.0, 2.5, 290.0),
+    ]
+    drains = [
+        drain("drs-100", 100, 300, 400.0, 301.0),
+        drain("kube-100", 100, 300, 200.0, 81.0),
+        drain("inproc-100", 100, 300, 100.0, 299.0),
+    ]
+    report = bench.summarise(results, drains, [100], argparse.Namespace(pods=300, prometheus=True, model=None))
+    row = report["nodes"]["100"]
+    assert row["queue_drain_ratio"] == pytest.approx(2.0)  # drs-prom is not confused with its variant
+    ip = row["drs-prom, writes in-process"]
+    assert ip["pods_per_s_ratio"] == pytest.approx(0.9)
+    assert ip["queue_drain_ratio"] == pytest.approx(0.5)
+    assert ip["p50_ratio"] == pytest.approx(2.0)
 
 
 def test_profile_samples_go_to_the_first_matching_category(tmp_path):

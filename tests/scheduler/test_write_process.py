@@ -1,0 +1,92 @@
+"""The binding cycle's writes from a child process (scheduler.write_process), against the real apiserver.
+
+The child gets only TLS files and the host; the ServiceAccount's token travels with each
+request. Killing the child (SIGKILL, a fault a real part produces on demand) must not leave
+a pod pending: its binds fail, are retried, and every later write is made in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import psutil
+import pytest
+
+from tests.scheduler.conftest import events_for, list_pods, pod_body
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def bound(core, ns: str) -> dict[str, str]:
+    return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in list_pods(core, ns) if p["spec"].get("nodeName")}
+
+
+def test_binds_and_events_go_through_the_child_which_ends_with_the_scheduler(core, ns, fake_nodes, make_scheduler):
+    fake_nodes("wp-a")
+    fake_nodes("wp-b")
+    sched = make_scheduler()
+    remote = sched._remote
+    assert remote is not None and remote.alive
+    child = psutil.Process(remote.pid)
+    assert child.ppid() == os.getpid() and "drs_prom.scheduler.write_child" in " ".join(child.cmdline())
+    for i in range(6):
+        core.create_namespaced_pod(ns, pod_body(f"p{i}"), _preload_content=False)
+    wait_for(lambda: len(bound(core, ns)) == 6, 60, "6 pods bound")
+    assert set(bound(core, ns).values()) <= {"wp-a", "wp-b"}
+    msg = wait_for(
+        lambda: next((e["message"] for e in events_for(core, ns, "p0") if e["reason"] == "Scheduled"), None),
+        30,
+        "Scheduled event of p0",
+    )
+    assert msg.startswith(f"Successfully assigned {ns}/p0 to ")
+    assert remote.alive  # every write went through the child; none fell back
+    sched.stop()
+    assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    assert not remote.alive
+
+
+def test_a_killed_child_leaves_no_pod_pending(core, ns, fake_nodes, make_scheduler, caplog):
+    fake_nodes("wk-a")
+    sched = make_scheduler()
+    remote = sched._remote
+    core.create_namespaced_pod(ns, pod_body("before"), _preload_content=False)
+    wait_for(lambda: "before" in bound(core, ns), 60, "first pod bound through the child")
+    os.kill(remote.pid, signal.SIGKILL)
+    wait_for(lambda: not remote.alive, 30, "the scheduler sees the child gone")
+    assert any("write process ended" in r.getMessage() for r in caplog.records)
+    for i in range(4):
+        core.create_namespaced_pod(ns, pod_body(f"after{i}"), _preload_content=False)
+    wait_for(lambda: len(bound(core, ns)) == 5, 60, "later pods bound in-process")
+    assert wait_for(
+        lambda: any(e["reason"] == "Scheduled" for e in events_for(core, ns, "after0")), 30, "in-process event"
+    )
+
+
+def test_write_process_off_writes_in_process(core, ns, fake_nodes, make_scheduler):
+    fake_nodes("wo-a")
+    sched = make_scheduler(overrides={"scheduler.write_process": False})
+    assert sched._remote is None
+    core.create_namespaced_pod(ns, pod_body("solo"), _preload_content=False)
+    assert wait_for(lambda: bound(core, ns).get("solo"), 60, "bound in-process") == "wo-a"
+
+
+def test_a_stuck_child_is_killed_and_writing_goes_on_in_process(core, ns, fake_nodes, make_scheduler, caplog):
+    """SIGSTOP: the child neither answers nor exits. The bind waiting on it times out (its 15 s
+    request timeout + 5 s), the child is killed, and that pod and later ones are bound in-process."""
+    fake_nodes("ws-a")
+    sched = make_scheduler()
+    remote = sched._remote
+    child = psutil.Process(remote.pid)
+    os.kill(remote.pid, signal.SIGSTOP)
+    try:
+        core.create_namespaced_pod(ns, pod_body("stalled"), _preload_content=False)
+        wait_for(lambda: not remote.alive, 60, "the stuck child abandoned")
+        assert any("write process stuck" in r.getMessage() for r in caplog.records)
+        core.create_namespaced_pod(ns, pod_body("later"), _preload_content=False)
+        wait_for(lambda: {"stalled", "later"} <= set(bound(core, ns)), 60, "both pods bound in-process")
+        assert wait_for(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE, 30, "child gone")
+    finally:
+        if child.is_running():
+            child.kill()
