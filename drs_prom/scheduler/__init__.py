@@ -3,7 +3,7 @@
 Layers, each its own module: kube (API JSON -> plain records), cache (list+watch of
 nodes and pods, assumed pods), queue (priority FIFO with backoff), pod_features
 (expected pod load), decide (node state refresh, model, fallback rules), bind (Binding
-+ events), leader (Lease election), metrics (/metrics, /healthz, /readyz), loop (the
++ events), write_process and write_child (those writes made by a child process, off the GIL), leader (Lease election), metrics (/metrics, /healthz, /readyz), loop (the
 scheduling loop), extender (kube-scheduler HTTP extender), online (settle-delay reward
 recorder, off by default), runner (wiring for the CLI). Everything reads the API as
 plain JSON dicts, not client model objects: faster, and the conversion stays in one
