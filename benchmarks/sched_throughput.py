@@ -358,6 +358,16 @@ def journal_settled(url: str, timeout: float = 300) -> None:
         time.sleep(0.2)
 
 
+def gc_note(label: str, metrics: dict[str, float]) -> str:
+    """The scheduler's garbage-collector pauses so far (drs_python_gc_pause_seconds_total)."""
+    parts = []
+    for gen in ("0", "1", "2"):
+        n = metrics.get(f'drs_python_gc_timed_collections_total{{generation="{gen}"}}', 0.0)
+        sec = metrics.get(f'drs_python_gc_pause_seconds_total{{generation="{gen}"}}', 0.0)
+        parts.append(f"gen{gen} {n:.0f} x, {sec * 1000:.0f} ms")
+    return f"{label}: GC pauses since start: " + "; ".join(parts)
+
+
 def fallbacks(metrics: dict[str, float]) -> float:
     return sum(v for k, v in metrics.items() if k.startswith("drs_fallback_decisions_total"))
 
@@ -600,6 +610,7 @@ def main() -> None:
                         f"{own.get('drs_scheduling_attempt_seconds_sum', 0) / max(att, 1) * 1000:.2f} ms over {att:.0f}"
                         f" attempts; fallback decisions {fallbacks(own):.0f}"
                     )
+                    notes.append(gc_note(f"{n} nodes, drs-prom after the created-pods run", own))
                     if args.prometheus and fallbacks(own):
                         notes.append(
                             f"WARNING: {n} nodes: drs-prom fell back {fallbacks(own):.0f} times (not the model)"
@@ -624,6 +635,7 @@ def main() -> None:
 
                     holder: dict = {}
                     drains.append({"nodes": n, **drain_once(cp, f"drs-{n}", f"drain-drs-{n_pods}", n_pods, drs_start)})
+                    notes.append(gc_note(f"{n} nodes, drs-prom after draining {n_pods} pods", holder.get("m", {})))
                     if args.prometheus and fallbacks(holder.get("m", {})):
                         notes.append(
                             f"WARNING: drain at {n} nodes: drs-prom fell back {fallbacks(holder['m']):.0f} times"

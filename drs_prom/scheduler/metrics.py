@@ -22,6 +22,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from drs_prom.config import ServingSettings
 from drs_prom.errors import ConfigError
+from drs_prom.scheduler import gc_pauses
 from drs_prom.scheduler.serving import DelegatedAuth, tls_context
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ class SchedulerMetrics:
         self.model = Info("drs_model", "The loaded model (empty version: none, fallback in use).", registry=r)
         self.model.info({"version": "", "policy": ""})
         self.rollout = RolloutMetrics(r)
+        gc_pauses.install()
+        r.register(gc_pauses.GCPauseCollector())
 
 
 class RolloutMetrics:

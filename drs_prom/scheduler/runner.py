@@ -14,6 +14,7 @@ from typing import Any
 
 from drs_prom.config import Settings
 from drs_prom.errors import ConfigError, ModelError
+from drs_prom.scheduler.gc_pauses import freeze_startup_heap
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,7 @@ def run_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any
     """``policy``: "load" = the configured/promoted model; else a Policy object that decides instead
     (``drs-prom run --policy NAME``: a heuristic, as the testbed compares them on the live loop)."""
     sched = build_scheduler(settings, kubeconfig, policy=policy)
+    log.debug("%d start-up objects frozen out of garbage collection", freeze_startup_heap())
     sched.start()
     log.info(
         "drs-scheduler %s watching pods for schedulerName=%s; metrics on %s",
@@ -145,6 +147,7 @@ def build_extender(
 
 def run_extender(settings: Settings, listen: str, kubeconfig: str | None = None, use_cache: bool = True) -> None:
     server, decider, cache = build_extender(settings, listen, kubeconfig, use_cache)
+    log.debug("%d start-up objects frozen out of garbage collection", freeze_startup_heap())
     decider.start()
     server.start()
     log.info("drs-prom extender listening on %s", listen)
