@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from drs_prom.agent.corrector import BASES, HEAD, TopKCorrection
+from drs_prom.agent.dense_archive import read_dense_chain
 from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
 from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
 from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, SELECTOR, HeuristicSelector
@@ -215,6 +216,16 @@ class LoadedModel:
         return DRSOriginalPolicy(self.layers, int(self.meta["n_nodes"]))
 
 
+def _keras_layers(path: Path) -> list[tuple[Any, Any, str]]:
+    """Any other archive: through Keras (imports TensorFlow), in safe mode."""
+    from drs_prom.agent.networks import configure_tf, export_dense
+
+    configure_tf()
+    import keras
+
+    return export_dense(keras.saving.load_model(path, compile=False, safe_mode=True))
+
+
 def load_model(path: str | Path | None = None) -> LoadedModel:
     """Load and check a model; every failure is a ModelError with one line."""
     path = Path(path) if path else default_model_path()
@@ -223,15 +234,10 @@ def load_model(path: str | Path | None = None) -> LoadedModel:
         raise ModelError(f"model file not found: {path}")
     if not zipfile.is_zipfile(path):
         raise ModelError(f"model file {path} is corrupt (not a .keras archive)")
-    from drs_prom.agent.networks import configure_tf, export_dense
-
-    configure_tf()
-    import keras
-
     try:
-        model = keras.saving.load_model(path, compile=False, safe_mode=True)
-        layers = export_dense(model)
-    except Exception as exc:  # noqa: BLE001 - keras raises many types for damaged archives: all become ModelError
+        # the networks drs-prom trains are plain Dense chains: read without importing TensorFlow
+        layers = read_dense_chain(path) or _keras_layers(path)
+    except Exception as exc:  # noqa: BLE001 - h5py/keras raise many types for damaged archives: all become ModelError
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"model file {path} could not be loaded: {first[:200]}") from None
     want_in, want_out = _io_shape(meta)

@@ -120,6 +120,7 @@ class RemoteWriter:
             log.warning("write process failed to start (%s): binds and events are written in-process", exc)
             conn.close()
             ours.close()
+            self._sock = None
             self._end_child(kill=True)
             return self
         self._conn = conn
