@@ -622,18 +622,13 @@ def main() -> None:
                 if args.rss_pods and n == max(counts):
                     pod_counts.append(args.rss_pods)
                 for n_pods in pod_counts:
-
-                    def drs_start(n_pods: int = n_pods) -> tuple[int, object, object]:
-                        d, u = start_drs(cp, work, model, name=f"drain-drs-{n_pods}", prom_url=prom_url, py_spy=spy)
-                        holder["drs"] = (d, u)
-                        stop = lambda: (holder.update(m=drs_metrics(u)), stop_drs(d))  # noqa: E731
-                        return scheduler_pid(d), stop, lambda: journal_settled(u)
+                    holder: dict = {}
+                    drs_start = drs_starter(cp, work, model, f"drain-drs-{n_pods}", prom_url, holder, py_spy=spy)
 
                     def kube_start(n_pods: int = n_pods) -> tuple[int, object, object]:
                         k = cp.start_kube_scheduler(KUBE_CFG.format(name=f"drain-kube-{n_pods}"))
                         return k.pid, k.stop, None
 
-                    holder: dict = {}
                     drains.append({"nodes": n, **drain_once(cp, f"drs-{n}", f"drain-drs-{n_pods}", n_pods, drs_start)})
                     notes.append(gc_note(f"{n} nodes, drs-prom after draining {n_pods} pods", holder.get("m", {})))
                     if args.prometheus and fallbacks(holder.get("m", {})):
@@ -644,13 +639,9 @@ def main() -> None:
                         {"nodes": n, **drain_once(cp, f"kube-{n}", f"drain-kube-{n_pods}", n_pods, kube_start)}
                     )
                     if args.in_process and n_pods == args.pods:
-
-                        def inproc_start(n_pods: int = n_pods) -> tuple[int, object, object]:
-                            d, u = start_drs(
-                                cp, work, model, name=f"drain-inproc-{n_pods}", prom_url=prom_url, extra=IN_PROCESS
-                            )
-                            return scheduler_pid(d), lambda: stop_drs(d), lambda: journal_settled(u)
-
+                        inproc_start = drs_starter(
+                            cp, work, model, f"drain-inproc-{n_pods}", prom_url, {}, extra=IN_PROCESS
+                        )
                         drains.append(
                             {
                                 "nodes": n,
@@ -679,6 +670,27 @@ def main() -> None:
         for n in counts:
             c = decision_cost(n, args.model)
             print(f"{n:>5} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms")
+
+
+def drs_starter(
+    cp: ControlPlane,
+    work: Path,
+    model: str,
+    name: str,
+    prom_url: str | None,
+    holder: dict,
+    py_spy: Path | None = None,
+    extra: dict | None = None,
+):
+    """``drain_once``'s start for a drs-prom process: (pid, stop, settle); ``stop`` keeps its last
+    /metrics in ``holder["m"]`` before ending it."""
+
+    def start() -> tuple[int, object, object]:
+        d, u = start_drs(cp, work, model, name=name, prom_url=prom_url, py_spy=py_spy, extra=extra)
+        stop = lambda: (holder.update(m=drs_metrics(u)), stop_drs(d))  # noqa: E731
+        return scheduler_pid(d), stop, lambda: journal_settled(u)
+
+    return start
 
 
 IN_PROCESS = {"write_process": False}  # binds and events written by the scheduling process itself

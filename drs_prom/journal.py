@@ -137,9 +137,8 @@ def node_entries_from_values(values: np.ndarray) -> list[dict[str, int]]:
     """``node_entries`` from an (n, len(NODE_KEYS)) array already in NODE_KEYS order, as the
     scheduler's node table has them: no pass over NodeInfo objects."""
     rows = np.asarray(values, dtype=np.int64).reshape(-1, len(NODE_KEYS))
-    flat = rows.ravel().tolist()
-    out = NodeEntries(dict(zip(NODE_KEYS, flat[i : i + len(NODE_KEYS)])) for i in range(0, len(flat), len(NODE_KEYS)))
-    out.json_text = "[" + _entries_template(len(rows)) % tuple(flat) + "]"  # one formatting call for all entries
+    out = NodeEntries(dict(zip(NODE_KEYS, v)) for v in rows.tolist())
+    out.json_text = "[" + _entries_template(len(rows)) % tuple(rows.ravel().tolist()) + "]"  # one formatting call
     return out
 
 

@@ -44,15 +44,23 @@ class ApiWriter:
 
     def post(self, path: str, body: dict[str, Any], timeout: float) -> tuple[int, bytes]:
         """(HTTP status, response body); connection errors raise."""
-        resp = self.pool.request(
-            "POST",
-            self.host + path,
-            body=json.dumps(body).encode(),
-            headers=self.headers(),
-            timeout=urllib3.Timeout(total=timeout),
-            retries=False,
-        )
-        return resp.status, resp.data
+        return post_json(self.pool, self.host + path, body, self.headers(), timeout)
+
+
+def post_json(
+    pool: urllib3.PoolManager, url: str, body: dict[str, Any], headers: dict[str, str], timeout: float
+) -> tuple[int, bytes]:
+    """One POST of ``body`` as JSON, no retries: (HTTP status, response body); connection errors raise.
+    Shared by ``ApiWriter`` and the write process's child (drs_prom.scheduler.write_child)."""
+    resp = pool.request(
+        "POST",
+        url,
+        body=json.dumps(body).encode(),
+        headers=headers,
+        timeout=urllib3.Timeout(total=timeout),
+        retries=False,
+    )
+    return resp.status, resp.data
 
 
 class Writer(Protocol):

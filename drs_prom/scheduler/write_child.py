@@ -1,7 +1,7 @@
 """The child process of ``write_process``: POSTs what the scheduler sends it, replies with the answer.
 
 Started as ``python -m drs_prom.scheduler.write_child FD`` with FD one end of a socket pair.
-It imports only urllib3 (no kubernetes client, no numpy, no TensorFlow), so it starts in a
+It imports only urllib3 and ``bind`` (no kubernetes client, no numpy, no TensorFlow), so it starts in a
 fraction of a second and stays small. The first message is the connection setup (host, TLS
 files, pool size); then every message is ``(seq, path, body, headers, timeout)`` and gets the
 reply ``(seq, status, data, error)``. End of the socket (the scheduler closed it, or died) ends
@@ -12,7 +12,6 @@ finishes its queued binds first, close the socket.
 
 from __future__ import annotations
 
-import json
 import queue
 import signal
 import ssl
@@ -22,6 +21,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import urllib3
+
+from drs_prom.scheduler.bind import post_json
 
 
 def pool(setup: dict[str, Any]) -> urllib3.PoolManager:
@@ -57,15 +58,8 @@ def serve(conn: Connection) -> None:
         while (job := jobs.get()) is not None:
             seq, path, body, headers, timeout = job
             try:
-                resp = http.request(
-                    "POST",
-                    host + path,
-                    body=json.dumps(body).encode(),
-                    headers=headers,
-                    timeout=urllib3.Timeout(total=timeout),
-                    retries=False,
-                )
-                reply: tuple[int, int, bytes, str | None] = (seq, resp.status, resp.data, None)
+                status, data = post_json(http, host + path, body, headers, timeout)
+                reply: tuple[int, int, bytes, str | None] = (seq, status, data, None)
             except Exception as exc:  # noqa: BLE001 - one request's failure is its reply, raised in the scheduler
                 reply = (seq, 0, b"", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
             with send_lock:

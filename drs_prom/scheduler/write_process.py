@@ -6,7 +6,7 @@ calls, response parsing); with one Binding and one Event per pod this was a thir
 the scheduler's CPU per pod in a queue drain (py-spy, benchmarks/profile_breakdown.py), while
 kube-scheduler, in Go, spreads the same work over every core. ``RemoteWriter`` has
 ``ApiWriter``'s ``post``: the bind worker pickles the request (tens of microseconds), the
-child (``write_child``, urllib3 only) sends it on another core, and the reply wakes the worker.
+child (``write_child``: urllib3 and ``bind.post_json``) sends it on another core, and the reply wakes the worker.
 ``bind`` and ``emit_event`` do not know the difference, and the bind workers keep
 kube-scheduler's assumed-pod semantics, fencing and the client rate limit as before.
 
