@@ -96,6 +96,19 @@ def list_pods(core, namespace: str) -> list[dict]:
     return json.loads(core.list_namespaced_pod(namespace, _preload_content=False).data)["items"]
 
 
+def journalled(sched: Any, n: int, keep: Callable[[Any], bool] = lambda r: True, timeout: float = 30) -> list:
+    """The scheduler's journal rows that ``keep`` accepts, once there are ``n`` of them. A row is
+    appended after the bind's reply reaches the bind worker (from the write process), so the
+    apiserver can show a pod bound before its row exists."""
+    from tests.waiting import wait_for
+
+    return wait_for(
+        lambda: len(rows := [r for r in sched.journal.since(0) if keep(r)]) >= n and rows,
+        timeout,
+        f"{n} journal rows",
+    )
+
+
 def events_for(core, namespace: str, pod: str) -> list[dict]:
     data = json.loads(
         core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}", _preload_content=False).data

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from tests.scheduler.conftest import events_for, list_pods, pod_body
+from tests.scheduler.conftest import events_for, journalled, list_pods, pod_body
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -51,7 +51,7 @@ def test_200_pods_over_5_nodes_all_bound_none_infeasible(core, ns, fake_nodes, m
     ev = events_for(core, ns, "p000")
     msg = next(e["message"] for e in ev if e["reason"] == "Scheduled")
     assert "to good-ssd" in msg and "top scores:" in msg
-    rows = list(sched.journal.since(0))
+    rows = journalled(sched, 200)
     assert len(rows) == 200 and {r.outcome for r in rows} == {"bound"}
     assert {r.fallback_reason for r in rows} == {"prometheus_unreachable"}  # no metrics source in this test
     # schema 2: every row carries the NodeInfo the pod was scored on, aligned with candidates
@@ -121,7 +121,7 @@ def test_a_bound_pod_that_ends_is_journalled_with_its_end(core, ns, fake_nodes, 
         ns, pod_body("theirs", scheduler="other-scheduler", nodeName="n1"), _preload_content=False
     )
     wait_for(lambda: bound(core, ns).get("ours"), 30, "our pod bound")
-    uid = next(r.pod_uid for r in sched.journal.since(0))
+    uid = journalled(sched, 1)[0].pod_uid
     t0 = time.time()
     for name in ("ours", "theirs"):
         core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
@@ -153,6 +153,9 @@ def test_two_replicas_never_double_bind(core, ns, fake_nodes, make_scheduler):
         s.metrics.registry.get_sample_value("drs_binds_total", {"outcome": "conflict"}) or 0 for s in (a, b)
     )
     assert conflicts == 0
+    wait_for(
+        lambda: sum(1 for s in (a, b) for r in s.journal.since(0) if r.outcome == "bound") >= 60, 30, "60 journalled"
+    )
     both = [r.pod_uid for s in (a, b) for r in s.journal.since(0) if r.outcome == "bound"]
     assert len(both) == len(set(both)) == 60
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.prom.fixtures import start_drs_exporter, start_prometheus, wait_until
-from tests.scheduler.conftest import events_for, list_pods, pod_body
+from tests.scheduler.conftest import events_for, journalled, list_pods, pod_body
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -60,7 +60,7 @@ def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, ma
             lambda: sum(1 for p in list_pods(core, ns) if p["spec"].get("nodeName")) == 10, 30, "10 bound with metrics"
         )
         assert fallback("prometheus_unreachable") == 0 and fallback("metrics_stale") == 0
-        before = list(sched.journal.since(0))
+        before = journalled(sched, 10)
         assert {(r.policy, r.fallback_reason, r.model_version) for r in before} == {(model.name, None, model.version)}
         assert {r.chosen for r in before} <= set(NODES)
         assert all(r.feasible == [c != "pm-tainted" for c in r.candidates] for r in before)
@@ -82,7 +82,7 @@ def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, ma
             "all 20 bound after Prometheus died",
         )
         assert fallback("prometheus_unreachable") == 10
-        after = [r for r in sched.journal.since(0) if r.pod_name.startswith("after")]
+        after = journalled(sched, 10, lambda r: r.pod_name.startswith("after"))
         assert {(r.policy, r.fallback_reason) for r in after} == {("kube-default", "prometheus_unreachable")}
         assert {r.chosen for r in after} <= set(NODES)
         assert sched.ready()  # still healthy and serving

@@ -21,8 +21,14 @@ from drs_prom.cli import cli
 from drs_prom.model_store import MODEL_FILE, ModelStore, ModelWatcher, load_version_policy
 from drs_prom.scheduler.arms import HEURISTIC, MODEL, assign_arm
 from tests.scheduler.closed_loop import balancing_model, piling_model, start_loop
-from tests.scheduler.conftest import events_for
+from tests.scheduler.conftest import events_for, journalled
 from tests.waiting import wait_for
+
+
+def bound_row(r) -> bool:
+    """A journal row of a pod this scheduler bound."""
+    return r.outcome == "bound"
+
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +90,7 @@ def test_shadow_mode_binds_like_the_heuristic_and_journals_both_choices(core, ns
         loop.create(core, ns, f"s{i:03d}")
         time.sleep(0.1)
     placed = wait_for(lambda: loop.all_bound(core, ns), 60, "30 pods bound")
-    rows = [r for r in sched.journal.since(0) if r.outcome == "bound"]
+    rows = journalled(sched, 30, bound_row)
     assert len(rows) == 30
     for r in rows:
         assert (r.arm, r.policy, r.fallback_reason, r.model_version) == (HEURISTIC, "least-loaded", None, None)
@@ -134,7 +140,7 @@ def test_canary_half_splits_decisions_within_binomial_bounds(core, ns, loop, mak
     for i in range(n):
         loop.create(core, ns, f"c{i:03d}")
     wait_for(lambda: loop.all_bound(core, ns), 90, f"{n} pods bound")
-    rows = [r for r in sched.journal.since(0) if r.outcome == "bound"]
+    rows = journalled(sched, n, bound_row)
     arms = Counter(r.arm for r in rows)
     sd = math.sqrt(n * 0.25)
     print(f"\ncanary 50%: {dict(arms)} of {n} (binomial sd {sd:.1f})")
@@ -186,7 +192,7 @@ def test_piling_model_trips_the_guardrail_and_falls_back_without_losing_pods(cor
     assert d["rule"] in ("imbalance", "hot_node") and d["value"] > d["threshold"] and trip.version == "pile-1"
     held = trip.ts - d["breached_since"]
     assert held >= GUARD["breach_window_seconds"]
-    rows = sorted((r for r in sched.journal.since(0) if r.outcome == "bound"), key=lambda r: r.ts)
+    rows = sorted(journalled(sched, len(loop.created), bound_row), key=lambda r: r.ts)
     before = [r for r in rows if r.ts < trip.ts]
     after = [r for r in rows if r.ts > trip.ts + 0.5]  # a decision already in flight may straddle the trip
     first_fb = next(r.ts for r in rows if r.fallback_reason == "guardrail")
@@ -279,7 +285,7 @@ def test_bad_promotion_is_rolled_back_automatically(core, ns, loop, make_schedul
     wait_for(lambda: loop.all_bound(core, ns), 60, "every created pod bound")
     assert rb.detail["from"] == bad and rb.detail["rolled_back_to"] == good
     assert store.current() == good and [e["action"] for e in store.history()] == ["promote", "promote", "rollback"]
-    rows = sorted((r for r in sched.journal.since(0) if r.outcome == "bound"), key=lambda r: r.ts)
+    rows = sorted(journalled(sched, len(loop.created), bound_row), key=lambda r: r.ts)
     by_bad = [r for r in rows if r.model_version == bad]
     # the bad version piled (onto the next node too once the first was full by requests)
     assert by_bad and Counter(r.chosen for r in by_bad).most_common(1)[0][1] >= min(len(by_bad), 12)
