@@ -276,7 +276,8 @@ def test_bad_promotion_is_rolled_back_automatically(core, ns, loop, make_schedul
             f"\nrollback: before {verdict.detail['before']} after {verdict.detail['after']} -> {verdict.detail['reasons']}"
         )
         assert verdict.detail["worse"], verdict.detail
-        (rb,) = sched.journal.events(0, kind="rollback")
+        # the verdict is journalled before the store is rolled back, and the rollback's own event after that
+        (rb,) = wait_for(lambda: sched.journal.events(0, kind="rollback"), 15, "the rollback event")
         wait_for(lambda: sched.decider.model_version == good, 15, "hot reload of the rolled-back version")
         time.sleep(2)
     finally:
