@@ -17,12 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from drs_prom.agent import default_model_path, load_policy
-from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError, DrsError
 from drs_prom.policy import Policy
 from drs_prom.registry import HEURISTICS, LEARNED, make_policy, policies_by_name
 from drs_prom.sim.clairvoyant import CLAIRVOYANT, clairvoyant_run, migration_floor
-from drs_prom.sim.env import SchedulingEnv, fit_to_scenario
+from drs_prom.sim.env import SchedulingEnv, fit_to_scenario, policy_norm
 from drs_prom.sim.plot import plot_report
 from drs_prom.sim.report import METRICS, REFERENCE, BenchReport, PolicyRow
 from drs_prom.sim.scenario import Scenario, load_scenario
@@ -62,7 +61,7 @@ def run_bench(
                         continue
                     policy = fit_to_scenario(builder(row.policy, seed), scenario)
                     # a learned policy sees load on the scales it was trained with; metrics stay on the scenario's
-                    env = SchedulingEnv(scenario, seed=seed, norm=_policy_norm(policy, scenario))
+                    env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))
                     result = env.run(policy, seed=seed, on_step=lambda _info: bar.update(1))
                 except DrsError as exc:
                     row.skipped = str(exc)
@@ -83,16 +82,6 @@ def _migration_floor(scenario: Scenario, seeds: Sequence[int]) -> float | None:
         return float(np.mean([migration_floor(scenario, s) for s in seeds]))
     except DrsError:  # heterogeneous nodes or jittered demand: no floor for this scenario
         return None
-
-
-def _policy_norm(policy: Policy, scenario: Scenario) -> Normalisation | None:
-    """The scales a policy sees: a learned policy's own; unclipped for policies that read overload."""
-    norm = getattr(policy, "normalisation", None)
-    if isinstance(norm, Normalisation):
-        return norm
-    if getattr(policy, "reads_unclipped_load", False):
-        return scenario.norm.model_copy(update={"clip": False})
-    return None
 
 
 def _fmt(value: float, key: str) -> str:

@@ -27,7 +27,7 @@ from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext, Policy, choose
 from drs_prom.registry import make_policy
 from drs_prom.sim.cluster import Nodes
-from drs_prom.sim.env import EpisodeResult, SchedulingEnv, fit_to_scenario, scaled_load
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv, fit_to_scenario, policy_norm, scaled_load
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import generate
 
@@ -36,7 +36,7 @@ CLAIRVOYANT = "clairvoyant"
 reports the migration floor (free re-placement at every instant), where the scenario allows one."""
 
 
-def _told(policy: Policy, ctx: DecisionContext, node: int) -> Policy:
+def told(policy: Policy, ctx: DecisionContext, node: int) -> Policy:
     """Tell ``policy``'s recent-bind memory (if it has one) that ``node`` was bound, chosen by it or not."""
     memory = getattr(policy, "recent", None)
     if memory is not None:
@@ -68,39 +68,54 @@ def play_out(env: SchedulingEnv, policy: Policy, cost: str = "composite") -> tup
     return env.result("rollout").composite, actions
 
 
-def clairvoyant_actions(env: SchedulingEnv, seed: int, base: Policy, cost: str = "composite") -> list[int]:
+def branch_nodes(ctx: DecisionContext, base: Policy, top_k: int | None) -> np.ndarray:
+    """Every feasible node, or only the ``top_k`` the base policy scores highest (scored on a copy: its memory is
+    told of a decision only once it is taken)."""
+    feasible = np.flatnonzero(ctx.feasible)
+    if top_k is None or len(feasible) <= top_k:
+        return feasible
+    scores = np.nan_to_num(np.asarray(copy.deepcopy(base).score(ctx), dtype=np.float64)[feasible], nan=-np.inf)
+    return feasible[np.argsort(-scores, kind="stable")[:top_k]]  # ties towards the lowest index, as in choose
+
+
+def clairvoyant_actions(
+    env: SchedulingEnv, seed: int, base: Policy, cost: str = "composite", top_k: int | None = None
+) -> list[int]:
     """The fortified rollout's node index for every decision of the episode of ``seed`` (``env`` ends at its end).
 
     ``base`` is the base policy at the episode start; every branch gets its own deep copy,
-    whose memory has been told the decisions taken so far.
+    whose memory has been told the decisions taken so far. ``top_k`` branches only on the
+    base's best ``top_k`` nodes per decision, which makes large clusters affordable
+    (decisions x top_k play-outs); the result is still never worse than the base.
     """
     env.reset(seed)
     if cost not in ("composite", "imbalance"):
         raise ConfigError(f"unknown clairvoyant cost {cost!r}; use composite or imbalance")
+    if top_k is not None and top_k < 1:
+        raise ConfigError(f"clairvoyant top_k must be at least 1, got {top_k}")
     best_cost, best = play_out(fork_env(env), copy.deepcopy(base), cost)
     taken: list[int] = []
     while env.ctx is not None:
         ctx = env.ctx
-        for candidate in np.flatnonzero(ctx.feasible):
+        for candidate in branch_nodes(ctx, base, top_k):
             fork = fork_env(env)
             fork.step(int(candidate))
-            value, tail = play_out(fork, _told(copy.deepcopy(base), ctx, int(candidate)), cost)
+            value, tail = play_out(fork, told(copy.deepcopy(base), ctx, int(candidate)), cost)
             if value < best_cost - 1e-12:
                 best_cost, best = value, [*taken, int(candidate), *tail]
         node = best[len(taken)]
         taken.append(node)
-        _told(base, ctx, node)
+        told(base, ctx, node)
         env.step(node)
     return taken
 
 
-class _Schedule:
+class FixedSchedule:
     """Binds a fixed sequence of node indices, one per decision (a schedule found beforehand)."""
 
-    name = CLAIRVOYANT
-
-    def __init__(self, actions: list[int]) -> None:
+    def __init__(self, actions: list[int], name: str = CLAIRVOYANT) -> None:
         self.actions = actions
+        self.name = name
         self.k = 0
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
@@ -111,13 +126,14 @@ class _Schedule:
 
 
 def clairvoyant_run(
-    scenario: Scenario, seed: int, base: str = "balanced-load", cost: str = "composite"
+    scenario: Scenario, seed: int, base: str = "balanced-load", cost: str = "composite", top_k: int | None = None
 ) -> EpisodeResult:
     """The episode of ``seed`` under the clairvoyant rollout over ``base``, summarised like any benchmark run."""
     wall0 = time.perf_counter()
-    env = SchedulingEnv(scenario, seed=seed)
-    actions = clairvoyant_actions(env, seed, fit_to_scenario(make_policy(base, seed), scenario), cost)
-    result = env.run(_Schedule(actions), seed=seed)
+    policy = fit_to_scenario(make_policy(base, seed), scenario)
+    env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))  # the base sees what bench shows it
+    actions = clairvoyant_actions(env, seed, policy, cost, top_k)
+    result = env.run(FixedSchedule(actions), seed=seed)
     result.wall_seconds = result.policy_seconds = time.perf_counter() - wall0  # the search is the policy's time
     return result
 

@@ -462,6 +462,17 @@ class SchedulingEnv:
         )
 
 
+def policy_norm(policy: Policy, scenario: Scenario) -> Normalisation | None:
+    """The scales a policy sees: a learned policy's own; unclipped for policies that read overload; else the
+    scenario's (None)."""
+    norm = getattr(policy, "normalisation", None)
+    if isinstance(norm, Normalisation):
+        return norm
+    if getattr(policy, "reads_unclipped_load", False):
+        return scenario.norm.model_copy(update={"clip": False})
+    return None
+
+
 def fit_to_scenario(policy: Policy, scenario: Scenario) -> Policy:
     """Give a policy's recent-bind memory the production default (the settings' 30 s rate window),
     never shorter than the scenario's metric lag; a longer memory is also the stronger heuristic (see baselines)."""

@@ -6,13 +6,15 @@ from drs_prom.errors import ConfigError
 from drs_prom.registry import make_policy
 from drs_prom.sim.bench import format_table, parse_policies, run_bench
 from drs_prom.sim.clairvoyant import clairvoyant_run, migration_floor
-from drs_prom.sim.env import SchedulingEnv, fit_to_scenario
+from drs_prom.sim.env import SchedulingEnv, fit_to_scenario, policy_norm
 from drs_prom.sim.scenario import load_scenario
 from tests.sim.helpers import tiny
 
 
 def _run(name, scenario, seed):
-    return SchedulingEnv(scenario, seed=seed).run(fit_to_scenario(make_policy(name, seed), scenario), seed=seed)
+    """The policy's episode as bench runs it (on the scales it reads)."""
+    policy = fit_to_scenario(make_policy(name, seed), scenario)
+    return SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario)).run(policy, seed=seed)
 
 
 def test_rollout_is_never_worse_than_its_base_and_places_every_pod():
@@ -66,3 +68,17 @@ def test_bench_runs_the_clairvoyant_row_and_reports_the_floor():
     assert report.to_json()["migration_floor"] == report.migration_floor
     floor_line = format_table(report).splitlines()[-1]
     assert floor_line.startswith("migration floor") and f"{report.migration_floor:.3f}" in floor_line
+
+
+def test_top_k_rollout_over_the_strongest_heuristic_is_never_worse_and_branches_only_where_asked():
+    # cluster-50's 50 nodes, cut to 30 pods: branching on 3 nodes per decision instead of 50
+    sc = load_scenario("cluster-50").truncated(30)
+    base = _run("capacity-balanced-overload", sc, 0)
+    seer = clairvoyant_run(sc, 0, base="capacity-balanced-overload", top_k=3)
+    assert seer.decisions == 30
+    assert seer.composite <= base.composite + 1e-12
+    single = clairvoyant_run(sc, 0, base="capacity-balanced-overload", top_k=1)
+    # one branch per decision is the base's own choice: nothing to find beyond the base's schedule
+    assert single.composite == pytest.approx(base.composite, abs=1e-12)
+    with pytest.raises(ConfigError, match="top_k"):
+        clairvoyant_run(sc, 0, top_k=0)

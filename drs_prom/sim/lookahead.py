@@ -1,0 +1,170 @@
+"""A rollout that plans on *sampled* futures: how much of the clairvoyant headroom is open to a policy that
+cannot see the future.
+
+The clairvoyant rollout (drs_prom.sim.clairvoyant) reads the episode's true future. This
+one replaces every pod that has not arrived yet with pods drawn from the scenario's own
+workload generator under other seeds (so it knows the *distribution* of arrivals, kinds,
+work and demand exactly, but not the draw), plays each candidate node out with the base
+policy on every sampled future (the same samples for every candidate), and binds where
+the mean composite is lowest. Two things it still reads from the simulator are left
+true on purpose: the remaining work of running pods and the pinned background pods.
+Both can only help it, so its gain over the base is an optimistic estimate of what
+foresight available to a real scheduler could buy; if even it gains little where the
+clairvoyant gains much, that headroom comes from knowing the draw, which no policy,
+learned or not, can have.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import numpy as np
+
+from drs_prom.objectives import horizon
+from drs_prom.policy import DecisionContext, Policy
+from drs_prom.registry import make_policy
+from drs_prom.sim.clairvoyant import FixedSchedule, branch_nodes, fork_env, play_out, told
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv, fit_to_scenario, policy_norm
+from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.workload import Workload, generate
+
+LOOKAHEAD = "lookahead"
+"""Not a policy either: the sampled-future rollout below (its results carry this name)."""
+
+SAMPLE_SEED_BASE = 7_000_000
+"""Workload seeds of the sampled futures: 7,000,000+, apart from training (0..999,999) and evaluation seeds."""
+
+
+def _columns(wl: Workload) -> dict[str, list | np.ndarray]:
+    """Every per-pod column of ``wl`` with the optional ones filled in, for re-indexing."""
+    return {
+        "names": list(wl.names),
+        "profiles": list(wl.profiles),
+        "arrival": wl.arrival,
+        "work": wl.work,
+        "demand": wl.demand,
+        "cpu_m": wl.cpu_m,
+        "mem_bytes": wl.mem_bytes,
+        "node_selector": list(wl.node_selector),
+        "estimate": wl.demand if wl.estimate is None else wl.estimate,
+        "tolerations": list(wl.tolerations) if wl.tolerations is not None else [()] * len(wl),
+        "pinned": np.full(len(wl), -1, dtype=np.int64) if wl.pinned is None else wl.pinned,
+    }
+
+
+def _stack(parts: list[tuple[Workload, np.ndarray]], arrival_floor: float | None = None) -> Workload:
+    """The rows ``idx`` of each workload, in order; with ``arrival_floor`` the last part's arrivals are raised to it."""
+    cols = [_columns(wl) for wl, _ in parts]
+    out: dict[str, list | np.ndarray] = {}
+    for key in cols[0]:
+        pieces = [c[key] for c in cols]
+        if isinstance(pieces[0], np.ndarray):
+            out[key] = np.concatenate([np.asarray(p)[idx] for p, (_, idx) in zip(pieces, parts, strict=True)])
+        else:
+            out[key] = [p[i] for p, (_, idx) in zip(pieces, parts, strict=True) for i in idx]
+    if arrival_floor is not None:
+        n_last = len(parts[-1][1])
+        arrival = np.asarray(out["arrival"], dtype=np.float64).copy()
+        arrival[len(arrival) - n_last :] = np.maximum(arrival[len(arrival) - n_last :], arrival_floor)
+        out["arrival"] = arrival
+    return Workload(
+        names=tuple(out["names"]),
+        profiles=tuple(out["profiles"]),
+        arrival=np.asarray(out["arrival"], dtype=np.float64),
+        work=np.asarray(out["work"], dtype=np.float64),
+        demand=np.asarray(out["demand"], dtype=np.float64),
+        cpu_m=np.asarray(out["cpu_m"], dtype=np.int64),
+        mem_bytes=np.asarray(out["mem_bytes"], dtype=np.int64),
+        node_selector=tuple(out["node_selector"]),
+        estimate=np.asarray(out["estimate"], dtype=np.float64),
+        tolerations=tuple(out["tolerations"]),
+        pinned=np.asarray(out["pinned"], dtype=np.int64),
+    )
+
+
+def splice_future(true: Workload, arrived: int, now: float, sample: Workload) -> Workload:
+    """``true``'s first ``arrived`` pods, then the future: ``true``'s pinned background pods and, in place of its
+    scheduled pods still to come, ``sample``'s scheduled pods of the same ranks (arrivals no earlier than ``now``),
+    in arrival order."""
+    idx = np.arange(len(true))
+    past, future = idx[:arrived], idx[arrived:]
+    sched_true = true.scheduled
+    rank = int(sched_true[:arrived].sum())
+    todo = int(sched_true[arrived:].sum())
+    drawn = np.flatnonzero(sample.scheduled)[rank : rank + todo]
+    keep = future[~sched_true[arrived:]]
+    if len(drawn) < todo:  # the sample has fewer pods: the rest of the true ones stay
+        keep = np.concatenate([keep, future[sched_true[arrived:]][len(drawn) :]])
+    head = _stack([(true, past)])
+    tail = _stack([(true, np.sort(keep)), (sample, drawn)], arrival_floor=now)
+    order = np.argsort(tail.arrival, kind="stable")
+    return _stack([(head, np.arange(len(head))), (tail, order)])
+
+
+def with_future(env: SchedulingEnv, sample: Workload) -> SchedulingEnv:
+    """A fork of ``env`` whose pods that have not arrived yet come from ``sample`` (see splice_future)."""
+    fork = fork_env(env)
+    arrived = fork._next_arrival
+    wl = splice_future(fork.workload, arrived, fork.cluster.t, sample)
+    c = fork.cluster
+    p = len(wl)
+    grow = {
+        "node_of": np.full(p, -1, dtype=np.int64),
+        "remaining": wl.work.astype(np.float64).copy(),
+        "start": np.full(p, np.nan),
+        "finish": np.full(p, np.nan),
+    }
+    for name, fresh in grow.items():
+        fresh[:arrived] = getattr(c, name)[:arrived]
+        setattr(c, name, fresh)
+    c.workload = fork.workload = wl
+    fork.scheduled = wl.scheduled
+    fork._pinned = wl.pinned
+    fork.n_scheduled = int(wl.scheduled.sum())
+    finished_sched = int((~np.isnan(c.finish[:arrived]) & wl.scheduled[:arrived]).sum())
+    fork._open = fork.n_scheduled - finished_sched
+    fork.horizon = horizon(wl.arrival[wl.scheduled], wl.work[wl.scheduled])
+    return fork
+
+
+def lookahead_actions(
+    env: SchedulingEnv, seed: int, base: Policy, samples: int = 3, top_k: int | None = 3, cost: str = "composite"
+) -> list[int]:
+    """The node index of every decision of the episode of ``seed``: the candidate (of the base's ``top_k``) whose
+    mean play-out cost over ``samples`` sampled futures is lowest (ties to the base's order)."""
+    env.reset(seed)
+    taken: list[int] = []
+    while env.ctx is not None:
+        ctx: DecisionContext = env.ctx
+        candidates = branch_nodes(ctx, base, top_k)
+        if len(candidates) == 1:
+            node = int(candidates[0])
+        else:
+            draws = [
+                generate(env.scenario, SAMPLE_SEED_BASE + 1000 * seed + 17 * len(taken) + m) for m in range(samples)
+            ]
+            means = []
+            for candidate in candidates:
+                total = 0.0
+                for draw in draws:
+                    fork = with_future(env, draw)
+                    fork.step(int(candidate))
+                    total += play_out(fork, told(copy.deepcopy(base), ctx, int(candidate)), cost)[0]
+                means.append(total / len(draws))
+            node = int(candidates[int(np.argmin(means))])
+        taken.append(node)
+        told(base, ctx, node)
+        env.step(node)
+    return taken
+
+
+def lookahead_run(scenario: Scenario, seed: int, base: str, samples: int = 3, top_k: int | None = 3) -> EpisodeResult:
+    """The episode of ``seed`` under the sampled-future rollout over ``base``, summarised like any benchmark run."""
+    wall0 = time.perf_counter()
+    policy = fit_to_scenario(make_policy(base, seed), scenario)
+    env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))
+    actions = lookahead_actions(env, seed, policy, samples, top_k)
+    result = env.run(FixedSchedule(actions, LOOKAHEAD), seed=seed)
+    result.wall_seconds = result.policy_seconds = time.perf_counter() - wall0
+    return result

@@ -1,0 +1,65 @@
+"""The look-ahead rollout over sampled futures: the causal counterpart of the clairvoyant reference."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from drs_prom.registry import make_policy
+from drs_prom.sim.clairvoyant import fork_env, play_out
+from drs_prom.sim.env import SchedulingEnv, fit_to_scenario, policy_norm
+from drs_prom.sim.generator import eval_scenario
+from drs_prom.sim.lookahead import LOOKAHEAD, lookahead_run, splice_future, with_future
+from drs_prom.sim.scenario import load_scenario
+from drs_prom.sim.workload import generate
+
+BASE = "capacity-balanced-overload"
+
+
+def _mid_episode(scenario, seed, decisions):
+    policy = fit_to_scenario(make_policy(BASE, seed), scenario)
+    env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))
+    env.reset(seed)
+    for _ in range(decisions):
+        env.step(int(np.flatnonzero(env.ctx.feasible)[0]))
+    return env, policy
+
+
+@pytest.mark.parametrize("name", ["heterogeneous", "eval-diurnal-1"])  # the second has pinned background pods
+def test_the_episodes_own_future_spliced_in_changes_nothing(name):
+    scenario = eval_scenario(name) if name.startswith("eval-") else load_scenario(name)
+    env, policy = _mid_episode(scenario, 0, 25)
+    same = play_out(with_future(env, generate(scenario, 0)), copy.deepcopy(policy))[0]
+    assert same == play_out(fork_env(env), copy.deepcopy(policy))[0]
+    other = play_out(with_future(env, generate(scenario, 5)), copy.deepcopy(policy))[0]
+    assert other != same  # another draw is another future
+
+
+def test_a_sampled_future_keeps_the_past_and_the_background_and_draws_the_rest():
+    scenario = eval_scenario("eval-diurnal-1")
+    true, sample = generate(scenario, 0), generate(scenario, 5)
+    arrived, now = 60, float(true.arrival[59])
+    spliced = splice_future(true, arrived, now, sample)
+    assert spliced.names[:arrived] == true.names[:arrived]
+    assert np.array_equal(spliced.work[:arrived], true.work[:arrived])
+    assert np.all(np.diff(spliced.arrival) >= 0) and np.all(spliced.arrival[arrived:] >= now)
+    # the background still to come is the true one; the scheduled pods still to come are the sample's
+    assert sorted(n for n in spliced.names[arrived:] if spliced.pinned[spliced.names.index(n)] >= 0) == sorted(
+        n for i, n in enumerate(true.names) if i >= arrived and true.pinned[i] >= 0
+    )
+    rank = int(true.scheduled[:arrived].sum())
+    drawn = set(np.array(sample.names)[np.flatnonzero(sample.scheduled)[rank:]])
+    future_sched = {n for i, n in enumerate(spliced.names) if i >= arrived and spliced.pinned[i] < 0}
+    assert future_sched == drawn
+    assert int(spliced.scheduled.sum()) == int(true.scheduled.sum())
+
+
+def test_lookahead_places_every_pod_and_with_one_branch_is_its_base():
+    scenario = load_scenario("heterogeneous").truncated(24)
+    policy = fit_to_scenario(make_policy(BASE, 0), scenario)
+    base = SchedulingEnv(scenario, seed=0, norm=policy_norm(policy, scenario)).run(policy, seed=0)
+    one = lookahead_run(scenario, 0, BASE, samples=2, top_k=1)
+    assert one.policy == LOOKAHEAD and one.decisions == 24
+    assert one.composite == pytest.approx(base.composite, abs=1e-12)
+    two = lookahead_run(scenario, 0, BASE, samples=2, top_k=2)
+    assert two.decisions == 24 and np.isfinite(two.composite)
