@@ -119,6 +119,21 @@ class Cluster:
         c._rates = self._rates
         return c
 
+    def replace_future(self, workload: Workload, arrived: int) -> None:
+        """Go on with ``workload``, whose first ``arrived`` pods are this one's (their state is kept) and whose
+        later pods have not arrived yet (a sampled future, drs_prom.sim.lookahead)."""
+        p = len(workload)
+        fresh = {
+            "node_of": np.full(p, -1, dtype=np.int64),
+            "remaining": workload.work.astype(np.float64).copy(),
+            "start": np.full(p, np.nan),
+            "finish": np.full(p, np.nan),
+        }
+        for name, values in fresh.items():
+            values[:arrived] = getattr(self, name)[:arrived]
+            setattr(self, name, values)
+        self.workload = workload
+
     # --- views -----------------------------------------------------------------
     def node_infos(self) -> list[NodeInfo]:
         """Fresh NodeInfo records (requested sums included) for filters and request-based scorers."""

@@ -288,6 +288,24 @@ class SchedulingEnv:
             raise RuntimeError("scenario produced no decisions")
         return ctx
 
+    @property
+    def arrived(self) -> int:
+        """How many pods of the workload (in arrival order) have arrived so far."""
+        return self._next_arrival
+
+    def replace_future(self, workload: Workload) -> None:
+        """Play the rest of the episode on ``workload``: the same first ``arrived`` pods, other pods to come (the
+        look-ahead's sampled futures); the episode's counts and horizon follow the new workload."""
+        arrived = self._next_arrival
+        self.cluster.replace_future(workload, arrived)
+        self.workload = workload
+        self.scheduled = workload.scheduled
+        self._pinned = workload.pinned
+        self.n_scheduled = int(self.scheduled.sum())
+        done = int((~np.isnan(self.cluster.finish[:arrived]) & self.scheduled[:arrived]).sum())
+        self._open = self.n_scheduled - done
+        self.horizon = horizon(workload.arrival[self.scheduled], workload.work[self.scheduled])
+
     def step(self, action: int) -> tuple[DecisionContext | None, StepInfo, bool]:
         ctx = self.ctx
         if ctx is None:

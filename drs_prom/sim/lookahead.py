@@ -21,7 +21,6 @@ import time
 
 import numpy as np
 
-from drs_prom.objectives import horizon
 from drs_prom.policy import DecisionContext, Policy
 from drs_prom.registry import make_policy
 from drs_prom.sim.clairvoyant import FixedSchedule, branch_nodes, fork_env, play_out, told
@@ -105,26 +104,7 @@ def splice_future(true: Workload, arrived: int, now: float, sample: Workload) ->
 def with_future(env: SchedulingEnv, sample: Workload) -> SchedulingEnv:
     """A fork of ``env`` whose pods that have not arrived yet come from ``sample`` (see splice_future)."""
     fork = fork_env(env)
-    arrived = fork._next_arrival
-    wl = splice_future(fork.workload, arrived, fork.cluster.t, sample)
-    c = fork.cluster
-    p = len(wl)
-    grow = {
-        "node_of": np.full(p, -1, dtype=np.int64),
-        "remaining": wl.work.astype(np.float64).copy(),
-        "start": np.full(p, np.nan),
-        "finish": np.full(p, np.nan),
-    }
-    for name, fresh in grow.items():
-        fresh[:arrived] = getattr(c, name)[:arrived]
-        setattr(c, name, fresh)
-    c.workload = fork.workload = wl
-    fork.scheduled = wl.scheduled
-    fork._pinned = wl.pinned
-    fork.n_scheduled = int(wl.scheduled.sum())
-    finished_sched = int((~np.isnan(c.finish[:arrived]) & wl.scheduled[:arrived]).sum())
-    fork._open = fork.n_scheduled - finished_sched
-    fork.horizon = horizon(wl.arrival[wl.scheduled], wl.work[wl.scheduled])
+    fork.replace_future(splice_future(fork.workload, fork.arrived, fork.cluster.t, sample))
     return fork
 
 
