@@ -137,10 +137,11 @@ def run_headroom(
 
 
 def format_headroom(rows: Sequence[dict]) -> str:
-    """A Markdown table, one scenario per row, ratios in per cent of the best heuristic's composite."""
+    """A Markdown table, one scenario per row, in per cent of the best heuristic's composite: gains are how much
+    lower a reference's composite is (negative: higher, worse), the shipped drs's column how much higher its is."""
     lines = [
-        "| scenario | nodes / pods | best heuristic (composite) | clairvoyant headroom, mean [min, max] "
-        "| look-ahead on sampled futures | per-seed heuristic oracle | shipped drs vs best |",
+        "| scenario | nodes / pods | best heuristic (composite) | clairvoyant gain over it, mean [min, max] "
+        "| look-ahead gain over it | per-seed heuristic oracle gain | shipped drs vs it (+ = worse) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
