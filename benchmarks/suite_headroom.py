@@ -42,7 +42,8 @@ def main() -> None:
         print(
             f"{row['scenario']}: best {row['best_heuristic']} {row['best_heuristic_composite']:.3f}, "
             f"clairvoyant {row['clairvoyant_composite']:.3f} (headroom {100 * row['headroom']:.1f} %), "
-            f"look-ahead {100 * row['lookahead_gain']:.1f} %, drs {100 * row['drs_gap']:+.1f} %, "
+            + (f"look-ahead {100 * row['lookahead_gain']:.1f} %, " if row["samples"] else "")
+            + f"drs {100 * row['drs_gap']:+.1f} %, "
             f"{row['wall_seconds']:.0f} s",
             flush=True,
         )
