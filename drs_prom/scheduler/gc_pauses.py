@@ -4,9 +4,9 @@ Why: CPython's cyclic collector re-scans every tracked container object in each 
 collection, with the GIL held, so no pod is scheduled, bound or watched meanwhile. Most of the
 scheduler's heap is made at start-up (the kubernetes client, pandas, the model; about 84 000
 objects, a 37 ms full collection on the benchmark machine, and 350 000 / 150-250 ms while the
-model was still read through TensorFlow) and lives as long as the process. ``freeze_startup_heap`` (gc.freeze, made for this) moves them to
-the permanent generation once start-up is done; they are still freed by reference counting,
-only no longer scanned. ``drs_python_gc_pause_seconds_total`` shows what collections cost, as
+model was still read through TensorFlow) and lives as long as the process.
+``freeze_startup_heap`` (gc.freeze, made for this) moves them to the permanent generation once
+start-up is done; they are still freed by reference counting, only no longer scanned. ``drs_python_gc_pause_seconds_total`` shows what collections cost, as
 Go's ``go_gc_duration_seconds`` does for kube-scheduler; prometheus_client's own GC collector
 counts collections but does not time them.
 """

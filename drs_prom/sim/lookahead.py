@@ -17,6 +17,7 @@ learned or not, can have.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 
 import numpy as np
@@ -52,8 +53,8 @@ def _columns(wl: Workload) -> dict[str, list | np.ndarray]:
     }
 
 
-def _stack(parts: list[tuple[Workload, np.ndarray]], arrival_floor: float | None = None) -> Workload:
-    """The rows ``idx`` of each workload, in order; with ``arrival_floor`` the last part's arrivals are raised to it."""
+def _stack(parts: list[tuple[Workload, np.ndarray]]) -> Workload:
+    """The rows ``idx`` of each workload, in order."""
     cols = [_columns(wl) for wl, _ in parts]
     out: dict[str, list | np.ndarray] = {}
     for key in cols[0]:
@@ -62,11 +63,6 @@ def _stack(parts: list[tuple[Workload, np.ndarray]], arrival_floor: float | None
             out[key] = np.concatenate([np.asarray(p)[idx] for p, (_, idx) in zip(pieces, parts, strict=True)])
         else:
             out[key] = [p[i] for p, (_, idx) in zip(pieces, parts, strict=True) for i in idx]
-    if arrival_floor is not None:
-        n_last = len(parts[-1][1])
-        arrival = np.asarray(out["arrival"], dtype=np.float64).copy()
-        arrival[len(arrival) - n_last :] = np.maximum(arrival[len(arrival) - n_last :], arrival_floor)
-        out["arrival"] = arrival
     return Workload(
         names=tuple(out["names"]),
         profiles=tuple(out["profiles"]),
@@ -95,10 +91,10 @@ def splice_future(true: Workload, arrived: int, now: float, sample: Workload) ->
     keep = future[~sched_true[arrived:]]
     if len(drawn) < todo:  # the sample has fewer pods: the rest of the true ones stay
         keep = np.concatenate([keep, future[sched_true[arrived:]][len(drawn) :]])
-    head = _stack([(true, past)])
-    tail = _stack([(true, np.sort(keep)), (sample, drawn)], arrival_floor=now)
-    order = np.argsort(tail.arrival, kind="stable")
-    return _stack([(head, np.arange(len(head))), (tail, order)])
+    tail = _stack([(true, np.sort(keep)), (sample, drawn)])
+    # true pods still to come arrive after now already; the sample's are raised to it
+    tail = dataclasses.replace(tail, arrival=np.maximum(tail.arrival, now))
+    return _stack([(true, past), (tail, np.argsort(tail.arrival, kind="stable"))])
 
 
 def with_future(env: SchedulingEnv, sample: Workload) -> SchedulingEnv:
