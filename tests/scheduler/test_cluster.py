@@ -100,6 +100,9 @@ def test_deleted_while_queued_does_not_crash_the_loop(core, ns, fake_nodes, make
     # a malformed-but-accepted pod (affinity operator the apiserver accepts, values odd) must not stop the loop either
     core.create_namespaced_pod(ns, pod_body("after", cpu="100m"), _preload_content=False)
     assert wait_for(lambda: bound(core, ns).get("after"), 30, "pod after the deletion bound") == "tiny"
+    # the queue lets a pod go once the bind's reply reaches the bind worker (from the write process), which can be
+    # just after the apiserver shows it bound: wait for that, as journalled() does for the journal row
+    wait_for(lambda: len(sched.queue) == 0, 10, "the queue empty once the bind reply is in")
     assert sched.healthy() and len(sched.queue) == 0
     assert sched.metrics.registry.get_sample_value("drs_schedule_errors_total") == 0
     base = f"http://127.0.0.1:{sched.http.port}"
