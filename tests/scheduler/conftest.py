@@ -116,6 +116,18 @@ def events_for(core, namespace: str, pod: str) -> list[dict]:
     return data["items"]
 
 
+def scheduled_message(core, namespace: str, pod: str, timeout: float = 30) -> str:
+    """The message of ``pod``'s Scheduled event, waited for: the scheduler posts events from their own pool behind
+    its write rate limiter, after the bind (and its journal row), so the event can trail both."""
+    from tests.waiting import wait_for
+
+    return wait_for(
+        lambda: next((e["message"] for e in events_for(core, namespace, pod) if e["reason"] == "Scheduled"), None),
+        timeout,
+        f"Scheduled event of {pod}",
+    )
+
+
 @pytest.fixture
 def make_scheduler(drs_sa_kubeconfig, ns, tmp_path, control_plane) -> Iterator[Callable[..., Any]]:
     """Start in-process Schedulers as the drs-scheduler ServiceAccount, watching only ``ns``."""

@@ -48,6 +48,13 @@ def http_ok(url: str) -> bool:
         return False
 
 
+def _scrape_if(port: int, line: str) -> str | None:
+    """The scheduler's /metrics text if it has ``line``, else None (for wait_for)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return text if line in text else None
+
+
 def test_bad_config_is_one_line_error(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("scheduler:\n  state_refresh_seconds: -1\n")
@@ -101,9 +108,9 @@ def test_run_command_binds_and_stops_cleanly(core, ns, fake_nodes, drs_sa_kubeco
         for i in range(5):
             core.create_namespaced_pod(ns, pod_body(f"c{i}"), _preload_content=False)
         wait_for(lambda: all(p["spec"].get("nodeName") == "cli-node" for p in list_pods(core, ns)), 30, "5 bound")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-            text = r.read().decode()
-        assert 'drs_binds_total{outcome="bound"} 5.0' in text and "drs_leader 1.0" in text
+        # the bind counter moves when the bind's reply reaches the bind worker, just after the apiserver shows it
+        text = wait_for(lambda: _scrape_if(port, 'drs_binds_total{outcome="bound"} 5.0'), 10, "5 binds counted")
+        assert "drs_leader 1.0" in text
     finally:
         rc = stop(proc)
     log = (tmp_path / "run.log").read_text()

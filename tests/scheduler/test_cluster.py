@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from tests.scheduler.conftest import events_for, journalled, list_pods, pod_body
+from tests.scheduler.conftest import events_for, journalled, list_pods, pod_body, scheduled_message
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -48,8 +48,7 @@ def test_200_pods_over_5_nodes_all_bound_none_infeasible(core, ns, fake_nodes, m
     wait_for(lambda: sched.bound_count == 200, 10, "200 binds counted")
     # the ssd node's 150-pod limit held even though its CPU would have fitted more
     assert counts["good-ssd"] <= 150
-    ev = events_for(core, ns, "p000")
-    msg = next(e["message"] for e in ev if e["reason"] == "Scheduled")
+    msg = scheduled_message(core, ns, "p000")
     assert "to good-ssd" in msg and "top scores:" in msg
     rows = journalled(sched, 200)
     assert len(rows) == 200 and {r.outcome for r in rows} == {"bound"}
@@ -100,9 +99,14 @@ def test_deleted_while_queued_does_not_crash_the_loop(core, ns, fake_nodes, make
     # a malformed-but-accepted pod (affinity operator the apiserver accepts, values odd) must not stop the loop either
     core.create_namespaced_pod(ns, pod_body("after", cpu="100m"), _preload_content=False)
     assert wait_for(lambda: bound(core, ns).get("after"), 30, "pod after the deletion bound") == "tiny"
-    # the queue lets a pod go once the bind's reply reaches the bind worker (from the write process), which can be
-    # just after the apiserver shows it bound: wait for that, as journalled() does for the journal row
-    wait_for(lambda: len(sched.queue) == 0, 10, "the queue empty once the bind reply is in")
+    # the bind worker counts the bind and lets the pod go once the bind's reply reaches it (from the write process),
+    # which can be just after the apiserver shows it bound; the queue alone can empty earlier, when the watch sees the
+    # pod bound. Wait for the worker's own effects, as journalled() does for the journal row
+    wait_for(
+        lambda: sched.bound_count == 1 and sched.queue.pending()["in_flight"] == 0 and len(sched.queue) == 0,
+        10,
+        "the bind reply in: counted, nothing in flight",
+    )
     assert sched.healthy() and len(sched.queue) == 0
     assert sched.metrics.registry.get_sample_value("drs_schedule_errors_total") == 0
     base = f"http://127.0.0.1:{sched.http.port}"

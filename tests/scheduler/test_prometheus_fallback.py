@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.prom.fixtures import start_drs_exporter, start_prometheus, wait_until
-from tests.scheduler.conftest import events_for, journalled, list_pods, pod_body
+from tests.scheduler.conftest import journalled, list_pods, pod_body, scheduled_message
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -65,8 +65,7 @@ def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, ma
         assert {r.chosen for r in before} <= set(NODES)
         assert all(r.feasible == [c != "pm-tainted" for c in r.candidates] for r in before)
         assert all(r.scores[r.candidates.index("pm-tainted")] is None for r in before)  # never scored as an option
-        sched_event = [e for e in events_for(core, ns, "before0") if e["reason"] == "Scheduled"]
-        assert sched_event and f"by {model.name}; top Q-values: " in sched_event[0]["message"]
+        assert f"by {model.name}; top Q-values: " in scheduled_message(core, ns, "before0")
 
         prom.stop()  # Prometheus dies mid-run
         wait_for(

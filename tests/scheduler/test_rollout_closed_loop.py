@@ -21,7 +21,7 @@ from drs_prom.cli import cli
 from drs_prom.model_store import MODEL_FILE, ModelStore, ModelWatcher, load_version_policy
 from drs_prom.scheduler.arms import HEURISTIC, MODEL, assign_arm
 from tests.scheduler.closed_loop import balancing_model, piling_model, start_loop
-from tests.scheduler.conftest import events_for, journalled
+from tests.scheduler.conftest import journalled, scheduled_message
 from tests.waiting import wait_for
 
 
@@ -119,7 +119,7 @@ def test_shadow_mode_binds_like_the_heuristic_and_journals_both_choices(core, ns
     assert (reg.get_sample_value("drs_shadow_comparisons_total", {"agree": "true"}) or 0) == agree
     assert (reg.get_sample_value("drs_shadow_comparisons_total", {"agree": "false"}) or 0) == 30 - agree
     assert reg.get_sample_value("drs_decisions_total", {"policy": "least-loaded", "arm": "heuristic"}) == 30
-    msg = next(e["message"] for e in events_for(core, ns, "s000") if e["reason"] == "Scheduled")
+    msg = scheduled_message(core, ns, "s000")
     assert "by least-loaded" in msg and "arm heuristic; model drs would pick " in msg
     numbers = _report(sched, loop, tmp_path)
     assert numbers["compared"] == 30 and numbers["agreement"] == agree / 30 and numbers["by_arm"] == {"heuristic": 30}
@@ -155,7 +155,7 @@ def test_canary_half_splits_decisions_within_binomial_bounds(core, ns, loop, mak
         reg.get_sample_value("drs_decisions_total", {"policy": "least-loaded", "arm": "heuristic"}) == arms[HEURISTIC]
     )
     model_pod = next(r.pod_name for r in rows if r.arm == MODEL)
-    msg = next(e["message"] for e in events_for(core, ns, model_pod) if e["reason"] == "Scheduled")
+    msg = scheduled_message(core, ns, model_pod)
     assert "by drs;" in msg and "arm model; heuristic least-loaded would pick" in msg
 
 

@@ -13,7 +13,7 @@ import signal
 import psutil
 import pytest
 
-from tests.scheduler.conftest import events_for, list_pods, pod_body
+from tests.scheduler.conftest import events_for, list_pods, pod_body, scheduled_message
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -35,11 +35,7 @@ def test_binds_and_events_go_through_the_child_which_ends_with_the_scheduler(cor
         core.create_namespaced_pod(ns, pod_body(f"p{i}"), _preload_content=False)
     wait_for(lambda: len(bound(core, ns)) == 6, 60, "6 pods bound")
     assert set(bound(core, ns).values()) <= {"wp-a", "wp-b"}
-    msg = wait_for(
-        lambda: next((e["message"] for e in events_for(core, ns, "p0") if e["reason"] == "Scheduled"), None),
-        30,
-        "Scheduled event of p0",
-    )
+    msg = scheduled_message(core, ns, "p0")
     assert msg.startswith(f"Successfully assigned {ns}/p0 to ")
     assert remote.alive  # every write went through the child; none fell back
     sched.stop()
@@ -55,7 +51,8 @@ def test_a_killed_child_leaves_no_pod_pending(core, ns, fake_nodes, make_schedul
     wait_for(lambda: "before" in bound(core, ns), 60, "first pod bound through the child")
     os.kill(remote.pid, signal.SIGKILL)
     wait_for(lambda: not remote.alive, 30, "the scheduler sees the child gone")
-    assert any("write process ended" in r.getMessage() for r in caplog.records)
+    # the flag drops before the log line is written
+    wait_for(lambda: any("write process ended" in r.getMessage() for r in caplog.records), 10, "the log line")
     for i in range(4):
         core.create_namespaced_pod(ns, pod_body(f"after{i}"), _preload_content=False)
     wait_for(lambda: len(bound(core, ns)) == 5, 60, "later pods bound in-process")
@@ -83,7 +80,7 @@ def test_a_stuck_child_is_killed_and_writing_goes_on_in_process(core, ns, fake_n
     try:
         core.create_namespaced_pod(ns, pod_body("stalled"), _preload_content=False)
         wait_for(lambda: not remote.alive, 60, "the stuck child abandoned")
-        assert any("write process stuck" in r.getMessage() for r in caplog.records)
+        wait_for(lambda: any("write process stuck" in r.getMessage() for r in caplog.records), 10, "the log line")
         core.create_namespaced_pod(ns, pod_body("later"), _preload_content=False)
         wait_for(lambda: {"stalled", "later"} <= set(bound(core, ns)), 60, "both pods bound in-process")
         assert wait_for(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE, 30, "child gone")
