@@ -61,6 +61,7 @@ class Headroom:
     samples: int = 0  # sampled futures of the look-ahead rollout (0: not run)
     lookahead_composite: float = math.nan
     lookahead_gain: float = math.nan  # mean over seeds of 1 - look-ahead / best heuristic (may be negative)
+    gate: float = 0.0  # the look-ahead leaves the heuristic only when its paired saving exceeds gate x its SE
 
 
 def scenario_headroom(
@@ -71,10 +72,11 @@ def scenario_headroom(
     with_drs: bool = True,
     pods: int | None = None,
     samples: int = 0,
+    gate: float = 0.0,
 ) -> Headroom:
     """Bench the heuristics (and drs) on ``name`` (its first ``pods`` pods if given) and run the clairvoyant
     rollout over the best of them; with ``samples`` > 0 also the look-ahead over sampled futures
-    (drs_prom.sim.lookahead), which sees no more of the future than a scheduler could."""
+    (drs_prom.sim.lookahead), which sees no more of the future than a scheduler could, gated by ``gate``."""
     t0 = time.perf_counter()
     scenario = resolve_scenario(name)
     if pods:
@@ -88,7 +90,7 @@ def scenario_headroom(
     gains = [1.0 - seer[s] / base[s] for s in seeds]
     oracle = [1.0 - min(by[h][s] for h in SUITE_HEURISTICS if h in by) / base[s] for s in seeds]
     drs = by.get("drs")
-    look = {s: lookahead_run(scenario, s, best, samples, top_k).composite for s in seeds} if samples else {}
+    look = {s: lookahead_run(scenario, s, best, samples, top_k, gate).composite for s in seeds} if samples else {}
     return Headroom(
         scenario=name,
         n_nodes=scenario.n_nodes,
@@ -106,13 +108,14 @@ def scenario_headroom(
         top_k=top_k,
         wall_seconds=time.perf_counter() - t0,
         samples=samples,
+        gate=gate,
         lookahead_composite=float(np.mean(list(look.values()))) if look else math.nan,
         lookahead_gain=float(np.mean([1.0 - look[s] / base[s] for s in seeds])) if look else math.nan,
     )
 
 
-def _one(name: str, seeds: list[int], top_k: int, model_path: str | None, samples: int) -> dict:
-    return asdict(scenario_headroom(name, seeds, top_k, model_path, samples=samples))
+def _one(name: str, seeds: list[int], top_k: int, model_path: str | None, samples: int, gate: float) -> dict:
+    return asdict(scenario_headroom(name, seeds, top_k, model_path, samples=samples, gate=gate))
 
 
 def run_headroom(
@@ -123,10 +126,11 @@ def run_headroom(
     jobs: int = 1,
     echo: Callable[[dict], None] | None = None,
     samples: int = 0,
+    gate: float = 0.0,
 ) -> list[dict]:
     """scenario_headroom for each of ``names`` in ``jobs`` processes; ``echo`` gets each row as it finishes."""
     rows: dict[str, dict] = {}
-    args = [(n, list(seeds), top_k, model_path, samples) for n in names]
+    args = [(n, list(seeds), top_k, model_path, samples, gate) for n in names]
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(_one, *a): a[0] for a in args}
         for fut in as_completed(futures):

@@ -105,42 +105,80 @@ def with_future(env: SchedulingEnv, sample: Workload) -> SchedulingEnv:
 
 
 def lookahead_actions(
-    env: SchedulingEnv, seed: int, base: Policy, samples: int = 3, top_k: int | None = 3, cost: str = "composite"
+    env: SchedulingEnv,
+    seed: int,
+    base: Policy,
+    samples: int = 3,
+    top_k: int | None = 3,
+    cost: str = "composite",
+    gate: float = 0.0,
 ) -> list[int]:
     """The node index of every decision of the episode of ``seed``: the candidate (of the base's ``top_k``) whose
-    mean play-out cost over ``samples`` sampled futures is lowest (ties to the base's order)."""
+    mean play-out cost over ``samples`` sampled futures is lowest (ties to the base's order).
+
+    ``gate`` > 0 leaves the base's first choice only for a candidate whose paired saving over it (same sampled
+    futures for every candidate) exceeds ``gate`` standard errors: with a few samples per decision the plain mean
+    often picks a node that merely drew a lucky future, so the gated rollout asks how much of the look-ahead's
+    gain survives when only confident departures from the heuristic are made, as a learned correction with a
+    margin would make them. ``gate`` = 0 is the plain argmin.
+    """
     env.reset(seed)
     taken: list[int] = []
     while env.ctx is not None:
         ctx: DecisionContext = env.ctx
-        candidates = branch_nodes(ctx, base, top_k)
+        candidates = base_first(branch_nodes(ctx, base, top_k), branch_nodes(ctx, base, 1))
         if len(candidates) == 1:
             node = int(candidates[0])
         else:
             draws = [
                 generate(env.scenario, SAMPLE_SEED_BASE + 1000 * seed + 17 * len(taken) + m) for m in range(samples)
             ]
-            means = []
-            for candidate in candidates:
-                total = 0.0
-                for draw in draws:
+            costs = np.empty((len(candidates), len(draws)))
+            for i, candidate in enumerate(candidates):
+                for j, draw in enumerate(draws):
                     fork = with_future(env, draw)
                     fork.step(int(candidate))
-                    total += play_out(fork, told(copy.deepcopy(base), ctx, int(candidate)), cost)[0]
-                means.append(total / len(draws))
-            node = int(candidates[int(np.argmin(means))])
+                    costs[i, j] = play_out(fork, told(copy.deepcopy(base), ctx, int(candidate)), cost)[0]
+            node = int(candidates[confident_choice(costs, gate)])
         taken.append(node)
         told(base, ctx, node)
         env.step(node)
     return taken
 
 
-def lookahead_run(scenario: Scenario, seed: int, base: str, samples: int = 3, top_k: int | None = 3) -> EpisodeResult:
+def base_first(candidates: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """``candidates`` with the base's own choice (``first``'s head) moved to the front: branch_nodes keeps index
+    order when every feasible node is a candidate, but the gate and ties need the base's choice as row 0."""
+    if len(first) == 0:
+        return candidates
+    head = int(first[0])
+    return np.array([head, *(int(c) for c in candidates if int(c) != head)], dtype=np.int64)
+
+
+def confident_choice(costs: np.ndarray, gate: float = 0.0) -> int:
+    """Row of ``costs`` (candidates x paired samples, row 0 the base's choice) to bind: the lowest mean among the
+    rows whose mean saving over row 0 exceeds ``gate`` standard errors of the paired difference; row 0 if none
+    (always row 0 for an infinite gate)."""
+    if gate == np.inf:
+        return 0
+    costs = np.asarray(costs, dtype=np.float64)
+    means = costs.mean(axis=1)
+    diff = costs - costs[0]
+    n = costs.shape[1]
+    se = diff.std(axis=1, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(len(costs))
+    ok = -diff.mean(axis=1) > gate * se
+    ok[0] = True
+    return int(np.argmin(np.where(ok, means, np.inf)))
+
+
+def lookahead_run(
+    scenario: Scenario, seed: int, base: str, samples: int = 3, top_k: int | None = 3, gate: float = 0.0
+) -> EpisodeResult:
     """The episode of ``seed`` under the sampled-future rollout over ``base``, summarised like any benchmark run."""
     wall0 = time.perf_counter()
     policy = fit_to_scenario(make_policy(base, seed), scenario)
     env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))
-    actions = lookahead_actions(env, seed, policy, samples, top_k)
+    actions = lookahead_actions(env, seed, policy, samples, top_k, gate=gate)
     result = env.run(FixedSchedule(actions, LOOKAHEAD), seed=seed)
     result.wall_seconds = result.policy_seconds = time.perf_counter() - wall0
     return result

@@ -9,7 +9,14 @@ from drs_prom.registry import make_policy
 from drs_prom.sim.clairvoyant import fork_env, play_out
 from drs_prom.sim.env import SchedulingEnv, fit_to_scenario, policy_norm
 from drs_prom.sim.generator import eval_scenario
-from drs_prom.sim.lookahead import LOOKAHEAD, lookahead_run, splice_future, with_future
+from drs_prom.sim.lookahead import (
+    LOOKAHEAD,
+    base_first,
+    confident_choice,
+    lookahead_run,
+    splice_future,
+    with_future,
+)
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.workload import generate
 
@@ -63,3 +70,29 @@ def test_lookahead_places_every_pod_and_with_one_branch_is_its_base():
     assert one.composite == pytest.approx(base.composite, abs=1e-12)
     two = lookahead_run(scenario, 0, BASE, samples=2, top_k=2)
     assert two.decisions == 24 and np.isfinite(two.composite)
+
+
+def test_the_gate_leaves_the_base_only_for_a_saving_beyond_its_noise():
+    # rows: the base's choice, then two candidates, over 4 paired sampled futures
+    costs = np.array([[2.0, 2.0, 2.0, 2.0], [1.9, 1.9, 1.9, 1.9], [1.0, 3.0, 1.0, 3.0]])
+    assert confident_choice(costs) == 1  # plain argmin of the means: 2.0, 1.9, 2.0 (ties to the base's order)
+    assert confident_choice(costs, gate=2.0) == 1  # a steady saving of 0.1 has zero standard error
+    noisy = np.array([[2.0, 2.0, 2.0, 2.0], [1.0, 3.0, 1.0, 2.6]])  # mean saving 0.1, SE 0.53
+    assert confident_choice(noisy) == 1
+    assert confident_choice(noisy, gate=2.0) == 0
+    assert confident_choice(np.array([[1.0, 1.0], [1.0, 1.0]]), gate=0.0) == 0  # a tie keeps the base
+    assert confident_choice(costs, gate=float("inf")) == 0
+
+
+def test_the_bases_own_choice_leads_the_candidates():
+    assert base_first(np.array([0, 1, 2]), np.array([2])).tolist() == [2, 0, 1]
+    assert base_first(np.array([3, 1]), np.array([3])).tolist() == [3, 1]
+    assert base_first(np.array([], dtype=np.int64), np.array([], dtype=np.int64)).tolist() == []
+
+
+def test_a_gated_lookahead_that_never_finds_a_confident_saving_is_its_base():
+    scenario = load_scenario("heterogeneous").truncated(24)
+    policy = fit_to_scenario(make_policy(BASE, 0), scenario)
+    base = SchedulingEnv(scenario, seed=0, norm=policy_norm(policy, scenario)).run(policy, seed=0)
+    never = lookahead_run(scenario, 0, BASE, samples=2, top_k=3, gate=float("inf"))
+    assert never.composite == pytest.approx(base.composite, abs=1e-12)
