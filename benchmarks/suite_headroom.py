@@ -7,6 +7,7 @@ on sampled futures (no more than a scheduler can know) gets. Numbers are printed
     python benchmarks/suite_headroom.py --seeds 2 --top-k 3 --max-pods 330 --jobs 2 --json /tmp/headroom.json
     python benchmarks/suite_headroom.py --seeds 2 --samples 3 --only heterogeneous,eval-burst-3 --json /tmp/look.json
     python benchmarks/suite_headroom.py --seeds 2 --samples 12 --gate 2 --only drs-paper --json /tmp/gated.json
+    python benchmarks/suite_headroom.py --seeds 2 --samples 12 --gate 2 --veil --only drs-paper --json /tmp/veil.json
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ def main() -> None:
         default=0.0,
         help="Look-ahead leaves the heuristic only when its paired saving exceeds this many standard errors.",
     )
+    ap.add_argument(
+        "--veil",
+        action="store_true",
+        help="Look-ahead also draws the present pods' run time and the placed pod's demand (knows only their law).",
+    )
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", dest="json_path", default=None)
     args = ap.parse_args()
@@ -49,14 +55,18 @@ def main() -> None:
         print(
             f"{row['scenario']}: best {row['best_heuristic']} {row['best_heuristic_composite']:.3f}, "
             f"clairvoyant {row['clairvoyant_composite']:.3f} (headroom {100 * row['headroom']:.1f} %), "
-            + (f"look-ahead (gate {row['gate']:g}) {100 * row['lookahead_gain']:.1f} %, " if row["samples"] else "")
+            + (
+                f"look-ahead (gate {row['gate']:g}{', veiled' if row['veil'] else ''}) {100 * row['lookahead_gain']:.1f} %, "
+                if row["samples"]
+                else ""
+            )
             + f"drs {100 * row['drs_gap']:+.1f} %, "
             f"{row['wall_seconds']:.0f} s",
             flush=True,
         )
 
     rows = run_headroom(
-        names, list(range(args.seeds)), args.top_k, model_path, args.jobs, echo, args.samples, args.gate
+        names, list(range(args.seeds)), args.top_k, model_path, args.jobs, echo, args.samples, args.gate, args.veil
     )
     print(format_headroom(rows))
     if skipped:

@@ -62,6 +62,7 @@ class Headroom:
     lookahead_composite: float = math.nan
     lookahead_gain: float = math.nan  # mean over seeds of 1 - look-ahead / best heuristic (may be negative)
     gate: float = 0.0  # the look-ahead leaves the heuristic only when its paired saving exceeds gate x its SE
+    veil: bool = False  # the look-ahead also draws the present pods' run time and the placed pod's demand
 
 
 def scenario_headroom(
@@ -73,10 +74,11 @@ def scenario_headroom(
     pods: int | None = None,
     samples: int = 0,
     gate: float = 0.0,
+    veil: bool = False,
 ) -> Headroom:
     """Bench the heuristics (and drs) on ``name`` (its first ``pods`` pods if given) and run the clairvoyant
     rollout over the best of them; with ``samples`` > 0 also the look-ahead over sampled futures
-    (drs_prom.sim.lookahead), which sees no more of the future than a scheduler could, gated by ``gate``."""
+    (drs_prom.sim.lookahead), which sees no more of the future than a scheduler could, gated by ``gate`` and, with ``veil``, not even the present pods' run times."""
     t0 = time.perf_counter()
     scenario = resolve_scenario(name)
     if pods:
@@ -90,7 +92,7 @@ def scenario_headroom(
     gains = [1.0 - seer[s] / base[s] for s in seeds]
     oracle = [1.0 - min(by[h][s] for h in SUITE_HEURISTICS if h in by) / base[s] for s in seeds]
     drs = by.get("drs")
-    look = {s: lookahead_run(scenario, s, best, samples, top_k, gate).composite for s in seeds} if samples else {}
+    look = {s: lookahead_run(scenario, s, best, samples, top_k, gate, veil).composite for s in seeds} if samples else {}
     return Headroom(
         scenario=name,
         n_nodes=scenario.n_nodes,
@@ -109,13 +111,16 @@ def scenario_headroom(
         wall_seconds=time.perf_counter() - t0,
         samples=samples,
         gate=gate,
+        veil=veil,
         lookahead_composite=float(np.mean(list(look.values()))) if look else math.nan,
         lookahead_gain=float(np.mean([1.0 - look[s] / base[s] for s in seeds])) if look else math.nan,
     )
 
 
-def _one(name: str, seeds: list[int], top_k: int, model_path: str | None, samples: int, gate: float) -> dict:
-    return asdict(scenario_headroom(name, seeds, top_k, model_path, samples=samples, gate=gate))
+def _one(
+    name: str, seeds: list[int], top_k: int, model_path: str | None, samples: int, gate: float, veil: bool
+) -> dict:
+    return asdict(scenario_headroom(name, seeds, top_k, model_path, samples=samples, gate=gate, veil=veil))
 
 
 def run_headroom(
@@ -127,10 +132,11 @@ def run_headroom(
     echo: Callable[[dict], None] | None = None,
     samples: int = 0,
     gate: float = 0.0,
+    veil: bool = False,
 ) -> list[dict]:
     """scenario_headroom for each of ``names`` in ``jobs`` processes; ``echo`` gets each row as it finishes."""
     rows: dict[str, dict] = {}
-    args = [(n, list(seeds), top_k, model_path, samples, gate) for n in names]
+    args = [(n, list(seeds), top_k, model_path, samples, gate, veil) for n in names]
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(_one, *a): a[0] for a in args}
         for fut in as_completed(futures):

@@ -97,11 +97,40 @@ def splice_future(true: Workload, arrived: int, now: float, sample: Workload) ->
     return _stack([(true, past), (tail, np.argsort(tail.arrival, kind="stable"))])
 
 
-def with_future(env: SchedulingEnv, sample: Workload) -> SchedulingEnv:
-    """A fork of ``env`` whose pods that have not arrived yet come from ``sample`` (see splice_future)."""
+def with_future(env: SchedulingEnv, sample: Workload, veil_seed: int | None = None) -> SchedulingEnv:
+    """A fork of ``env`` whose pods that have not arrived yet come from ``sample`` (see splice_future); with
+    ``veil_seed``, what a scheduler cannot know of the present is drawn too (see veil_present)."""
     fork = fork_env(env)
     fork.replace_future(splice_future(fork.workload, fork.arrived, fork.cluster.t, sample))
+    if veil_seed is not None:
+        veil_present(fork, np.random.default_rng(veil_seed))
     return fork
+
+
+def veil_present(fork: SchedulingEnv, rng: np.random.Generator) -> None:
+    """Draw, in place on ``fork`` (whose workload arrays are its own after replace_future), what a scheduler cannot
+    know of the present from the scenario's profiles: the total work of every running scheduled pod and of the
+    pod being placed (uniform on the profile's mean x (1 +- jitter), above the work already done: the law of the
+    generator given that the pod has not finished), and the demand of the pod being placed (the profile's times
+    (1 +- demand jitter) per feature; running pods' usage is measurable per pod, so theirs stays true). Background
+    pods stay true. Without this the look-ahead reads each present pod's true run time, which no scheduler has.
+    """
+    wl, cluster, profiles = fork.workload, fork.cluster, fork.scenario.profiles
+    current = fork.current_pod
+    pods = [int(i) for i in cluster.running if wl.scheduled[i]] + ([current] if current >= 0 else [])
+    for i in pods:
+        prof = profiles.get(wl.profiles[i])
+        if prof is None:
+            continue
+        done = float(wl.work[i] - cluster.remaining[i])
+        lo = prof.work_seconds * (1.0 - prof.work_jitter)
+        hi = prof.work_seconds * (1.0 + prof.work_jitter)
+        total = float(rng.uniform(max(lo, done), hi)) if done < hi else done * (1.0 + 1e-6) + 1e-6
+        wl.work[i] = total
+        cluster.remaining[i] = total - done
+    if current >= 0 and (prof := profiles.get(wl.profiles[current])) is not None:
+        estimate = np.asarray(prof.demand.vector(), dtype=np.float64)
+        wl.demand[current] = estimate * (1.0 + prof.demand_jitter * rng.uniform(-1.0, 1.0, size=estimate.shape))
 
 
 def lookahead_actions(
@@ -112,6 +141,7 @@ def lookahead_actions(
     top_k: int | None = 3,
     cost: str = "composite",
     gate: float = 0.0,
+    veil: bool = False,
 ) -> list[int]:
     """The node index of every decision of the episode of ``seed``: the candidate (of the base's ``top_k``) whose
     mean play-out cost over ``samples`` sampled futures is lowest (ties to the base's order).
@@ -121,6 +151,10 @@ def lookahead_actions(
     often picks a node that merely drew a lucky future, so the gated rollout asks how much of the look-ahead's
     gain survives when only confident departures from the heuristic are made, as a learned correction with a
     margin would make them. ``gate`` = 0 is the plain argmin.
+
+    ``veil`` also draws, per sampled future, the run time of the present pods and the placed pod's demand
+    (veil_present), the same draw for every candidate: then the rollout knows no more than a scheduler that knows
+    the workload's law exactly.
     """
     env.reset(seed)
     taken: list[int] = []
@@ -130,13 +164,12 @@ def lookahead_actions(
         if len(candidates) == 1:
             node = int(candidates[0])
         else:
-            draws = [
-                generate(env.scenario, SAMPLE_SEED_BASE + 1000 * seed + 17 * len(taken) + m) for m in range(samples)
-            ]
+            seeds = [SAMPLE_SEED_BASE + 1000 * seed + 17 * len(taken) + m for m in range(samples)]
+            draws = [generate(env.scenario, s) for s in seeds]
             costs = np.empty((len(candidates), len(draws)))
             for i, candidate in enumerate(candidates):
                 for j, draw in enumerate(draws):
-                    fork = with_future(env, draw)
+                    fork = with_future(env, draw, seeds[j] if veil else None)
                     fork.step(int(candidate))
                     costs[i, j] = play_out(fork, told(copy.deepcopy(base), ctx, int(candidate)), cost)[0]
             node = int(candidates[confident_choice(costs, gate)])
@@ -172,13 +205,19 @@ def confident_choice(costs: np.ndarray, gate: float = 0.0) -> int:
 
 
 def lookahead_run(
-    scenario: Scenario, seed: int, base: str, samples: int = 3, top_k: int | None = 3, gate: float = 0.0
+    scenario: Scenario,
+    seed: int,
+    base: str,
+    samples: int = 3,
+    top_k: int | None = 3,
+    gate: float = 0.0,
+    veil: bool = False,
 ) -> EpisodeResult:
     """The episode of ``seed`` under the sampled-future rollout over ``base``, summarised like any benchmark run."""
     wall0 = time.perf_counter()
     policy = fit_to_scenario(make_policy(base, seed), scenario)
     env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))
-    actions = lookahead_actions(env, seed, policy, samples, top_k, gate=gate)
+    actions = lookahead_actions(env, seed, policy, samples, top_k, gate=gate, veil=veil)
     result = env.run(FixedSchedule(actions, LOOKAHEAD), seed=seed)
     result.wall_seconds = result.policy_seconds = time.perf_counter() - wall0
     return result

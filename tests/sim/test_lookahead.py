@@ -96,3 +96,51 @@ def test_a_gated_lookahead_that_never_finds_a_confident_saving_is_its_base():
     base = SchedulingEnv(scenario, seed=0, norm=policy_norm(policy, scenario)).run(policy, seed=0)
     never = lookahead_run(scenario, 0, BASE, samples=2, top_k=3, gate=float("inf"))
     assert never.composite == pytest.approx(base.composite, abs=1e-12)
+
+
+def test_the_veil_draws_only_what_a_scheduler_cannot_know_of_the_present():
+    scenario = eval_scenario("eval-diurnal-1")  # jittered work and demand, pinned background pods
+    env, _ = _mid_episode(scenario, 0, 40)
+    sample = generate(scenario, 5)
+    true_work, true_demand, true_left = (
+        env.workload.work.copy(),
+        env.workload.demand.copy(),
+        env.cluster.remaining.copy(),
+    )
+    plain = with_future(env, sample)
+    veiled = with_future(env, sample, veil_seed=11)
+    wl, c = veiled.workload, veiled.cluster
+    current = veiled.current_pod
+    running = [int(i) for i in c.running if wl.scheduled[i]]
+    assert running and current >= 0
+    drawn = [*running, current]
+    # their run time is redrawn within the profile's law and above the work already done
+    for i in drawn:
+        prof = scenario.profiles[wl.profiles[i]]
+        done = plain.workload.work[i] - plain.cluster.remaining[i]
+        assert wl.work[i] - c.remaining[i] == pytest.approx(done)
+        assert c.remaining[i] > 0
+        assert (
+            prof.work_seconds * (1 - prof.work_jitter) - 1e-9
+            <= wl.work[i]
+            <= prof.work_seconds * (1 + prof.work_jitter) + 1e-9
+        )
+    assert not np.allclose(wl.work[drawn], plain.workload.work[drawn])
+    # the placed pod's demand is drawn; running pods' (measurable) demand, finished pods, background stay true
+    assert not np.allclose(wl.demand[current], plain.workload.demand[current])
+    keep = np.ones(len(wl), bool)
+    keep[drawn] = False
+    assert np.array_equal(wl.work[keep], plain.workload.work[keep])
+    assert np.array_equal(np.delete(wl.demand, current, axis=0), np.delete(plain.workload.demand, current, axis=0))
+    assert np.array_equal(c.remaining[keep], plain.cluster.remaining[keep])
+    # the true episode is untouched, and the same seed draws the same present
+    assert np.array_equal(env.workload.work, true_work) and np.array_equal(env.workload.demand, true_demand)
+    assert np.array_equal(env.cluster.remaining, true_left)
+    again = with_future(env, sample, veil_seed=11)
+    assert np.array_equal(again.workload.work, wl.work) and np.array_equal(again.cluster.remaining, c.remaining)
+
+
+def test_a_veiled_lookahead_places_every_pod():
+    scenario = load_scenario("heterogeneous").truncated(24)
+    run = lookahead_run(scenario, 0, BASE, samples=2, top_k=2, gate=0.0, veil=True)
+    assert run.policy == LOOKAHEAD and run.decisions == 24 and np.isfinite(run.composite)
