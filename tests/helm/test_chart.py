@@ -266,4 +266,11 @@ def test_helm_install_gives_the_scheduler_its_rbac(helm_bin: str, helm_ns, tmp_p
             "delete", "pvc", "drs-journal", "-n", NS, "--ignore-not-found", "--wait=false"
         )  # kept by its policy; no controller removes the finalizer here
         assert un.returncode == 0, un.stderr
-    assert helm_ns.kubectl("auth", "can-i", "create", "pods/binding", "-n", NS, f"--as={sa}").stdout.strip() == "no"
+    # the authorizer's informer lags the deletion as it lagged the creation
+    wait_for(
+        lambda: (
+            helm_ns.kubectl("auth", "can-i", "create", "pods/binding", "-n", NS, f"--as={sa}").stdout.strip() == "no"
+        ),
+        30,
+        "the ClusterRoleBinding's removal to take effect",
+    )

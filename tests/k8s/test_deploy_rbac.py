@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from drs_prom.config import load_settings
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +21,14 @@ SA = ("drs-system", "drs-scheduler")
 def sa_kubeconfig(control_plane):
     for f in ("00-namespace.yaml", "10-rbac.yaml"):
         control_plane.kubectl("apply", "-f", str(DEPLOY / f), check=True)
-    return control_plane.make_sa_kubeconfig(*SA)
+    kubeconfig = control_plane.make_sa_kubeconfig(*SA)
+    # the apiserver's RBAC authorizer reads bindings from an informer: let it catch up before any test asks
+    wait_for(
+        lambda: _can(control_plane, kubeconfig, "create", "pods:binding", "some-ns"),
+        30,
+        "the ClusterRoleBinding in effect",
+    )
+    return kubeconfig
 
 
 @pytest.mark.parametrize("target", [".", "samples", "extender/extender.yaml"])

@@ -53,7 +53,9 @@ def test_fast_runs_follow_the_interval():
     finally:
         job.shutdown()
     assert time.monotonic() - t0 >= 0.4  # five runs needed at least four intervals
-    assert job.missed == 0 and job.max_running == 1
+    # never two at once; a tick may still be refused (missed) if the worker thread that lowers APScheduler's
+    # running-instance count got no CPU for a whole 0.1 s interval on a loaded machine, so missed is not asserted
+    assert job.max_running == 1
 
 
 def test_exceptions_never_escape_and_are_counted():

@@ -54,7 +54,7 @@ def test_real_prometheus_scrapes_simulated_nodes(tmp_path, mode, speed):
     with SimExporter(live, mode=mode) as exporter:
         prom = start_prometheus(tmp_path, extra_config={"scrape_configs": [exporter.scrape_config("node")]})
         try:
-            source = PrometheusSource.from_url(prom.url, window="4s")
+            source = PrometheusSource.from_url(prom.url, window="10s")
             wait_until(lambda: sum(v == 1.0 for v in prom.targets_up().values()) == 4, 30, "4 simulated targets up")
 
             def complete():
@@ -63,11 +63,14 @@ def test_real_prometheus_scrapes_simulated_nodes(tmp_path, mode, speed):
                 return snap if len(fresh) == 4 and fresh["net_rx"].loc["worker-1"] > 0 else None
 
             snap = wait_until(complete, 30, "rates for all 4 simulated nodes")
-            # let the 4 s window fill with samples at constant rates
+            # let the 10 s window fill with samples at constant rates: the exporter reads the wall clock when it is
+            # scraped, a few ms after Prometheus stamps the scrape, so a longer window keeps that jitter small
             wait_until(
-                lambda: len(prom.query('node_network_receive_bytes_total{instance="worker-1"}[6s]')[0]["values"]) >= 6,
-                30,
-                "6 s of samples",
+                lambda: (
+                    len(prom.query('node_network_receive_bytes_total{instance="worker-1"}[12s]')[0]["values"]) >= 12
+                ),
+                40,
+                "12 s of samples",
             )
             snap = source.snapshot()
             expected = live.features()
