@@ -80,17 +80,28 @@ def _stack(parts: list[tuple[Workload, np.ndarray]]) -> Workload:
 
 def splice_future(true: Workload, arrived: int, now: float, sample: Workload) -> Workload:
     """``true``'s first ``arrived`` pods, then the future: ``true``'s pinned background pods and, in place of its
-    scheduled pods still to come, ``sample``'s scheduled pods of the same ranks (arrivals no earlier than ``now``),
-    in arrival order."""
+    scheduled pods still to come, ``sample``'s scheduled pods of the same ranks, in arrival order.
+
+    The sample's pods keep their *gaps*, anchored at the true last arrival: rank r arrives at the true arrival of
+    rank ``rank``-1 plus the sample's time from its own rank ``rank``-1 to r (no earlier than ``now``). For the
+    generator's Poisson phases that is the law of the future given the past (gaps are memoryless and the phases
+    are counted in pods), whereas keeping the sample's absolute times, as a first version did, turned a sample
+    that ran ahead of the truth into a burst at ``now`` and one that ran behind into a lull."""
     idx = np.arange(len(true))
     past, future = idx[:arrived], idx[arrived:]
     sched_true = true.scheduled
     rank = int(sched_true[:arrived].sum())
     todo = int(sched_true[arrived:].sum())
-    drawn = np.flatnonzero(sample.scheduled)[rank : rank + todo]
+    sched_sample = np.flatnonzero(sample.scheduled)
+    drawn = sched_sample[rank : rank + todo]
     keep = future[~sched_true[arrived:]]
     if len(drawn) < todo:  # the sample has fewer pods: the rest of the true ones stay
         keep = np.concatenate([keep, future[sched_true[arrived:]][len(drawn) :]])
+    if rank > 0 and len(drawn):
+        anchor = float(true.arrival[np.flatnonzero(sched_true)[rank - 1]])
+        shifted = anchor + (sample.arrival[drawn] - sample.arrival[sched_sample[rank - 1]])
+        sample = dataclasses.replace(sample, arrival=sample.arrival.copy())
+        sample.arrival[drawn] = shifted
     tail = _stack([(true, np.sort(keep)), (sample, drawn)])
     # true pods still to come arrive after now already; the sample's are raised to it
     tail = dataclasses.replace(tail, arrival=np.maximum(tail.arrival, now))

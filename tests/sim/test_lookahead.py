@@ -1,6 +1,7 @@
 """The look-ahead rollout over sampled futures: the causal counterpart of the clairvoyant reference."""
 
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -144,3 +145,20 @@ def test_a_veiled_lookahead_places_every_pod():
     scenario = load_scenario("heterogeneous").truncated(24)
     run = lookahead_run(scenario, 0, BASE, samples=2, top_k=2, gate=0.0, veil=True)
     assert run.policy == LOOKAHEAD and run.decisions == 24 and np.isfinite(run.composite)
+
+
+def test_a_sampled_future_keeps_the_samples_gaps_from_the_true_last_arrival():
+    scenario = eval_scenario("eval-diurnal-1")
+    true, sample = generate(scenario, 0), generate(scenario, 5)
+    arrived, now = 60, float(true.arrival[59])
+    spliced = splice_future(true, arrived, now, sample)
+    # a sample running far ahead of (or behind) the truth gives the same future: only its gaps count
+    for shift in (-500.0, 500.0):
+        moved = splice_future(true, arrived, now, dataclasses.replace(sample, arrival=sample.arrival + shift))
+        assert np.allclose(moved.arrival, spliced.arrival) and moved.names == spliced.names
+    rank = int(true.scheduled[:arrived].sum())
+    last_true = true.arrival[np.flatnonzero(true.scheduled)[rank - 1]]
+    s_idx = np.flatnonzero(sample.scheduled)
+    first_drawn = spliced.names.index(sample.names[s_idx[rank]])
+    gap = sample.arrival[s_idx[rank]] - sample.arrival[s_idx[rank - 1]]
+    assert spliced.arrival[first_drawn] == pytest.approx(max(last_true + gap, now))
