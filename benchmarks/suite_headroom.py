@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument(
         "--veil",
         action="store_true",
-        help="Look-ahead also draws the present pods' run time and the placed pod's demand (knows only their law).",
+        help="Look-ahead also draws the present pods' run time and unstarted pods' demand (knows only their law).",
     )
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", dest="json_path", default=None)

@@ -62,7 +62,7 @@ class Headroom:
     lookahead_composite: float = math.nan
     lookahead_gain: float = math.nan  # mean over seeds of 1 - look-ahead / best heuristic (may be negative)
     gate: float = 0.0  # the look-ahead leaves the heuristic only when its paired saving exceeds gate x its SE
-    veil: bool = False  # the look-ahead also draws the present pods' run time and the placed pod's demand
+    veil: bool = False  # the look-ahead also draws the present pods' run time and unstarted pods' demand
 
 
 def scenario_headroom(

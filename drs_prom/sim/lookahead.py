@@ -120,16 +120,20 @@ def with_future(env: SchedulingEnv, sample: Workload, veil_seed: int | None = No
 
 def veil_present(fork: SchedulingEnv, rng: np.random.Generator) -> None:
     """Draw, in place on ``fork`` (whose workload arrays are its own after replace_future), what a scheduler cannot
-    know of the present from the scenario's profiles: the total work of every running scheduled pod and of the
-    pod being placed (uniform on the profile's mean x (1 +- jitter), above the work already done: the law of the
-    generator given that the pod has not finished), and the demand of the pod being placed (the profile's times
-    (1 +- demand jitter) per feature; running pods' usage is measurable per pod, so theirs stays true). Background
-    pods stay true. Without this the look-ahead reads each present pod's true run time, which no scheduler has.
+    know of the present, from the scenario's profiles.
+
+    - The total work of every scheduled pod that has arrived and not finished (running, waiting for room, or being
+      placed now): uniform on the profile's mean x (1 +- jitter) above the work already done, which is the
+      generator's law given that the pod has not finished.
+    - The demand of those that have not started (the pod being placed, pods waiting): the profile's times
+      (1 +- demand jitter) per feature. A running pod's usage is measurable per pod, so it stays true.
+    - Background pods stay true.
+
+    Without this the look-ahead reads each present pod's true run time, which no scheduler has.
     """
     wl, cluster, profiles = fork.workload, fork.cluster, fork.scenario.profiles
-    current = fork.current_pod
-    pods = [int(i) for i in cluster.running if wl.scheduled[i]] + ([current] if current >= 0 else [])
-    for i in pods:
+    arrived = np.arange(fork.arrived)
+    for i in arrived[wl.scheduled[arrived] & np.isnan(cluster.finish[arrived])].tolist():
         prof = profiles.get(wl.profiles[i])
         if prof is None:
             continue
@@ -139,9 +143,9 @@ def veil_present(fork: SchedulingEnv, rng: np.random.Generator) -> None:
         total = float(rng.uniform(max(lo, done), hi)) if done < hi else done * (1.0 + 1e-6) + 1e-6
         wl.work[i] = total
         cluster.remaining[i] = total - done
-    if current >= 0 and (prof := profiles.get(wl.profiles[current])) is not None:
-        estimate = np.asarray(prof.demand.vector(), dtype=np.float64)
-        wl.demand[current] = estimate * (1.0 + prof.demand_jitter * rng.uniform(-1.0, 1.0, size=estimate.shape))
+        if np.isnan(cluster.start[i]):
+            estimate = np.asarray(prof.demand.vector(), dtype=np.float64)
+            wl.demand[i] = estimate * (1.0 + prof.demand_jitter * rng.uniform(-1.0, 1.0, size=estimate.shape))
 
 
 def lookahead_actions(
@@ -163,7 +167,7 @@ def lookahead_actions(
     gain survives when only confident departures from the heuristic are made, as a learned correction with a
     margin would make them. ``gate`` = 0 is the plain argmin.
 
-    ``veil`` also draws, per sampled future, the run time of the present pods and the placed pod's demand
+    ``veil`` also draws, per sampled future, the run time of the present pods and the demand of those not started
     (veil_present), the same draw for every candidate: then the rollout knows no more than a scheduler that knows
     the workload's law exactly.
     """

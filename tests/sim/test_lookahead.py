@@ -114,7 +114,9 @@ def test_the_veil_draws_only_what_a_scheduler_cannot_know_of_the_present():
     current = veiled.current_pod
     running = [int(i) for i in c.running if wl.scheduled[i]]
     assert running and current >= 0
-    drawn = [*running, current]
+    arrived = np.arange(veiled.arrived)
+    drawn = arrived[wl.scheduled[arrived] & np.isnan(c.finish[arrived])].tolist()
+    assert set(running) | {current} <= set(drawn)
     # their run time is redrawn within the profile's law and above the work already done
     for i in drawn:
         prof = scenario.profiles[wl.profiles[i]]
@@ -132,7 +134,9 @@ def test_the_veil_draws_only_what_a_scheduler_cannot_know_of_the_present():
     keep = np.ones(len(wl), bool)
     keep[drawn] = False
     assert np.array_equal(wl.work[keep], plain.workload.work[keep])
-    assert np.array_equal(np.delete(wl.demand, current, axis=0), np.delete(plain.workload.demand, current, axis=0))
+    unstarted = [i for i in drawn if np.isnan(c.start[i])]
+    assert current in unstarted and not set(running) & set(unstarted)
+    assert np.array_equal(np.delete(wl.demand, unstarted, axis=0), np.delete(plain.workload.demand, unstarted, axis=0))
     assert np.array_equal(c.remaining[keep], plain.cluster.remaining[keep])
     # the true episode is untouched, and the same seed draws the same present
     assert np.array_equal(env.workload.work, true_work) and np.array_equal(env.workload.demand, true_demand)
