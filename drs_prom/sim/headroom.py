@@ -78,7 +78,8 @@ def scenario_headroom(
 ) -> Headroom:
     """Bench the heuristics (and drs) on ``name`` (its first ``pods`` pods if given) and run the clairvoyant
     rollout over the best of them; with ``samples`` > 0 also the look-ahead over sampled futures
-    (drs_prom.sim.lookahead), which sees no more of the future than a scheduler could, gated by ``gate`` and, with ``veil``, not even the present pods' run times."""
+    (drs_prom.sim.lookahead), which sees no more of the future than a scheduler could, gated by ``gate`` and,
+    with ``veil``, not even the present pods' run times."""
     t0 = time.perf_counter()
     scenario = resolve_scenario(name)
     if pods:

@@ -6,12 +6,13 @@ one replaces every pod that has not arrived yet with pods drawn from the scenari
 workload generator under other seeds (so it knows the *distribution* of arrivals, kinds,
 work and demand exactly, but not the draw), plays each candidate node out with the base
 policy on every sampled future (the same samples for every candidate), and binds where
-the mean composite is lowest. Two things it still reads from the simulator are left
-true on purpose: the remaining work of running pods and the pinned background pods.
-Both can only help it, so its gain over the base is an optimistic estimate of what
-foresight available to a real scheduler could buy; if even it gains little where the
-clairvoyant gains much, that headroom comes from knowing the draw, which no policy,
-learned or not, can have.
+the mean composite is lowest (with ``gate``, only where the saving is beyond the samples'
+noise). Without ``veil`` it also reads the true remaining work of the pods present and the
+demand of the pod being placed; with it, those are drawn from their profiles as well, and
+only running pods' usage (measurable per pod) and the pinned background stay true. So its
+gain over the base is what foresight available to a real scheduler could buy, at most
+optimistic by the background; if even it gains little where the clairvoyant gains much,
+that headroom comes from knowing the draw, which no policy, learned or not, can have.
 """
 
 from __future__ import annotations
