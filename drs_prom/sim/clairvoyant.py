@@ -68,14 +68,22 @@ def play_out(env: SchedulingEnv, policy: Policy, cost: str = "composite") -> tup
     return env.result("rollout").composite, actions
 
 
-def branch_nodes(ctx: DecisionContext, base: Policy, top_k: int | None) -> np.ndarray:
+def branch_nodes(ctx: DecisionContext, base: Policy, top_k: int | None, choice_first: bool = False) -> np.ndarray:
     """Every feasible node, or only the ``top_k`` the base policy scores highest (scored on a copy: its memory is
-    told of a decision only once it is taken)."""
+    told of a decision only once it is taken).
+
+    Every feasible node comes in index order; with ``choice_first`` the base's own choice leads them (the
+    look-ahead's gate compares every candidate with it). The ``top_k`` best come best first either way.
+    """
     feasible = np.flatnonzero(ctx.feasible)
-    if top_k is None or len(feasible) <= top_k:
+    every = top_k is None or len(feasible) <= top_k
+    if every and (not choice_first or len(feasible) <= 1):
         return feasible
     scores = np.nan_to_num(np.asarray(copy.deepcopy(base).score(ctx), dtype=np.float64)[feasible], nan=-np.inf)
-    return feasible[np.argsort(-scores, kind="stable")[:top_k]]  # ties towards the lowest index, as in choose
+    order = np.argsort(-scores, kind="stable")  # ties towards the lowest index, as in choose
+    if every:
+        return np.concatenate([feasible[order[:1]], np.delete(feasible, order[0])])
+    return feasible[order[:top_k]]
 
 
 def clairvoyant_actions(

@@ -176,7 +176,7 @@ def lookahead_actions(
     taken: list[int] = []
     while env.ctx is not None:
         ctx: DecisionContext = env.ctx
-        candidates = base_first(branch_nodes(ctx, base, top_k), branch_nodes(ctx, base, 1))
+        candidates = branch_nodes(ctx, base, top_k, choice_first=True)
         if len(candidates) == 1:
             node = int(candidates[0])
         else:
@@ -193,15 +193,6 @@ def lookahead_actions(
         told(base, ctx, node)
         env.step(node)
     return taken
-
-
-def base_first(candidates: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """``candidates`` with the base's own choice (``first``'s head) moved to the front: branch_nodes keeps index
-    order when every feasible node is a candidate, but the gate and ties need the base's choice as row 0."""
-    if len(first) == 0:
-        return candidates
-    head = int(first[0])
-    return np.array([head, *(int(c) for c in candidates if int(c) != head)], dtype=np.int64)
 
 
 def confident_choice(costs: np.ndarray, gate: float = 0.0) -> int:

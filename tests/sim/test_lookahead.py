@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 
 from drs_prom.registry import make_policy
-from drs_prom.sim.clairvoyant import fork_env, play_out
+from drs_prom.sim.clairvoyant import branch_nodes, fork_env, play_out, told
 from drs_prom.sim.env import SchedulingEnv, fit_to_scenario, policy_norm
 from drs_prom.sim.generator import eval_scenario
 from drs_prom.sim.lookahead import (
     LOOKAHEAD,
-    base_first,
     confident_choice,
     lookahead_run,
     splice_future,
@@ -86,9 +85,24 @@ def test_the_gate_leaves_the_base_only_for_a_saving_beyond_its_noise():
 
 
 def test_the_bases_own_choice_leads_the_candidates():
-    assert base_first(np.array([0, 1, 2]), np.array([2])).tolist() == [2, 0, 1]
-    assert base_first(np.array([3, 1]), np.array([3])).tolist() == [3, 1]
-    assert base_first(np.array([], dtype=np.int64), np.array([], dtype=np.int64)).tolist() == []
+    scenario = load_scenario("heterogeneous").truncated(40)
+    policy = fit_to_scenario(make_policy(BASE, 0), scenario)
+    env = SchedulingEnv(scenario, seed=0, norm=policy_norm(policy, scenario))
+    env.reset(0)
+    led = 0
+    while env.ctx is not None:
+        ctx = env.ctx
+        feasible = np.flatnonzero(ctx.feasible).tolist()
+        choice = int(branch_nodes(ctx, policy, 1)[0])  # the base's best-scored node
+        every = branch_nodes(ctx, policy, None, choice_first=True).tolist()
+        assert every == [choice, *(n for n in feasible if n != choice)]  # the rest keep index order
+        assert branch_nodes(ctx, policy, None).tolist() == feasible  # without it, index order as before
+        top = branch_nodes(ctx, policy, 2, choice_first=True).tolist()
+        assert top == branch_nodes(ctx, policy, 2).tolist() and top[0] == choice  # top-k is best first anyway
+        led += choice != feasible[0]
+        told(policy, ctx, choice)
+        env.step(choice)
+    assert led > 0  # some decisions really moved the choice to the front
 
 
 def test_a_gated_lookahead_that_never_finds_a_confident_saving_is_its_base():
