@@ -296,6 +296,13 @@ def extender_cmd(
     help="Run on this cluster instead of starting etcd + kube-apiserver: fake nodes (tainted drs.io/testbed, "
     "Lease heartbeats) and one namespace per run are created there and deleted at the end.",
 )
+@click.option(
+    "--build",
+    "build_bins",
+    is_flag=True,
+    help="First build kube-apiserver, kube-scheduler, kubectl and etcd from the recipe shipped in the package "
+    "(Go >= 1.25 on PATH; 10-20 min once, then a no-op), unless --kubeconfig names a cluster.",
+)
 @click.option("--out", "out_dir", default="out/testbed", show_default=True, type=click.Path(file_okay=False))
 def testbed_cmd(
     scenario: str,
@@ -309,13 +316,18 @@ def testbed_cmd(
     model_path: str | None,
     no_bench: bool,
     kubeconfig: str | None,
+    build_bins: bool,
     out_dir: str,
 ) -> None:
     """Closed loop on real parts: control plane, twin kubelets over the simulator, real Prometheus, judged by PromQL."""
     import logging
 
     from drs_prom.testbed.api import run_testbed
+    from drs_prom.testbed.build import build_binaries
     from drs_prom.testbed.schedulers import parse_schedulers
+
+    if build_bins and kubeconfig is None:
+        click.echo(f"binaries ready in {build_binaries()}")
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # retries while a fault has the apiserver down

@@ -20,7 +20,7 @@ for svc in prometheus prometheus-node-exporter victoria-metrics; do
 done
 # Debian's promtool is built without kubernetes_sd_configs; the config check needs upstream's.
 bash "$here/tests/prom/promtool/build.sh"
-bash "$here/tests/k8s/build.sh"
+bash "$here/drs_prom/testbed/k8s_recipe/build.sh"
 # helm (helm.sh/helm/v4) for the chart tests, built like the binaries above.
 bash "$here/deploy/helm/tools/build.sh" >/dev/null
 # The image test (tests/image, opt-in with DRS_TEST_IMAGE=1) builds and starts the image with Debian's tools.

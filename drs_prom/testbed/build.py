@@ -1,10 +1,11 @@
 """Locating (and, when asked, building) the cached Kubernetes binaries the testbed runs.
 
-The recipe is ``tests/k8s/build.sh`` with its pinned ``go.mod``: it builds kube-apiserver,
-kube-scheduler, kubectl and etcd from the Go module proxy into
-``~/.cache/drs-prom/k8s-<version>/bin`` once, and is a sub-second no-op afterwards. The
-recipe stays next to its go.mod in the source checkout (``DRS_K8S_BUILD_DIR`` points
-elsewhere); this module only finds its output or runs it.
+The recipe is ``k8s_recipe/build.sh`` beside this module, with its pinned ``go.mod``: it
+builds kube-apiserver, kube-scheduler, kubectl and etcd from the Go module proxy into
+``~/.cache/drs-prom/k8s-<version>/bin`` once, and is a sub-second no-op afterwards. It ships
+inside the package (package data), so an installed drs-prom can build its testbed's
+binaries with ``drs-prom testbed --build`` and no source checkout; ``DRS_K8S_BUILD_DIR``
+points at another recipe. This module only finds the recipe's output or runs it.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ class ControlPlaneError(DrsError, RuntimeError):
 
 
 def build_dir() -> Path:
-    """The folder holding build.sh and its go.mod (the source checkout's tests/k8s by default)."""
+    """The folder holding build.sh and its go.mod (the recipe shipped in this package by default)."""
     env = os.environ.get("DRS_K8S_BUILD_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "tests" / "k8s"
+    return Path(env) if env else Path(__file__).resolve().parent / "k8s_recipe"
 
 
 def k8s_version() -> str:
@@ -59,6 +60,11 @@ def find_bin_dir() -> Path:
 
 def missing_binaries(bin_dir: Path) -> list[str]:
     return [b for b in K8S_BINARIES if not (bin_dir / b).exists()]
+
+
+def how_to_build() -> str:
+    """The one-line remedy a missing-binary error ends with: works from an installed package."""
+    return "build them once with `drs-prom testbed --build` (Go >= 1.25 on PATH, 10-20 min) or set DRS_K8S_BIN"
 
 
 def build_binaries(timeout: float = 3600.0, log_path: str | os.PathLike[str] | None = None) -> Path:

@@ -2,7 +2,7 @@
 
 Over 400 lines because it holds the control plane's whole life (start, restart on the same etcd, fake nodes, tokens, kubectl); PKI, processes and builds are already apart.
 
-Binaries come from ``tests/k8s/build.sh`` (see build.py). Everything listens on 127.0.0.1
+Binaries come from the packaged recipe ``k8s_recipe/build.sh`` (see build.py). Everything listens on 127.0.0.1
 only, on free ports, with state in a temporary directory that ``stop()`` removes. There is
 no kubelet and no kube-controller-manager: Nodes are plain API objects
 (``create_fake_node``), bound pods stay Pending unless something (the testbed's twin
@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from drs_prom.testbed.build import ControlPlaneError, find_bin_dir, missing_binaries
+from drs_prom.testbed.build import ControlPlaneError, find_bin_dir, how_to_build, missing_binaries
 from drs_prom.testbed.pki import kubeconfig as _kubeconfig
 from drs_prom.testbed.pki import make_pki
 from drs_prom.testbed.process import LOOPBACK, ManagedProcess, free_port, run, wait_http
@@ -67,7 +67,7 @@ def kubectl(
     """Run the built kubectl with ``--kubeconfig``; returns CompletedProcess (text mode)."""
     exe = Path(bin_dir) / "kubectl" if bin_dir else find_bin_dir() / "kubectl"
     if not exe.exists():
-        raise ControlPlaneError(f"kubectl not found at {exe}; run tests/k8s/build.sh")
+        raise ControlPlaneError(f"kubectl not found at {exe}: {how_to_build()}")
     cmd = [str(exe), f"--kubeconfig={os.fspath(kubeconfig)}", *args]
     proc = subprocess.run(
         cmd,
@@ -160,9 +160,7 @@ class ControlPlane:
         self.bin_dir = Path(bin_dir) if bin_dir else find_bin_dir()
         missing = missing_binaries(self.bin_dir)
         if missing:
-            raise ControlPlaneError(
-                f"{', '.join(missing)} not found in {self.bin_dir}; run tests/k8s/build.sh (make test-deps)"
-            )
+            raise ControlPlaneError(f"{', '.join(missing)} not found in {self.bin_dir}: {how_to_build()}")
         self.startup_timeout = startup_timeout
         self.authorization_mode = authorization_mode
         self.disable_admission_plugins = list(disable_admission_plugins)

@@ -3,7 +3,7 @@
 Enable with ``pytest_plugins = ["tests.k8s.fixtures"]`` in tests/conftest.py.
 
 * ``k8s_bins``          (session) Path of the bin dir with kube-apiserver, kube-scheduler,
-                        kubectl, etcd; runs tests/k8s/build.sh (no-op when built). A failed
+                        kubectl, etcd; runs the packaged recipe drs_prom/testbed/k8s_recipe/build.sh (no-op when built). A failed
                         build FAILS the test with one line saying why (it is not skipped).
 * ``control_plane``     (session) a started ``harness.ControlPlane``; stopped at session end.
 * ``k8s_admin_client``  (session) ``kubernetes.client.ApiClient`` authenticated as admin.

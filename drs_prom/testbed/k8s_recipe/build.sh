@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Build the real Kubernetes control-plane binaries used by the integration
-# test harness (tests/k8s/harness.py): kube-apiserver, kube-scheduler, kubectl
-# and etcd, at the versions pinned in tests/k8s/go.mod.
+# Build the real Kubernetes control-plane binaries that the testbed and the integration
+# tests run (drs_prom/testbed/controlplane.py): kube-apiserver, kube-scheduler, kubectl
+# and etcd, at the versions pinned in the go.mod beside this script. It ships inside the
+# drs-prom package, so `drs-prom testbed --build` works from an installed package too.
 #
 # * Binaries go to a cache folder OUTSIDE the repo, keyed by version:
 #     ${DRS_K8S_CACHE:-$HOME/.cache/drs-prom/k8s-<version>}/bin
