@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-deps lint venv clean
+.PHONY: demo test test-deps lint docs venv clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,9 +36,13 @@ lint: $(VENV)/.installed-test
 	$(BIN)/python scripts/import_cycles.py
 	$(BIN)/python scripts/module_sizes.py
 
-## test: lint, everything the suite needs, then the whole suite (integration tests included)
-test: lint $(VENV)/.installed-test test-deps
+## docs: the documentation site (docs/, mkdocs.yml) into site/; --strict fails on any broken link or anchor
+docs: $(VENV)/.installed-test
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+## test: lint, the docs, everything the suite needs, then the whole suite (integration tests included)
+test: lint docs $(VENV)/.installed-test test-deps
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site

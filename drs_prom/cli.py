@@ -450,7 +450,7 @@ def demo_cmd(seeds: int, out_dir: str, no_progress: bool) -> None:
     demo(seeds=seeds, out_dir=out_dir, progress=not no_progress, echo=click.echo)
 
 
-# -- retraining and the model store (issue 7) --------------------------------------------
+# -- retraining and the model store ---------------------------------------------------------
 
 
 @cli.command("retrain")
@@ -682,7 +682,7 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
     )
 
 
-# -- training the DQN agents (issue 4) ----------------------------------------------------
+# -- training the DQN agents ---------------------------------------------------------------
 
 
 @cli.command("train")

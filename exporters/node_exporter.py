@@ -76,7 +76,7 @@ def _try(read: Callable[[], object], what: str) -> object | None:
 
 
 def read_psutil() -> NodeCounters:
-    """Read this machine through psutil (the /proc files node_exporter reads)."""
+    """Read the host this exporter runs on through psutil (the /proc files node_exporter reads)."""
     import psutil
 
     def cpu() -> dict[str, dict[str, float]]:

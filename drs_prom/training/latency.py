@@ -4,7 +4,7 @@
 
 Timed: ``choose(policy, ctx)`` (features + forward pass + masked argmax) on synthetic
 contexts; printed next to the same measurement for a heuristic and for the Keras model
-called through a compiled tf.function, so the numbers read as ratios on this machine.
+called through a compiled tf.function, so the numbers read as ratios on the machine that measures them.
 """
 
 from __future__ import annotations

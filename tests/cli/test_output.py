@@ -75,7 +75,7 @@ def test_tensorflow_prints_start_up_noise_when_verbose() -> None:
     )
     assert loud.returncode == 0 and quiet.returncode == 0, loud.stderr[-2000:] + quiet.stderr[-2000:]
     if not _noise(loud.stderr):
-        pytest.skip("this machine's TensorFlow prints nothing at start-up even when verbose; nothing to hide")
+        pytest.skip("this TensorFlow build prints nothing at start-up even when verbose; nothing to hide")
     assert _noise(quiet.stderr) == [], quiet.stderr
 
 
@@ -88,7 +88,7 @@ def test_bench_loads_the_model_without_tensorflow_noise(tmp_path: Path) -> None:
 
 
 def test_demo_prints_progress_table_and_paths_only(tmp_path: Path) -> None:
-    """Issue 18: `drs-prom demo` prints nothing but the progress bar, the table and the file paths."""
+    """`drs-prom demo` prints nothing but the progress bar, the table and the file paths."""
     out = _drs("demo", "--seeds", "1", "--out", str(tmp_path / "demo"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert all(PROGRESS_FRAME.match(frame) for frame in re.split(r"[\r\n]", out.stderr)), out.stderr[-3000:]
