@@ -28,7 +28,7 @@ import numpy as np
 from prometheus_client import Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from drs_prom import filters
+from drs_prom import interpod
 from drs_prom.config import ServingSettings
 from drs_prom.scheduler import kube
 from drs_prom.scheduler.cache import ClusterCache
@@ -102,7 +102,8 @@ class Extender:
         node_objs, failed, names_only = self._nodes(args)
         req = kube.to_pod_request(pod)
         infos = self._infos(node_objs)
-        result = filters.filter_nodes(req, infos)
+        near = self.cache.neighbours() if self.cache is not None and self.cache.synced else interpod.EMPTY
+        result = interpod.filter_all(req, infos, near)
         keep = [obj for obj, ok in zip(node_objs, result.mask) if ok]
         for info, reasons in zip(infos, result.reasons):
             if reasons:

@@ -14,7 +14,16 @@ from collections.abc import Iterable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_CEILING, Context, Decimal
 from typing import Any
 
-from drs_prom.types import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm, PodRequest, Taint, Toleration
+from drs_prom.scheduler import kube_terms
+from drs_prom.types import (
+    NodeInfo,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodRecord,
+    PodRequest,
+    Taint,
+    Toleration,
+)
 
 PROFILE_ANNOTATION = "drs.io/profile"
 INT64_MAX = 2**63 - 1
@@ -224,6 +233,7 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
     spec = _mapping(pod.get("spec"))
     cpu, mem = pod_requests(pod)
     profile = _mapping(meta.get("annotations")).get(PROFILE_ANNOTATION)
+    labels = _labels(meta.get("labels"))
     return PodRequest(
         name=_text(meta.get("name")),
         namespace=_text(meta.get("namespace"), "default"),
@@ -237,8 +247,20 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
         demand=demand,  # type: ignore[arg-type]
         profile=profile if isinstance(profile, str) else None,
         owner=owner_of(pod),
-        labels=dict(meta.get("labels") or {}),
+        labels=labels,
+        scalar=kube_terms.scalar_requests(pod, mem_bytes, INT64_MAX),
+        ports=kube_terms.host_ports(spec),
+        pod_affinity=kube_terms.affinity_terms(pod, "podAffinity"),
+        pod_anti_affinity=kube_terms.affinity_terms(pod, "podAntiAffinity"),
+        spread=kube_terms.spread_constraints(spec, labels),
+        unsupported=kube_terms.unsupported(spec),
     )
+
+
+def to_pod_record(pod: Mapping[str, Any], node: str) -> PodRecord:
+    """A pod placed on ``node`` (bound or assumed) as the filters that read other pods see it."""
+    cpu, mem = pod_requests(pod)
+    return kube_terms.pod_record(pod, node, cpu, mem, kube_terms.scalar_requests(pod, mem_bytes, INT64_MAX))
 
 
 def node_ready(node: Mapping[str, Any]) -> bool:
@@ -279,6 +301,7 @@ def to_node_info(node: Mapping[str, Any], bound: Iterable[tuple[int, int]] = ())
         ),
         unschedulable=bool(spec.get("unschedulable")),
         ready=node_ready(node),
+        allocatable_scalar=kube_terms.node_scalar(alloc, mem_bytes),
     )
 
 
