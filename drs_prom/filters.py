@@ -5,9 +5,12 @@ Each node gets a list of reasons (empty = feasible) worded like kube-scheduler's
 
     0/5 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {gpu: true}, ...
 
-Filters run in kube-scheduler's order (NodeUnschedulable, TaintToleration, NodeAffinity,
-NodeResourcesFit) and, as there, the first failing plugin decides a node's reasons;
-the resource check reports every insufficient resource at once.
+These are the filters that read the node alone: NodeUnschedulable, TaintToleration,
+NodeAffinity and NodeResourcesFit (cpu, memory, pod count and every scalar resource:
+ephemeral-storage, hugepages-*, extended resources such as nvidia.com/gpu). ``interpod``
+adds those that read the other pods (NodePorts, PodTopologySpread, InterPodAffinity) and
+runs the whole chain in kube-scheduler's order; as there, the first failing plugin decides
+a node's reasons, and the resource check reports every insufficient resource at once.
 
 A node that is not Ready counts as tainted ``node.kubernetes.io/not-ready:NoSchedule``
 (what the node lifecycle controller would add), so a pod tolerating that taint may
