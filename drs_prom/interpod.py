@@ -89,6 +89,16 @@ def selector_matches(sel: LabelSelector, labels: Mapping[str, str]) -> bool:
     return all(_expression_matches(r, labels) for r in sel.match_expressions)
 
 
+def _tuple_selector_matches(sel: LabelSelector, labels: tuple[tuple[str, str], ...]) -> bool:
+    """``selector_matches`` on a record's sorted label pairs; the common matchLabels-only selector
+    is decided without building a dict."""
+    if sel.nothing:
+        return False
+    if not sel.match_expressions:
+        return all(pair in labels for pair in sel.match_labels)
+    return selector_matches(sel, dict(labels))
+
+
 def _is_everything(sel: LabelSelector) -> bool:
     return not sel.nothing and not sel.match_labels and not sel.match_expressions
 
@@ -173,11 +183,14 @@ def prepare(pod: PodRequest, nodes: Sequence[NodeInfo], near: Neighbours) -> Pod
     existing: Counter[tuple[str, str]] = Counter()
     own_ns = ns_labels.get(pod.namespace, {})
     n_spread = len(pod.spread)
+    incoming = bool(pod.pod_affinity or pod.pod_anti_affinity)
     spread_counts: list[dict[str, int]] = [{} for _ in range(n_spread)]
     for node in nodes:
         pods = near.pods_by_node.get(node.name, ())
         labels = node.labels
         for p in pods:
+            if not (incoming or p.anti_affinity):
+                continue
             p_labels = dict(p.labels)
             if pod.pod_affinity and all(
                 incoming_term_matches(t, p.namespace, p_labels, ns_labels) for t in pod.pod_affinity
@@ -203,7 +216,7 @@ def prepare(pod: PodRequest, nodes: Sequence[NodeInfo], near: Neighbours) -> Pod
                         for p in pods
                         if not p.terminating
                         and p.namespace == pod.namespace
-                        and selector_matches(c.selector, dict(p.labels))
+                        and _tuple_selector_matches(c.selector, p.labels)
                     )
                 spread_counts[i][value] = spread_counts[i].get(value, 0) + count
     spread_min = []

@@ -20,6 +20,7 @@ as empty, which can only make the filter more lenient than kube-scheduler's own)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -100,7 +101,9 @@ class Extender:
     def filter(self, args: dict[str, Any]) -> dict[str, Any]:
         pod = _get(args, "Pod") or {}
         node_objs, failed, names_only = self._nodes(args)
-        req = kube.to_pod_request(pod)
+        # kube-scheduler calling us has already run the volume and DynamicResources filters drs-prom's own
+        # scheduler refuses pods for: here they are its job, not a reason to turn the pod away
+        req = dataclasses.replace(kube.to_pod_request(pod), unsupported=())
         infos = self._infos(node_objs)
         near = self.cache.neighbours() if self.cache is not None and self.cache.synced else interpod.EMPTY
         result = interpod.filter_all(req, infos, near)

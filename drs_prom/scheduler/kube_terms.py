@@ -56,6 +56,9 @@ def scalar_requests(
     and memory: containers plus sidecars against each init container (plus the sidecars started
     before it), the larger, plus the pod overhead. ephemeral-storage first, then by name."""
     spec = _mapping(pod.get("spec"))
+    plain = not spec.get("initContainers") and not spec.get("overhead")
+    if plain and all(_cpu_memory_only(c) for c in _list(spec.get("containers"))):
+        return ()  # most pods: nothing beyond cpu and memory, decided without building a dict
 
     def requests(c: Any) -> dict[str, int]:
         res = _mapping(_mapping(c).get("resources"))
@@ -85,6 +88,14 @@ def scalar_requests(
     names = set(total) | set(init) | set(over)
     out = {k: min(cap, max(total.get(k, 0), init.get(k, 0)) + over.get(k, 0)) for k in names}
     return tuple(sorted(((k, v) for k, v in out.items() if v > 0), key=lambda kv: (kv[0] != EPHEMERAL_STORAGE, kv[0])))
+
+
+def _cpu_memory_only(c: Any) -> bool:
+    res = _mapping(_mapping(c).get("resources"))
+    for part in (res.get("requests"), res.get("limits")):
+        if isinstance(part, Mapping) and any(k not in _NATIVE for k in part):
+            return False
+    return True
 
 
 def _amount(amount: Callable[[Any], int], q: Any) -> int:
@@ -141,8 +152,10 @@ def affinity_terms(pod: Mapping[str, Any], kind: str) -> tuple[PodAffinityTerm, 
     """Required terms of ``kind`` ("podAffinity" or "podAntiAffinity"), namespaces defaulted as
     kube-scheduler does: the pod's own namespace when neither namespaces nor namespaceSelector is set."""
     spec = _mapping(pod.get("spec"))
-    own = _text(_mapping(pod.get("metadata")).get("namespace"), "default")
     block = _mapping(_mapping(spec.get("affinity")).get(kind))
+    if not block:
+        return ()
+    own = _text(_mapping(pod.get("metadata")).get("namespace"), "default")
     out = []
     for t in map(_mapping, _list(block.get("requiredDuringSchedulingIgnoredDuringExecution"))):
         names = [n for n in _list(t.get("namespaces")) if isinstance(n, str)]
