@@ -86,6 +86,8 @@ ALLOWED = [
     ("get", "nodes", None),
     ("list", "nodes", None),
     ("watch", "nodes", None),
+    ("list", "namespaces", None),  # namespaceSelector of pod (anti-)affinity terms
+    ("watch", "namespaces", None),
     ("create", "pods:binding", "some-ns"),
     ("create", "events", "some-ns"),
     ("patch", "events", "some-ns"),
@@ -106,6 +108,8 @@ REFUSED = [
     ("patch", "nodes", None),
     ("delete", "nodes", None),
     ("update", "nodes:status", None),
+    ("update", "namespaces", None),
+    ("delete", "namespaces", None),
     ("create", "leases.coordination.k8s.io", "kube-system"),
     ("list", "leases.coordination.k8s.io", "drs-system"),
     ("delete", "leases.coordination.k8s.io", "drs-system"),
