@@ -197,6 +197,7 @@ class FilterResult:
     mask: np.ndarray
     reasons: tuple[tuple[str, ...], ...]
     prefilter: str = ""
+    refused: tuple[str, ...] = ()  # what drs-prom could not decide, when that is why the pod was turned away
 
     @property
     def any(self) -> bool:

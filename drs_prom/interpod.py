@@ -1,16 +1,19 @@
 """The filters that read the pods already placed, and the whole filter chain in kube-scheduler's order.
 
 kube-scheduler's default profile filters a node with NodeUnschedulable, TaintToleration,
-NodeAffinity (``filters``), then NodePorts, NodeResourcesFit, PodTopologySpread and
-InterPodAffinity; the first plugin that fails decides the node's reasons. The last three need the
+NodeAffinity (``filters``), then NodePorts, NodeResourcesFit, the volume filters (``volumes``),
+PodTopologySpread and InterPodAffinity; the first plugin that fails decides the node's reasons. The last three need the
 other pods: which host ports a node's pods hold, how many pods matching a selector each topology
 domain has, which pods' required anti-affinity the incoming pod would break. As in kube-scheduler's
 PreFilter, those counts are made once per pod (``prepare``) and every node's check reads them.
 
-Volumes and DynamicResources are not checked here: a pod that needs them carries
-``PodRequest.unsupported`` and is turned away before any node is looked at, never bound on a guess.
+What drs-prom cannot decide (DynamicResources claims, a volume claim waiting for its first consumer)
+turns the pod away before any node is looked at, with a reason naming it: never bound on a guess.
 
 Pure: plain records in (``types``), reasons out, worded as kube-scheduler words them.
+
+Over 400 lines because the three filters share one PreFilter pass over the placed pods and one
+per-node chain, which must stay in kube-scheduler's order in one place.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drs_prom import filters
+from drs_prom import filters, volumes
 from drs_prom.types import (
     HostPort,
     LabelSelector,
@@ -56,6 +59,7 @@ class Neighbours:
 
     pods_by_node: Mapping[str, Sequence[PodRecord]] = field(default_factory=dict)
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    storage: volumes.Storage = volumes.NO_STORAGE
 
     def has_anti_affinity(self) -> bool:
         return any(p.anti_affinity for pods in self.pods_by_node.values() for p in pods)
@@ -273,8 +277,10 @@ def affinity_reason(pod: PodRequest, state: PodState, node: NodeInfo) -> str | N
 
 
 def needs_neighbours(pod: PodRequest, existing_anti_affinity: bool) -> bool:
-    """Whether any filter that reads other pods has work for ``pod`` (else they all pass)."""
-    return bool(pod.ports or pod.pod_affinity or pod.pod_anti_affinity or pod.spread or existing_anti_affinity)
+    """Whether any filter that reads other pods or volumes has work for ``pod`` (else they all pass)."""
+    return bool(
+        pod.ports or pod.pod_affinity or pod.pod_anti_affinity or pod.spread or pod.claims or existing_anti_affinity
+    )
 
 
 def neighbour_reason(pod: PodRequest, state: PodState | None, node: NodeInfo, near: Neighbours) -> str | None:
@@ -291,7 +297,13 @@ def _ports_reason(pod: PodRequest, node: NodeInfo, near: Neighbours) -> str | No
     return R_PORTS if ports_conflict(pod.ports, used) else None
 
 
-def check(pod: PodRequest, node: NodeInfo, state: PodState | None, near: Neighbours) -> list[str]:
+def check(
+    pod: PodRequest,
+    node: NodeInfo,
+    state: PodState | None,
+    near: Neighbours,
+    vol: volumes.VolumeState | None = None,
+) -> list[str]:
     """Every filter of the default profile on one node, in its order; the first failing plugin's reasons."""
     first = filters.static_reasons(pod, node)
     if first:
@@ -302,19 +314,41 @@ def check(pod: PodRequest, node: NodeInfo, state: PodState | None, near: Neighbo
     fit = filters.resource_reasons(pod, node)
     if fit:
         return fit
+    if vol is not None:
+        why = volumes.reasons(vol, node)
+        if why:
+            return why
     other = neighbour_reason(pod, state, node, near)
     return [other] if other else []
 
 
+def prefilter(pod: PodRequest, near: Neighbours) -> tuple[str, tuple[str, ...]] | volumes.VolumeState | None:
+    """A reason that turns the pod away on every node, with what drs-prom could not decide (counted
+    by the scheduler); else the volume state each node is checked against (None: no claims)."""
+    if pod.unsupported:
+        return unsupported_reason(pod.unsupported), pod.unsupported
+    if not pod.claims:
+        return None
+    found = volumes.prefilter(pod, near.storage)
+    if isinstance(found, tuple):
+        reason, unsupported = found
+        return (unsupported_reason([reason]), (reason,)) if unsupported else (reason, ())
+    return found
+
+
 def filter_all(pod: PodRequest, nodes: Sequence[NodeInfo], near: Neighbours = EMPTY) -> filters.FilterResult:
     """Reasons for every node (empty: feasible), as kube-scheduler would give them."""
-    if pod.unsupported:
-        reason = unsupported_reason(pod.unsupported)
+    pre = prefilter(pod, near)
+    if isinstance(pre, tuple):
+        reason, refused = pre
         return filters.FilterResult(
-            mask=np.zeros(len(nodes), dtype=bool), reasons=tuple((reason,) for _ in nodes), prefilter=reason
+            mask=np.zeros(len(nodes), dtype=bool),
+            reasons=tuple((reason,) for _ in nodes),
+            prefilter=reason,
+            refused=refused,
         )
     state = prepare(pod, nodes, near) if needs_neighbours(pod, near.has_anti_affinity()) else None
-    reasons = tuple(tuple(check(pod, n, state, near)) for n in nodes)
+    reasons = tuple(tuple(check(pod, n, state, near, pre)) for n in nodes)
     return filters.FilterResult(
         mask=np.array([not r for r in reasons], dtype=bool).reshape(len(nodes)), reasons=reasons
     )
@@ -329,11 +363,18 @@ def neighbour_mask(
     out = candidates.copy()
     if not out.any():
         return out
+    pre = prefilter(pod, near)
+    if isinstance(pre, tuple):
+        return np.zeros(len(nodes), dtype=bool)
     counted = pod.pod_affinity or pod.pod_anti_affinity or pod.spread or existing_anti
     state = prepare(pod, nodes, near) if counted else None
     for i in np.flatnonzero(out).tolist():
         node = nodes[i]
-        if _ports_reason(pod, node, near) or neighbour_reason(pod, state, node, near):
+        if (
+            _ports_reason(pod, node, near)
+            or (pre is not None and volumes.reasons(pre, node))
+            or neighbour_reason(pod, state, node, near)
+        ):
             out[i] = False
     return out
 
@@ -373,4 +414,5 @@ def record_of(pod: PodRequest, node: str) -> PodRecord:
         cpu_m=pod.cpu_m,
         mem_bytes=pod.mem_bytes,
         scalar=pod.scalar,
+        claims=pod.claims,
     )

@@ -102,6 +102,28 @@ class PodRecord:
     mem_bytes: int = 0
     scalar: tuple[tuple[str, int], ...] = ()
     terminating: bool = False
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (in its namespace)
+
+
+@dataclass(frozen=True)
+class ClaimInfo:
+    """A PersistentVolumeClaim as the volume filters read it: bound when ``volume_name`` is set."""
+
+    namespace: str
+    name: str
+    volume_name: str = ""
+    storage_class: str = ""
+    access_modes: tuple[str, ...] = ()
+    deleting: bool = False
+
+
+@dataclass(frozen=True)
+class VolumeInfo:
+    """A PersistentVolume: its required node affinity (empty: any node) and its zone/region labels."""
+
+    name: str
+    node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -154,3 +176,4 @@ class PodRequest:
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule constraints only
     unsupported: tuple[str, ...] = ()  # what this pod needs that drs-prom cannot check (it is refused)
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (in its namespace), ephemeral ones included

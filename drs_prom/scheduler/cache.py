@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from drs_prom import interpod
+from drs_prom import interpod, volumes
 from drs_prom.scheduler import kube
 from drs_prom.scheduler.nodes import NodeTable, NodeView
-from drs_prom.types import NodeInfo, PodRecord
+from drs_prom.types import ClaimInfo, NodeInfo, PodRecord, VolumeInfo
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +222,9 @@ class ClusterCache:
         self._n_anti = 0  # placed pods (bound or assumed) with required anti-affinity
         self._near: interpod.Neighbours | None = None  # snapshot for the filters reading other pods
         self._ns_labels: dict[str, dict[str, str]] = {}
+        self._claims: dict[object, ClaimInfo] = {}  # (namespace, name) -> claim
+        self._volumes: dict[object, VolumeInfo] = {}  # name -> PersistentVolume
+        self._modes: dict[object, str] = {}  # StorageClass -> volumeBindingMode
         self._pending: dict[str, dict[str, Any]] = {}  # uid -> pod (ours, unbound)
         self._node_version = 0
         self._next_expiry = -float("inf")
@@ -231,6 +234,9 @@ class ClusterCache:
 
     # -- wiring to the apiserver ------------------------------------------
     def start(self, core_v1: Any) -> None:
+        from kubernetes import client
+
+        storage_v1 = client.StorageV1Api(core_v1.api_client)
         self._reflectors = [
             Reflector("nodes", core_v1.list_node, self._on_node_list, self._on_node_event),
             Reflector(
@@ -242,6 +248,20 @@ class ClusterCache:
             ),
             # namespaceSelector of pod (anti-)affinity terms selects namespaces by their labels
             Reflector("namespaces", core_v1.list_namespace, self._on_ns_list, self._on_ns_event),
+            # the volume filters: claims, the volumes bound to them, and each class's binding mode
+            self._store_reflector(
+                "pvcs",
+                core_v1.list_persistent_volume_claim_for_all_namespaces,
+                self._claims,
+                lambda o: (lambda c: ((c.namespace, c.name), c))(kube.to_claim_info(o)),
+            ),
+            self._store_reflector(
+                "pvs",
+                core_v1.list_persistent_volume,
+                self._volumes,
+                lambda o: (lambda v: (v.name, v))(kube.to_volume_info(o)),
+            ),
+            self._store_reflector("storageclasses", storage_v1.list_storage_class, self._modes, kube.binding_mode),
         ]
         for r in self._reflectors:
             r.start()
@@ -303,6 +323,30 @@ class ClusterCache:
                 self._ns_labels[meta.get("name", "")] = dict(meta.get("labels") or {})
             self._near = None
         self.on_change()
+
+    def _store_reflector(
+        self, name: str, list_fn: Callable[..., Any], store: dict[object, Any], parse: Callable[[dict[str, Any]], Any]
+    ) -> Reflector:
+        """A reflector keeping ``store`` as key -> parsed object (``parse`` returns both); a change wakes waiting pods."""
+
+        def on_list(items: list[dict[str, Any]]) -> None:
+            with self._lock:
+                store.clear()
+                store.update(parse(o) for o in items)
+                self._near = None
+            self.on_change()
+
+        def on_event(kind: str, obj: dict[str, Any]) -> None:
+            key, value = parse(obj)
+            with self._lock:
+                if kind == "DELETED":
+                    store.pop(key, None)
+                else:
+                    store[key] = value
+                self._near = None
+            self.on_change()
+
+        return Reflector(name, list_fn, on_list, on_event)
 
     # -- pods ---------------------------------------------------------------
     def _count(self, rec: PodRecord, sign: int) -> None:
@@ -441,7 +485,15 @@ class ClusterCache:
                 for uid, (rec, _) in self._assumed.items():
                     if uid not in self._pods:
                         by_node.setdefault(rec.node, []).append(rec)
-                self._near = interpod.Neighbours(pods_by_node=by_node, namespace_labels=dict(self._ns_labels))
+                storage = volumes.Storage(
+                    claims=dict(self._claims),  # type: ignore[arg-type]
+                    volumes=dict(self._volumes),  # type: ignore[arg-type]
+                    binding_modes=dict(self._modes),  # type: ignore[arg-type]
+                    in_use=volumes.claims_in_use((r.namespace, r.claims) for rs in by_node.values() for r in rs),
+                )
+                self._near = interpod.Neighbours(
+                    pods_by_node=by_node, namespace_labels=dict(self._ns_labels), storage=storage
+                )
             return self._near
 
     def node_infos(self) -> list[NodeInfo]:

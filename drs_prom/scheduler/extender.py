@@ -103,7 +103,7 @@ class Extender:
         node_objs, failed, names_only = self._nodes(args)
         # kube-scheduler calling us has already run the volume and DynamicResources filters drs-prom's own
         # scheduler refuses pods for: here they are its job, not a reason to turn the pod away
-        req = dataclasses.replace(kube.to_pod_request(pod), unsupported=())
+        req = dataclasses.replace(kube.to_pod_request(pod), unsupported=(), claims=())
         infos = self._infos(node_objs)
         near = self.cache.neighbours() if self.cache is not None and self.cache.synced else interpod.EMPTY
         result = interpod.filter_all(req, infos, near)

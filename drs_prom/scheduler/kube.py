@@ -16,6 +16,7 @@ from typing import Any
 
 from drs_prom.scheduler import kube_terms
 from drs_prom.types import (
+    ClaimInfo,
     NodeInfo,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -23,6 +24,7 @@ from drs_prom.types import (
     PodRequest,
     Taint,
     Toleration,
+    VolumeInfo,
 )
 
 PROFILE_ANNOTATION = "drs.io/profile"
@@ -254,6 +256,7 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
         pod_anti_affinity=kube_terms.affinity_terms(pod, "podAntiAffinity"),
         spread=kube_terms.spread_constraints(spec, labels),
         unsupported=kube_terms.unsupported(spec),
+        claims=kube_terms.claim_names(pod),
     )
 
 
@@ -319,3 +322,39 @@ def is_ours_pending(pod: Mapping[str, Any], scheduler_name: str) -> bool:
         and not meta.get("deletionTimestamp")
         and not is_terminal(pod)
     )
+
+
+def to_claim_info(pvc: Mapping[str, Any]) -> ClaimInfo:
+    """A PersistentVolumeClaim object as the volume filters read it."""
+    meta, spec = _mapping(pvc.get("metadata")), _mapping(pvc.get("spec"))
+    return ClaimInfo(
+        namespace=_text(meta.get("namespace"), "default"),
+        name=_text(meta.get("name")),
+        volume_name=_text(spec.get("volumeName")),
+        storage_class=_text(spec.get("storageClassName")),
+        access_modes=tuple(m for m in _list(spec.get("accessModes")) if isinstance(m, str)),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
+
+
+def to_volume_info(pv: Mapping[str, Any]) -> VolumeInfo:
+    """A PersistentVolume: required node affinity (None when it has none) and labels."""
+    meta, spec = _mapping(pv.get("metadata")), _mapping(pv.get("spec"))
+    required = _mapping(spec.get("nodeAffinity")).get("required")
+    terms = None
+    if isinstance(required, Mapping):
+        terms = tuple(
+            NodeSelectorTerm(
+                match_expressions=_requirements(t.get("matchExpressions")),
+                match_fields=_requirements(t.get("matchFields")),
+            )
+            for t in map(_mapping, _list(required.get("nodeSelectorTerms")))
+        )
+    return VolumeInfo(
+        name=_text(meta.get("name")), node_affinity=terms, labels=tuple(sorted(_labels(meta.get("labels")).items()))
+    )
+
+
+def binding_mode(sc: Mapping[str, Any]) -> tuple[str, str]:
+    """(StorageClass name, volumeBindingMode); the apiserver defaults the mode to Immediate."""
+    return _text(_mapping(sc.get("metadata")).get("name")), _text(sc.get("volumeBindingMode"), "Immediate")

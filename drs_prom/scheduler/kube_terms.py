@@ -23,7 +23,6 @@ from drs_prom.types import (
 
 EPHEMERAL_STORAGE = "ephemeral-storage"
 _NATIVE = ("cpu", "memory", "pods")
-UNSUPPORTED_VOLUMES = "PersistentVolumeClaim volumes (VolumeBinding, VolumeZone, VolumeRestrictions)"
 UNSUPPORTED_CLAIMS = "DynamicResources resourceClaims"
 
 
@@ -203,11 +202,21 @@ def spread_constraints(spec: Mapping[str, Any], labels: Mapping[str, str]) -> tu
 def unsupported(spec: Mapping[str, Any]) -> tuple[str, ...]:
     """What the pod needs that drs-prom's own filters do not check (the pod is refused, never guessed)."""
     out = []
-    volumes = map(_mapping, _list(spec.get("volumes")))
-    if any("persistentVolumeClaim" in v or "ephemeral" in v for v in volumes):
-        out.append(UNSUPPORTED_VOLUMES)
     if _list(spec.get("resourceClaims")):
         out.append(UNSUPPORTED_CLAIMS)
+    return tuple(out)
+
+
+def claim_names(pod: Mapping[str, Any]) -> tuple[str, ...]:
+    """The PersistentVolumeClaims a pod mounts: named ones, and ``<pod>-<volume>`` for generic ephemeral volumes."""
+    spec = _mapping(pod.get("spec"))
+    pod_name = _text(_mapping(pod.get("metadata")).get("name"))
+    out = []
+    for v in map(_mapping, _list(spec.get("volumes"))):
+        if "persistentVolumeClaim" in v:
+            out.append(_text(_mapping(v.get("persistentVolumeClaim")).get("claimName")))
+        elif "ephemeral" in v:
+            out.append(f"{pod_name}-{_text(v.get('name'))}")
     return tuple(out)
 
 
@@ -229,4 +238,5 @@ def pod_record(
         mem_bytes=mem,
         scalar=scalar,
         terminating=bool(meta.get("deletionTimestamp")),
+        claims=claim_names(pod),
     )

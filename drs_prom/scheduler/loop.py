@@ -259,9 +259,10 @@ class Scheduler:
         view = self.cache.view()
         mask = view.feasible(req)
         if not mask.any():
-            msg = filters.failure_message(view.filter_result(req))
+            result = view.filter_result(req)
+            msg = filters.failure_message(result)
             self.metrics.unschedulable.inc()
-            for what in req.unsupported:  # refused, not guessed: counted by what drs-prom cannot check
+            for what in result.refused:  # refused, not guessed: counted by what drs-prom cannot check
                 self.metrics.unsupported.labels(what).inc()
             log.info("%s unschedulable: %s", item.key, msg)
             self._submit_event(pod, "FailedScheduling", msg, "Warning")

@@ -112,7 +112,7 @@ class NodeView:
         """Every filter of the default profile (the static part cached per constraint key)."""
         t = self.table
         if pod.unsupported:
-            return np.zeros(len(self.names), dtype=bool)
+            return np.zeros(len(self.names), dtype=bool)  # refused before any node is looked at
         mask = t.static_mask(pod) & filters.resource_mask(
             pod,
             t.alloc_cpu,

@@ -88,6 +88,9 @@ ALLOWED = [
     ("watch", "nodes", None),
     ("list", "namespaces", None),  # namespaceSelector of pod (anti-)affinity terms
     ("watch", "namespaces", None),
+    ("list", "persistentvolumeclaims", None),  # the volume filters
+    ("watch", "persistentvolumes", None),
+    ("watch", "storageclasses.storage.k8s.io", None),
     ("create", "pods:binding", "some-ns"),
     ("create", "events", "some-ns"),
     ("patch", "events", "some-ns"),
@@ -110,6 +113,8 @@ REFUSED = [
     ("update", "nodes:status", None),
     ("update", "namespaces", None),
     ("delete", "namespaces", None),
+    ("update", "persistentvolumeclaims", "some-ns"),
+    ("delete", "persistentvolumes", None),
     ("create", "leases.coordination.k8s.io", "kube-system"),
     ("list", "leases.coordination.k8s.io", "drs-system"),
     ("delete", "leases.coordination.k8s.io", "drs-system"),

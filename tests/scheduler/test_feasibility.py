@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from drs_prom import filters, interpod
+from drs_prom import filters, interpod, volumes
 from drs_prom.feasibility import feasible_nodes, neighbours
 from drs_prom.scheduler import kube
 
@@ -320,14 +320,61 @@ def test_schedule_anyway_constraints_filter_nothing() -> None:
 # -- refused pods, filter order, summary ---------------------------------------------------------
 
 
-def test_a_pod_with_a_claim_is_refused_on_every_node_with_the_reason_once_in_the_summary() -> None:
-    body = pod("v", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}])
-    got = feasible_nodes(body, THREE, [])
+def _claim(name: str, volume: str = "", sc: str = "fast", modes: tuple = ("ReadWriteOnce",)) -> dict:
+    spec: dict[str, Any] = {"storageClassName": sc, "accessModes": list(modes)}
+    if volume:
+        spec["volumeName"] = volume
+    return {"metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def _pv(name: str, hosts: list[str] | None = None, zone: str | None = None) -> dict:
+    body: dict[str, Any] = {"metadata": {"name": name, "labels": {ZONE: zone} if zone else {}}, "spec": {}}
+    if hosts:
+        term = {"matchExpressions": [{"key": HOST, "operator": "In", "values": hosts}]}
+        body["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [term]}}
+    return body
+
+
+def _with_claim(name: str, claim: str = "data", **kw: Any) -> dict:
+    return pod(name, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": claim}}], **kw)
+
+
+WFFC = [{"metadata": {"name": "fast"}, "volumeBindingMode": "WaitForFirstConsumer"}]
+IMMEDIATE = [{"metadata": {"name": "fast"}}]
+
+
+def test_a_bound_claim_follows_its_volume_node_affinity_and_zone() -> None:
+    local = feasible_nodes(_with_claim("v"), THREE, [], pvcs=[_claim("data", "pv1")], pvs=[_pv("pv1", ["n2"])])
+    assert local == {"n1": (volumes.R_NODE_CONFLICT,), "n2": (), "n3": (volumes.R_NODE_CONFLICT,)}
+    zonal = feasible_nodes(_with_claim("v"), THREE, [], pvcs=[_claim("data", "pv1")], pvs=[_pv("pv1", zone="b")])
+    assert zonal == {"n1": (volumes.R_ZONE,), "n2": (volumes.R_ZONE,), "n3": ()}
+    two_zones = feasible_nodes(_with_claim("v"), THREE, [], pvcs=[_claim("data", "pv1")], pvs=[_pv("pv1", zone="a__b")])
+    assert feasible(two_zones) == {"n1", "n2", "n3"}
+    gone = feasible_nodes(_with_claim("v"), THREE, [], pvcs=[_claim("data", "pv1")])
+    assert set(gone.values()) == {(volumes.R_PV_MISSING,)}
+
+
+def test_claims_missing_unbound_immediate_or_in_use_read_write_once_pod_turn_the_pod_away() -> None:
+    assert set(feasible_nodes(_with_claim("v"), THREE, []).values()) == {('persistentvolumeclaim "data" not found',)}
+    unbound = feasible_nodes(_with_claim("v"), THREE, [], pvcs=[_claim("data")], storage_classes=IMMEDIATE)
+    assert set(unbound.values()) == {(volumes.R_UNBOUND_IMMEDIATE,)}
+    rwop = [_claim("data", "pv1", modes=("ReadWriteOncePod",))]
+    holder = _with_claim("holder", on="n1")
+    got = feasible_nodes(_with_claim("v"), THREE, [holder], pvcs=rwop, pvs=[_pv("pv1")])
+    assert set(got.values()) == {(volumes.R_RWOP,)}
+    assert feasible(feasible_nodes(_with_claim("v"), THREE, [], pvcs=rwop, pvs=[_pv("pv1")])) == {"n1", "n2", "n3"}
+
+
+def test_a_pod_drs_prom_cannot_decide_is_refused_on_every_node_with_the_reason_once_in_the_summary() -> None:
+    body = _with_claim("v")
+    got = feasible_nodes(body, THREE, [], pvcs=[_claim("data")], storage_classes=WFFC)
     assert feasible(got) == set() and len(set(got.values())) == 1
     (reason,) = got["n1"]
-    assert "PersistentVolumeClaim" in reason and "extender" in reason
-    msg = filters.failure_message(interpod.filter_all(kube.to_pod_request(body), [kube.to_node_info(n) for n in THREE]))
-    assert msg == f"0/3 nodes are available: {reason}."
+    assert "WaitForFirstConsumer" in reason and "extender" in reason
+    near = neighbours([], [], {"n1", "n2", "n3"}, [_claim("data")], [], WFFC)
+    result = interpod.filter_all(kube.to_pod_request(body), [kube.to_node_info(n) for n in THREE], near)
+    assert filters.failure_message(result) == f"0/3 nodes are available: {reason}."
+    assert result.refused == (volumes.UNSUPPORTED_WFFC,)
     claims = pod("d", resourceClaims=[{"name": "gpu", "resourceClaimName": "x"}])
     assert "DynamicResources" in feasible_nodes(claims, THREE, [])["n1"][0]
 
