@@ -111,3 +111,44 @@ def test_the_probe_anti_affinity_spread_host_ports_and_gpus(core, ns, fake_nodes
         p for prefix in ("anti-", "spread-", "port-") for p, n in _placement(core, ns, prefix).items() if not n
     )
     assert len(still) == 2
+
+
+@pytest.mark.integration
+def test_a_claim_waiting_for_its_first_consumer_is_refused_named_and_counted(
+    control_plane, core, ns, fake_nodes, make_scheduler
+):
+    from kubernetes import client
+
+    fake_nodes(f"{ns}-v1", labels={"probe": ns})
+    storage = client.StorageV1Api(control_plane.admin_client)
+    sc = f"wffc-{ns}"
+    storage.create_storage_class(
+        {"metadata": {"name": sc}, "provisioner": "example.com/none", "volumeBindingMode": "WaitForFirstConsumer"}
+    )
+    try:
+        claim = {
+            "metadata": {"name": "data"},
+            "spec": {
+                "storageClassName": sc,
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+        core.create_namespaced_persistent_volume_claim(ns, claim)
+        sched = make_scheduler()
+        body = pod_body(
+            "v", nodeSelector={"probe": ns}, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]
+        )
+        core.create_namespaced_pod(ns, body, _preload_content=False)
+        missing = pod_body(
+            "m", nodeSelector={"probe": ns}, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "nope"}}]
+        )
+        core.create_namespaced_pod(ns, missing, _preload_content=False)
+        msg = wait_for(lambda: _failed(core, ns, "v", "WaitForFirstConsumer"), 30, "refusal event")
+        assert "extender" in msg
+        wait_for(lambda: _failed(core, ns, "m", 'persistentvolumeclaim "nope" not found'), 30, "missing-claim event")
+        reason = "unbound WaitForFirstConsumer PersistentVolumeClaims (VolumeBinding)"
+        assert sched.metrics.registry.get_sample_value("drs_unsupported_pods_total", {"reason": reason}) >= 1
+        assert _placement(core, ns, "v")["v"] is None and _placement(core, ns, "m")["m"] is None
+    finally:
+        storage.delete_storage_class(sc)
