@@ -4,10 +4,12 @@ Over 400 lines because the watch reflectors, the node table and kube-scheduler's
 
 ``Reflector`` is the client-go pattern in a few lines: list (remember the
 resourceVersion), watch from it with bookmarks, relist on 410 Gone, reconnect with
-capped exponential backoff on any other failure. ``ClusterCache`` keeps nodes, the
-requests of pods bound to each node, and the pods we bound ourselves but have not yet
-seen bound in the watch ("assumed", as in kube-scheduler), so that two decisions in a
-row never both count on the same free capacity.
+capped exponential backoff on any other failure. ``ClusterCache`` keeps nodes, the pods
+bound to each node (requests, labels, host ports, anti-affinity, claims), and the pods we
+bound ourselves but have not yet seen bound in the watch ("assumed", as in kube-scheduler),
+so that two decisions in a row never both count on the same free capacity, port or
+topology domain; plus namespaces' labels, claims, volumes and storage classes for the
+filters that read them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from drs_prom import interpod, volumes
 from drs_prom.scheduler import kube
@@ -29,6 +31,8 @@ from drs_prom.types import ClaimInfo, NodeInfo, PodRecord, VolumeInfo
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, dict[str, Any]], None]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class WatchExpired(Exception):
@@ -222,9 +226,9 @@ class ClusterCache:
         self._n_anti = 0  # placed pods (bound or assumed) with required anti-affinity
         self._near: interpod.Neighbours | None = None  # snapshot for the filters reading other pods
         self._ns_labels: dict[str, dict[str, str]] = {}
-        self._claims: dict[object, ClaimInfo] = {}  # (namespace, name) -> claim
-        self._volumes: dict[object, VolumeInfo] = {}  # name -> PersistentVolume
-        self._modes: dict[object, str] = {}  # StorageClass -> volumeBindingMode
+        self._claims: dict[tuple[str, str], ClaimInfo] = {}  # (namespace, name) -> claim
+        self._volumes: dict[str, VolumeInfo] = {}  # name -> PersistentVolume
+        self._modes: dict[str, str] = {}  # StorageClass -> volumeBindingMode
         self._pending: dict[str, dict[str, Any]] = {}  # uid -> pod (ours, unbound)
         self._node_version = 0
         self._next_expiry = -float("inf")
@@ -250,17 +254,9 @@ class ClusterCache:
             Reflector("namespaces", core_v1.list_namespace, self._on_ns_list, self._on_ns_event),
             # the volume filters: claims, the volumes bound to them, and each class's binding mode
             self._store_reflector(
-                "pvcs",
-                core_v1.list_persistent_volume_claim_for_all_namespaces,
-                self._claims,
-                lambda o: (lambda c: ((c.namespace, c.name), c))(kube.to_claim_info(o)),
+                "pvcs", core_v1.list_persistent_volume_claim_for_all_namespaces, self._claims, _claim_entry
             ),
-            self._store_reflector(
-                "pvs",
-                core_v1.list_persistent_volume,
-                self._volumes,
-                lambda o: (lambda v: (v.name, v))(kube.to_volume_info(o)),
-            ),
+            self._store_reflector("pvs", core_v1.list_persistent_volume, self._volumes, _volume_entry),
             self._store_reflector("storageclasses", storage_v1.list_storage_class, self._modes, kube.binding_mode),
         ]
         for r in self._reflectors:
@@ -325,7 +321,11 @@ class ClusterCache:
         self.on_change()
 
     def _store_reflector(
-        self, name: str, list_fn: Callable[..., Any], store: dict[object, Any], parse: Callable[[dict[str, Any]], Any]
+        self,
+        name: str,
+        list_fn: Callable[..., Any],
+        store: dict[K, V],
+        parse: Callable[[dict[str, Any]], tuple[K, V]],
     ) -> Reflector:
         """A reflector keeping ``store`` as key -> parsed object (``parse`` returns both); a change wakes waiting pods."""
 
@@ -486,9 +486,9 @@ class ClusterCache:
                     if uid not in self._pods:
                         by_node.setdefault(rec.node, []).append(rec)
                 storage = volumes.Storage(
-                    claims=dict(self._claims),  # type: ignore[arg-type]
-                    volumes=dict(self._volumes),  # type: ignore[arg-type]
-                    binding_modes=dict(self._modes),  # type: ignore[arg-type]
+                    claims=dict(self._claims),
+                    volumes=dict(self._volumes),
+                    binding_modes=dict(self._modes),
                     in_use=volumes.claims_in_use((r.namespace, r.claims) for rs in by_node.values() for r in rs),
                 )
                 self._near = interpod.Neighbours(
@@ -543,3 +543,13 @@ def _same_placement(old: PodRecord, node: str, meta: dict[str, Any]) -> bool:
         and len(old.labels) == len(labels)
         and all(labels.get(k) == v for k, v in old.labels)
     )
+
+
+def _claim_entry(pvc: dict[str, Any]) -> tuple[tuple[str, str], ClaimInfo]:
+    claim = kube.to_claim_info(pvc)
+    return (claim.namespace, claim.name), claim
+
+
+def _volume_entry(pv: dict[str, Any]) -> tuple[str, VolumeInfo]:
+    volume = kube.to_volume_info(pv)
+    return volume.name, volume
