@@ -21,6 +21,10 @@ import numpy as np
 from drs_prom import filters, interpod
 from drs_prom.types import NodeInfo, PodRequest
 
+_NONE: dict[
+    str, int
+] = {}  # requested_scalar of nodes when no placed pod requests a scalar resource (shared, never mutated)
+
 MAX_STATIC_MASKS = 256
 """Distinct pod constraint sets remembered per table version (a bound on memory)."""
 
@@ -142,14 +146,14 @@ class NodeView:
         out = []
         for i in np.asarray(idx, dtype=np.int64).tolist():
             cpu, mem, count = cpus[i], mems[i], counts[i]
-            scalar = {k: v[i] for k, v in scalars.items() if v[i]} if scalars else {}
+            scalar = {k: v[i] for k, v in scalars.items() if v[i]} if scalars else _NONE
             got = cache[i]
             if (
                 got is None
                 or got.requested_cpu_m != cpu
                 or got.requested_mem_bytes != mem
                 or got.pod_count != count
-                or got.requested_scalar != scalar
+                or (got.requested_scalar is not scalar and got.requested_scalar != scalar)
             ):
                 got = dataclasses.replace(
                     base[i], requested_cpu_m=cpu, requested_mem_bytes=mem, pod_count=count, requested_scalar=scalar
