@@ -105,9 +105,35 @@ def _incoming(draw: st.DrawFn) -> dict:
         extra["topologySpreadConstraints"] = _spread(
             draw(_LABELS) or {"app": "a"}, skew=draw(st.integers(1, 2)), minDomains=draw(st.integers(1, 3))
         )
-    ports = [{"containerPort": 1, "hostPort": 80}] if draw(st.booleans()) else None
+    ports = [{"containerPort": 1, "hostPort": 80, "hostIP": draw(st.sampled_from(["", "10.0.0.1"]))}]
+    if draw(st.booleans()):
+        ports = None
     gpu = {"nvidia.com/gpu": str(draw(st.integers(0, 2)))}
+    claim = draw(st.sampled_from([None, "local", "zonal", "unbound", "missing"]))
+    if claim:
+        extra["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]
     return pod("incoming", labels=labels, ports=ports, requests=gpu, **extra)
+
+
+CLAIMS = [
+    {"metadata": {"name": "local", "namespace": "default"}, "spec": {"volumeName": "pv-local"}},
+    {"metadata": {"name": "zonal", "namespace": "default"}, "spec": {"volumeName": "pv-zonal"}},
+    {"metadata": {"name": "unbound", "namespace": "default"}, "spec": {"storageClassName": "fast"}},
+]
+VOLUMES = [
+    {
+        "metadata": {"name": "pv-local"},
+        "spec": {
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": HOST, "operator": "In", "values": ["n2"]}]}]
+                }
+            }
+        },
+    },
+    {"metadata": {"name": "pv-zonal", "labels": {ZONE: "b"}}, "spec": {}},
+]
+CLASSES = [{"metadata": {"name": "fast"}, "volumeBindingMode": "WaitForFirstConsumer"}]
 
 
 @settings(max_examples=150, deadline=None)
@@ -122,10 +148,21 @@ def test_the_scheduler_mask_equals_the_reasons_and_feasible_nodes(placed: tuple,
         for i, (zone, g) in enumerate(zip(["a", "a", "b", None], gpus))
     ]
     cache = _cache(nodes, list(placed))
+    cache._claims.update(((c["metadata"]["namespace"], c["metadata"]["name"]), kube.to_claim_info(c)) for c in CLAIMS)
+    cache._volumes.update((v["metadata"]["name"], kube.to_volume_info(v)) for v in VOLUMES)
+    cache._modes.update(map(kube.binding_mode, CLASSES))
     view = cache.view()
     req = kube.to_pod_request(incoming)
     mask = view.feasible(req).tolist()
     reasons = view.filter_result(req).reasons
-    oracle = feasible_nodes(incoming, nodes, list(placed), namespaces=[{"metadata": {"name": "default"}}])
+    oracle = feasible_nodes(
+        incoming,
+        nodes,
+        list(placed),
+        namespaces=[{"metadata": {"name": "default"}}],
+        pvcs=CLAIMS,
+        pvs=VOLUMES,
+        storage_classes=CLASSES,
+    )
     assert mask == [not r for r in reasons]
     assert dict(zip(view.names, reasons)) == oracle
