@@ -462,7 +462,9 @@ class SimPrometheus:
 
 
 def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict:
-    """Mean ms per decision (filter + load matrix + score) with the model and with kube-default."""
+    """Mean ms per decision (filter + load matrix + score) with the model and with kube-default, on the
+    scheduling loop's own path: the node table's view, its vectorised filters, the sampled candidates
+    and their NodeInfo and request rows, then the Decider."""
     import pandas as pd
 
     from drs_prom import filters
@@ -471,6 +473,7 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
     from drs_prom.features import FEATURES
     from drs_prom.scheduler.decide import Decider
     from drs_prom.scheduler.metrics import SchedulerMetrics
+    from drs_prom.scheduler.nodes import NodeTable
     from drs_prom.state import NodeSnapshot
     from drs_prom.types import NodeInfo, PodRequest
 
@@ -492,10 +495,20 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
         d.refresh()
         if policy is None:
             d.source = None  # -> prometheus_unreachable -> kube-default
+        table = NodeTable(nodes, 1)
+        k = filters.nodes_to_score(n_nodes)
+        start = 0
         t0 = time.perf_counter()
         for _ in range(reps):
-            mask = filters.feasible_mask(pod, nodes)
-            d.decide(pod, demand, nodes, mask)
+            view = table.view()
+            mask = view.feasible(pod)
+            found, processed = filters.sample_feasible(mask, k, start)
+            rows = np.sort((np.arange(processed) + start) % n_nodes)
+            start = (start + processed) % n_nodes
+            feasible = np.zeros(n_nodes, dtype=bool)
+            feasible[found] = True
+            infos = view.infos(rows)
+            d.decide(pod, demand, infos, feasible[rows], rows=rows, names=view.names, requests=view.requests(rows))
         out[label] = (time.perf_counter() - t0) / reps * 1000
     return out
 
@@ -564,8 +577,17 @@ def main() -> None:
         action="store_true",
         help="also run drs-prom with scheduler.write_process off (binds and events from the scheduling process)",
     )
+    ap.add_argument(
+        "--decision-cost-only",
+        dest="cost_only",
+        action="store_true",
+        help="only the in-process per-decision cost at each --nodes count (no apiserver, no schedulers)",
+    )
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks: stop every process
+    if args.cost_only:
+        print_decision_cost([int(x) for x in args.nodes.split(",")], args.model)
+        return
     model = args.model or str(REPO / "models" / "drs-v1.keras")
     spy = Path(args.py_spy) if args.py_spy else None
     counts = [int(x) for x in args.nodes.split(",")]
@@ -666,10 +688,14 @@ def main() -> None:
         Path(args.json_path).write_text(json.dumps(report, indent=2))
         print(f"\nwrote {args.json_path}")
     if args.decision_cost:
-        print("\nper-decision cost in-process (filter + state + score), shipped model vs kube-default fallback:")
-        for n in counts:
-            c = decision_cost(n, args.model)
-            print(f"{n:>5} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms")
+        print_decision_cost(counts, args.model)
+
+
+def print_decision_cost(counts: list[int], model: str | None) -> None:
+    print("\nper-decision cost in-process (filter + state + score), shipped model vs kube-default fallback:")
+    for n in counts:
+        c = decision_cost(n, model)
+        print(f"{n:>5} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms")
 
 
 def drs_starter(

@@ -5,9 +5,12 @@ Each node gets a list of reasons (empty = feasible) worded like kube-scheduler's
 
     0/5 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {gpu: true}, ...
 
-Filters run in kube-scheduler's order (NodeUnschedulable, TaintToleration, NodeAffinity,
-NodeResourcesFit) and, as there, the first failing plugin decides a node's reasons;
-the resource check reports every insufficient resource at once.
+These are the filters that read the node alone: NodeUnschedulable, TaintToleration,
+NodeAffinity and NodeResourcesFit (cpu, memory, pod count and every scalar resource:
+ephemeral-storage, hugepages-*, extended resources such as nvidia.com/gpu). ``interpod``
+adds those that read the other pods (NodePorts, PodTopologySpread, InterPodAffinity) and
+runs the whole chain in kube-scheduler's order; as there, the first failing plugin decides
+a node's reasons, and the resource check reports every insufficient resource at once.
 
 A node that is not Ready counts as tainted ``node.kubernetes.io/not-ready:NoSchedule``
 (what the node lifecycle controller would add), so a pod tolerating that taint may
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,7 +141,9 @@ def matches_node_affinity(pod: PodRequest, node: NodeInfo) -> bool:
 def resource_reasons(pod: PodRequest, node: NodeInfo) -> list[str]:
     """NodeResourcesFit: requests against allocatable minus what bound pods requested.
 
-    A zero request is never checked, as in kube-scheduler.
+    Every resource the pod requests is checked: cpu, memory, then ``pod.scalar`` (ephemeral-storage,
+    hugepages-*, extended and device-plugin resources such as nvidia.com/gpu); a resource the node
+    does not advertise has allocatable 0. A zero request is never checked, as in kube-scheduler.
     """
     out: list[str] = []
     if node.pod_count + 1 > node.allocatable_pods:
@@ -147,6 +152,9 @@ def resource_reasons(pod: PodRequest, node: NodeInfo) -> list[str]:
         out.append(R_CPU)
     if pod.mem_bytes > 0 and pod.mem_bytes > node.allocatable_mem_bytes - node.requested_mem_bytes:
         out.append(R_MEM)
+    for name, amount in pod.scalar:
+        if amount > 0 and amount > node.allocatable_scalar.get(name, 0) - node.requested_scalar.get(name, 0):
+            out.append(f"Insufficient {name}")
     return out
 
 
@@ -155,8 +163,8 @@ def fits(pod: PodRequest, node: NodeInfo) -> bool:
     return not resource_reasons(pod, node)
 
 
-def check(pod: PodRequest, node: NodeInfo) -> list[str]:
-    """Why ``pod`` cannot go to ``node`` (empty list: it can)."""
+def static_reasons(pod: PodRequest, node: NodeInfo) -> list[str]:
+    """NodeUnschedulable, TaintToleration and NodeAffinity: the filters that read only the node."""
     if node.unschedulable and not any(
         tolerates(t, Taint(key=UNSCHEDULABLE_TAINT_KEY, effect="NoSchedule")) for t in pod.tolerations
     ):
@@ -166,7 +174,13 @@ def check(pod: PodRequest, node: NodeInfo) -> list[str]:
         return [_taint_text(taint)]
     if not matches_node_affinity(pod, node):
         return [R_AFFINITY]
-    return resource_reasons(pod, node)
+    return []
+
+
+def check(pod: PodRequest, node: NodeInfo) -> list[str]:
+    """Why ``pod`` cannot go to ``node`` (empty list: it can), by the filters that read the node alone
+    (``interpod.check`` adds those that read the other pods)."""
+    return static_reasons(pod, node) or resource_reasons(pod, node)
 
 
 # -- over all nodes -------------------------------------------------------------
@@ -174,10 +188,16 @@ def check(pod: PodRequest, node: NodeInfo) -> list[str]:
 
 @dataclass(frozen=True)
 class FilterResult:
-    """``mask[i]`` is True when ``nodes[i]`` is feasible; ``reasons[i]`` says why not."""
+    """``mask[i]`` is True when ``nodes[i]`` is feasible; ``reasons[i]`` says why not.
+
+    ``prefilter`` is set when the pod was turned away before any node was looked at (kube-scheduler's
+    PreFilter rejection): every node then carries that one reason and the summary names it once.
+    """
 
     mask: np.ndarray
     reasons: tuple[tuple[str, ...], ...]
+    prefilter: str = ""
+    refused: tuple[str, ...] = ()  # what drs-prom could not decide, when that is why the pod was turned away
 
     @property
     def any(self) -> bool:
@@ -196,8 +216,10 @@ def feasible_mask(pod: PodRequest, nodes: Sequence[NodeInfo]) -> np.ndarray:
 
 
 def failure_message(result: FilterResult) -> str:
-    """kube-scheduler's summary: counts per reason, sorted by reason text."""
+    """kube-scheduler's summary: counts per reason, sorted by reason text (or the PreFilter reason)."""
     total = len(result.reasons)
+    if result.prefilter:
+        return f"0/{total} nodes are available: {result.prefilter}."
     counts = Counter(r for rs in result.reasons for r in rs)
     available = int(result.mask.sum())
     if not counts:
@@ -248,6 +270,7 @@ def replace_counts(node: NodeInfo) -> NodeInfo:
         taints=node.taints,
         unschedulable=node.unschedulable,
         ready=node.ready,
+        allocatable_scalar=node.allocatable_scalar,
     )
 
 
@@ -259,13 +282,27 @@ def resource_mask(
     req_cpu_m: np.ndarray,
     req_mem: np.ndarray,
     pod_count: np.ndarray,
+    alloc_scalar: Mapping[str, np.ndarray] | None = None,
+    req_scalar: Mapping[str, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """NodeResourcesFit over arrays: the same rule as ``resource_reasons``, one numpy pass."""
+    """NodeResourcesFit over arrays: the same rule as ``resource_reasons``, one numpy pass.
+
+    ``alloc_scalar``/``req_scalar`` hold one array per scalar resource some node advertises or some
+    pod requested; a resource missing from them is 0 on every node.
+    """
     ok = pod_count + 1 <= alloc_pods
     if pod.cpu_m > 0:
         ok &= pod.cpu_m <= alloc_cpu_m - req_cpu_m
     if pod.mem_bytes > 0:
         ok &= pod.mem_bytes <= alloc_mem - req_mem
+    for name, amount in pod.scalar:
+        if amount <= 0:
+            continue
+        have = (alloc_scalar or {}).get(name)
+        if have is None:
+            return np.zeros(len(ok), dtype=bool)  # no node advertises it
+        used = (req_scalar or {}).get(name)
+        ok &= amount <= (have - used if used is not None else have)
     return ok
 
 

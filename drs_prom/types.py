@@ -43,6 +43,89 @@ class NodeSelectorTerm:
     match_fields: tuple[NodeSelectorRequirement, ...] = ()
 
 
+@dataclass(frozen=True)
+class HostPort:
+    """A host port a container asks for: ``host_ip`` "0.0.0.0" binds every address (the default)."""
+
+    port: int
+    protocol: str = "TCP"
+    host_ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """metav1.LabelSelector: ``match_labels`` pairs and ``match_expressions`` (In, NotIn, Exists,
+    DoesNotExist), ANDed. An absent (null) selector matches nothing (``nothing``); an empty one
+    matches everything, as labels.Selector does in Kubernetes."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    nothing: bool = False
+
+
+@dataclass(frozen=True)
+class PodAffinityTerm:
+    """A required pod (anti-)affinity term after kube-scheduler's defaulting: ``namespaces`` is the
+    pod's own namespace when the term names neither namespaces nor a namespaceSelector; an absent
+    namespaceSelector is ``LabelSelector(nothing=True)``."""
+
+    selector: LabelSelector
+    topology_key: str
+    namespaces: frozenset[str] = frozenset()
+    namespace_selector: LabelSelector = LabelSelector(nothing=True)
+
+
+@dataclass(frozen=True)
+class SpreadConstraint:
+    """A DoNotSchedule topologySpreadConstraint, its selector already extended by matchLabelKeys."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector
+    min_domains: int = 1
+    node_affinity_policy: str = "Honor"  # Honor | Ignore
+    node_taints_policy: str = "Ignore"  # Honor | Ignore
+
+
+@dataclass(frozen=True)
+class PodRecord:
+    """A pod already on a node (bound or assumed), as the filters that look at other pods see it:
+    labels for selectors, host ports, required anti-affinity, and requests for the node's sums."""
+
+    uid: str
+    namespace: str
+    node: str
+    labels: tuple[tuple[str, str], ...] = ()
+    ports: tuple[HostPort, ...] = ()
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    cpu_m: int = 0
+    mem_bytes: int = 0
+    scalar: tuple[tuple[str, int], ...] = ()
+    terminating: bool = False
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (in its namespace)
+
+
+@dataclass(frozen=True)
+class ClaimInfo:
+    """A PersistentVolumeClaim as the volume filters read it: bound when ``volume_name`` is set."""
+
+    namespace: str
+    name: str
+    volume_name: str = ""
+    storage_class: str = ""
+    access_modes: tuple[str, ...] = ()
+    deleting: bool = False
+
+
+@dataclass(frozen=True)
+class VolumeInfo:
+    """A PersistentVolume: its required node affinity (empty: any node) and its zone/region labels."""
+
+    name: str
+    node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass
 class NodeInfo:
     """A node as filters and request-based scorers see it.
@@ -61,6 +144,8 @@ class NodeInfo:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     ready: bool = True
+    allocatable_scalar: dict[str, int] = field(default_factory=dict)  # ephemeral-storage, hugepages-*, vendor/name
+    requested_scalar: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -84,4 +169,11 @@ class PodRequest:
     demand: tuple[float, float, float, float, float, float] | None = None
     profile: str | None = None
     owner: str | None = None
-    labels: dict[str, str] = field(default_factory=dict)  # the pod's labels (canary selector)
+    labels: dict[str, str] = field(default_factory=dict)  # the pod's labels (canary selector, spread, affinity)
+    scalar: tuple[tuple[str, int], ...] = ()  # requests beyond cpu/memory: ephemeral-storage, hugepages-*, vendor/name
+    ports: tuple[HostPort, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()  # required terms only (preferred ones are scores)
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule constraints only
+    unsupported: tuple[str, ...] = ()  # what this pod needs that drs-prom cannot check (it is refused)
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (in its namespace), ephemeral ones included

@@ -4,10 +4,12 @@ Over 400 lines because the watch reflectors, the node table and kube-scheduler's
 
 ``Reflector`` is the client-go pattern in a few lines: list (remember the
 resourceVersion), watch from it with bookmarks, relist on 410 Gone, reconnect with
-capped exponential backoff on any other failure. ``ClusterCache`` keeps nodes, the
-requests of pods bound to each node, and the pods we bound ourselves but have not yet
-seen bound in the watch ("assumed", as in kube-scheduler), so that two decisions in a
-row never both count on the same free capacity.
+capped exponential backoff on any other failure. ``ClusterCache`` keeps nodes, the pods
+bound to each node (requests, labels, host ports, anti-affinity, claims), and the pods we
+bound ourselves but have not yet seen bound in the watch ("assumed", as in kube-scheduler),
+so that two decisions in a row never both count on the same free capacity, port or
+topology domain; plus namespaces' labels, claims, volumes and storage classes for the
+filters that read them.
 """
 
 from __future__ import annotations
@@ -19,15 +21,18 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
+from drs_prom import interpod, volumes
 from drs_prom.scheduler import kube
 from drs_prom.scheduler.nodes import NodeTable, NodeView
-from drs_prom.types import NodeInfo
+from drs_prom.types import ClaimInfo, NodeInfo, PodRecord, VolumeInfo
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, dict[str, Any]], None]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class WatchExpired(Exception):
@@ -179,7 +184,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 class ClusterCache:
-    """Nodes, bound-pod requests per node and assumed pods; callbacks feed the queue.
+    """Nodes, the pods placed on each (bound and assumed), namespaces' labels; callbacks feed the queue.
 
     ``on_pending(pod)``: one of our pods is pending (new or updated);
     ``on_gone(uid)``: a pod was deleted or is no longer pending for us;
@@ -215,9 +220,15 @@ class ClusterCache:
         self._clock = clock
         self._lock = threading.RLock()
         self.nodes: dict[str, dict[str, Any]] = {}
-        self._pods: dict[str, tuple[str, int, int]] = {}  # uid -> (node, cpu_m, mem) for bound pods
-        self._by_node: dict[str, dict[str, tuple[int, int]]] = {}
-        self._assumed: dict[str, tuple[str, int, int, float]] = {}  # uid -> (node, cpu, mem, at)
+        self._pods: dict[str, PodRecord] = {}  # uid -> record, for bound pods
+        self._by_node: dict[str, dict[str, PodRecord]] = {}
+        self._assumed: dict[str, tuple[PodRecord, float]] = {}  # uid -> (record, assumed at)
+        self._n_anti = 0  # placed pods (bound or assumed) with required anti-affinity
+        self._near: interpod.Neighbours | None = None  # snapshot for the filters reading other pods
+        self._ns_labels: dict[str, dict[str, str]] = {}
+        self._claims: dict[tuple[str, str], ClaimInfo] = {}  # (namespace, name) -> claim
+        self._volumes: dict[str, VolumeInfo] = {}  # name -> PersistentVolume
+        self._modes: dict[str, str] = {}  # StorageClass -> volumeBindingMode
         self._pending: dict[str, dict[str, Any]] = {}  # uid -> pod (ours, unbound)
         self._node_version = 0
         self._next_expiry = -float("inf")
@@ -227,6 +238,9 @@ class ClusterCache:
 
     # -- wiring to the apiserver ------------------------------------------
     def start(self, core_v1: Any) -> None:
+        from kubernetes import client
+
+        storage_v1 = client.StorageV1Api(core_v1.api_client)
         self._reflectors = [
             Reflector("nodes", core_v1.list_node, self._on_node_list, self._on_node_event),
             Reflector(
@@ -236,6 +250,14 @@ class ClusterCache:
                 self._on_pod_event,
                 list_kwargs={"field_selector": "status.phase!=Succeeded,status.phase!=Failed"},
             ),
+            # namespaceSelector of pod (anti-)affinity terms selects namespaces by their labels
+            Reflector("namespaces", core_v1.list_namespace, self._on_ns_list, self._on_ns_event),
+            # the volume filters: claims, the volumes bound to them, and each class's binding mode
+            self._store_reflector(
+                "pvcs", core_v1.list_persistent_volume_claim_for_all_namespaces, self._claims, _claim_entry
+            ),
+            self._store_reflector("pvs", core_v1.list_persistent_volume, self._volumes, _volume_entry),
+            self._store_reflector("storageclasses", storage_v1.list_storage_class, self._modes, kube.binding_mode),
         ]
         for r in self._reflectors:
             r.start()
@@ -278,7 +300,64 @@ class ClusterCache:
         if kind != "DELETED":
             self.on_change()
 
+    # -- namespaces -----------------------------------------------------------
+    def _on_ns_list(self, items: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._ns_labels = {
+                (n.get("metadata") or {}).get("name", ""): dict((n.get("metadata") or {}).get("labels") or {})
+                for n in items
+            }
+            self._near = None
+        self.on_change()
+
+    def _on_ns_event(self, kind: str, ns: dict[str, Any]) -> None:
+        meta = ns.get("metadata") or {}
+        with self._lock:
+            if kind == "DELETED":
+                self._ns_labels.pop(meta.get("name", ""), None)
+            else:
+                self._ns_labels[meta.get("name", "")] = dict(meta.get("labels") or {})
+            self._near = None
+        self.on_change()
+
+    def _store_reflector(
+        self,
+        name: str,
+        list_fn: Callable[..., Any],
+        store: dict[K, V],
+        parse: Callable[[dict[str, Any]], tuple[K, V]],
+    ) -> Reflector:
+        """A reflector keeping ``store`` as key -> parsed object (``parse`` returns both); a change wakes waiting pods."""
+
+        def on_list(items: list[dict[str, Any]]) -> None:
+            with self._lock:
+                store.clear()
+                store.update(parse(o) for o in items)
+                self._near = None
+            self.on_change()
+
+        def on_event(kind: str, obj: dict[str, Any]) -> None:
+            key, value = parse(obj)
+            with self._lock:
+                if kind == "DELETED":
+                    store.pop(key, None)
+                else:
+                    store[key] = value
+                self._near = None
+            self.on_change()
+
+        return Reflector(name, list_fn, on_list, on_event)
+
     # -- pods ---------------------------------------------------------------
+    def _count(self, rec: PodRecord, sign: int) -> None:
+        """Add (sign 1) or remove (-1) a placed pod from the node table and the neighbour counts."""
+        if self._table is not None:
+            scalar = [(k, sign * v) for k, v in rec.scalar]
+            self._table.add(rec.node, sign * rec.cpu_m, sign * rec.mem_bytes, sign, scalar)
+        if rec.anti_affinity:
+            self._n_anti += sign
+        self._near = None
+
     def _on_pod_list(self, items: list[dict[str, Any]]) -> None:
         seen = {p["metadata"]["uid"] for p in items}
         with self._lock:
@@ -287,6 +366,8 @@ class ClusterCache:
             self._by_node.clear()
             self._pending.clear()
             self._table = None
+            self._near = None
+            self._n_anti = sum(1 for uid, (rec, _) in self._assumed.items() if rec.anti_affinity)
         for uid in gone:
             self.on_gone(uid)
         for pod in items:
@@ -307,14 +388,13 @@ class ClusterCache:
                 action = "gone"
             elif node:
                 old = self._pods.get(uid)
-                cpu, mem = (old[1], old[2]) if old is not None and old[0] == node else kube.pod_requests(pod)
-                if old is None or old != (node, cpu, mem):
+                if old is None or not _same_placement(old, node, meta):
+                    rec = kube.to_pod_record(pod, node)
                     self._unassume(uid)  # confirmed: from now on it counts where it is bound
                     self._drop_bound(uid)
-                    self._pods[uid] = (node, cpu, mem)
-                    self._by_node.setdefault(node, {})[uid] = (cpu, mem)
-                    if self._table is not None:
-                        self._table.add(node, cpu, mem, 1)
+                    self._pods[uid] = rec
+                    self._by_node.setdefault(node, {})[uid] = rec
+                    self._count(rec, 1)
                 self._pending.pop(uid, None)
                 action = "gone"  # no longer pending
             elif kube.is_ours_pending(pod, self.scheduler_name) and (
@@ -337,9 +417,8 @@ class ClusterCache:
         old = self._pods.pop(uid, None)
         if old is None:
             return False
-        self._by_node.get(old[0], {}).pop(uid, None)
-        if self._table is not None:
-            self._table.add(old[0], -old[1], -old[2], -1)
+        self._by_node.get(old.node, {}).pop(uid, None)
+        self._count(old, -1)
         return True
 
     def _unassume(self, uid: str) -> bool:
@@ -347,8 +426,8 @@ class ClusterCache:
         old = self._assumed.pop(uid, None)
         if old is None:
             return False
-        if uid not in self._pods and self._table is not None:
-            self._table.add(old[0], -old[1], -old[2], -1)
+        if uid not in self._pods:
+            self._count(old[0], -1)
         return True
 
     def pending_pod(self, uid: str) -> dict[str, Any] | None:
@@ -362,13 +441,17 @@ class ClusterCache:
             return list(self._pending.values())
 
     # -- assume / forget ---------------------------------------------------
-    def assume(self, uid: str, node: str, cpu_m: int, mem: int) -> None:
-        """Count the pod on ``node`` now, before its bind is confirmed (kube-scheduler's AssumePod)."""
+    def assume(self, uid: str, node: str, cpu_m: int, mem: int, record: PodRecord | None = None) -> None:
+        """Count the pod on ``node`` now, before its bind is confirmed (kube-scheduler's AssumePod).
+
+        ``record`` (its labels, ports, anti-affinity, scalar requests) lets the next decisions see
+        it in the filters that read other pods; without one only cpu and memory count."""
+        rec = record or PodRecord(uid=uid, namespace="", node=node, cpu_m=cpu_m, mem_bytes=mem)
         with self._lock:
             self._unassume(uid)
-            self._assumed[uid] = (node, cpu_m, mem, self._clock())
-            if uid not in self._pods and self._table is not None:
-                self._table.add(node, cpu_m, mem, 1)
+            self._assumed[uid] = (rec, self._clock())
+            if uid not in self._pods:
+                self._count(rec, 1)
 
     def forget(self, uid: str) -> None:
         """The bind failed: the pod's room on its node is free again (kube-scheduler's ForgetPod)."""
@@ -384,14 +467,34 @@ class ClusterCache:
     def assumed(self) -> dict[str, str]:
         """uid -> node of the pods assumed and not yet seen bound."""
         with self._lock:
-            return {uid: a[0] for uid, a in self._assumed.items() if uid not in self._pods}
+            return {uid: a[0].node for uid, a in self._assumed.items() if uid not in self._pods}
 
     # -- views ----------------------------------------------------------------
     def view(self) -> NodeView:
         """Requests per node now (bound + assumed pods), as arrays over the sorted node names."""
         with self._lock:
             self._expire_assumed()
-            return self._current_table().view()
+            return self._current_table().view(self.neighbours, self._n_anti > 0)
+
+    def neighbours(self) -> interpod.Neighbours:
+        """The pods placed on each node (bound, and assumed ones not yet seen bound) and the namespaces'
+        labels: a snapshot, rebuilt only after a placement or namespace changed."""
+        with self._lock:
+            if self._near is None:
+                by_node: dict[str, list[PodRecord]] = {n: list(p.values()) for n, p in self._by_node.items() if p}
+                for uid, (rec, _) in self._assumed.items():
+                    if uid not in self._pods:
+                        by_node.setdefault(rec.node, []).append(rec)
+                storage = volumes.Storage(
+                    claims=dict(self._claims),
+                    volumes=dict(self._volumes),
+                    binding_modes=dict(self._modes),
+                    in_use=volumes.claims_in_use((r.namespace, r.claims) for rs in by_node.values() for r in rs),
+                )
+                self._near = interpod.Neighbours(
+                    pods_by_node=by_node, namespace_labels=dict(self._ns_labels), storage=storage
+                )
+            return self._near
 
     def node_infos(self) -> list[NodeInfo]:
         """NodeInfo per node (sorted by name) counting bound and assumed pods."""
@@ -403,11 +506,11 @@ class ClusterCache:
         self._node_version += 1
         table = NodeTable([self._base_info(self.nodes[name]) for name in sorted(self.nodes)], self._node_version)
         for name, pods in self._by_node.items():
-            for cpu, mem in pods.values():
-                table.add(name, cpu, mem, 1)
-        for uid, (name, cpu, mem, _) in self._assumed.items():
+            for rec in pods.values():
+                table.add(name, rec.cpu_m, rec.mem_bytes, 1, rec.scalar)
+        for uid, (rec, _) in self._assumed.items():
             if uid not in self._pods:
-                table.add(name, cpu, mem, 1)
+                table.add(rec.node, rec.cpu_m, rec.mem_bytes, 1, rec.scalar)
         self._table = table
         return table
 
@@ -426,5 +529,27 @@ class ClusterCache:
         if now < self._next_expiry:  # checked at most once a second, not once per pod
             return
         self._next_expiry = now + 1.0
-        for uid in [uid for uid, (*_, at) in self._assumed.items() if now - at > self.ASSUME_TTL]:
+        for uid in [uid for uid, (_, at) in self._assumed.items() if now - at > self.ASSUME_TTL]:
             self._unassume(uid)
+
+
+def _same_placement(old: PodRecord, node: str, meta: dict[str, Any]) -> bool:
+    """An update of a bound pod that changes nothing the filters read (most are status updates);
+    requests are fixed once bound, labels and deletion are not."""
+    labels = meta.get("labels") or {}
+    return (
+        old.node == node
+        and old.terminating == bool(meta.get("deletionTimestamp"))
+        and len(old.labels) == len(labels)
+        and all(labels.get(k) == v for k, v in old.labels)
+    )
+
+
+def _claim_entry(pvc: dict[str, Any]) -> tuple[tuple[str, str], ClaimInfo]:
+    claim = kube.to_claim_info(pvc)
+    return (claim.namespace, claim.name), claim
+
+
+def _volume_entry(pv: dict[str, Any]) -> tuple[str, VolumeInfo]:
+    volume = kube.to_volume_info(pv)
+    return volume.name, volume

@@ -20,6 +20,7 @@ as empty, which can only make the filter more lenient than kube-scheduler's own)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -28,7 +29,7 @@ import numpy as np
 from prometheus_client import Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from drs_prom import filters
+from drs_prom import interpod
 from drs_prom.config import ServingSettings
 from drs_prom.scheduler import kube
 from drs_prom.scheduler.cache import ClusterCache
@@ -100,9 +101,12 @@ class Extender:
     def filter(self, args: dict[str, Any]) -> dict[str, Any]:
         pod = _get(args, "Pod") or {}
         node_objs, failed, names_only = self._nodes(args)
-        req = kube.to_pod_request(pod)
+        # kube-scheduler calling us has already run the volume and DynamicResources filters drs-prom's own
+        # scheduler refuses pods for: here they are its job, not a reason to turn the pod away
+        req = dataclasses.replace(kube.to_pod_request(pod), unsupported=(), claims=())
         infos = self._infos(node_objs)
-        result = filters.filter_nodes(req, infos)
+        near = self.cache.neighbours() if self.cache is not None and self.cache.synced else interpod.EMPTY
+        result = interpod.filter_all(req, infos, near)
         keep = [obj for obj, ok in zip(node_objs, result.mask) if ok]
         for info, reasons in zip(infos, result.reasons):
             if reasons:

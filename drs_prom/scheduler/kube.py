@@ -14,7 +14,18 @@ from collections.abc import Iterable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_CEILING, Context, Decimal
 from typing import Any
 
-from drs_prom.types import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm, PodRequest, Taint, Toleration
+from drs_prom.scheduler import kube_terms
+from drs_prom.types import (
+    ClaimInfo,
+    NodeInfo,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodRecord,
+    PodRequest,
+    Taint,
+    Toleration,
+    VolumeInfo,
+)
 
 PROFILE_ANNOTATION = "drs.io/profile"
 INT64_MAX = 2**63 - 1
@@ -224,6 +235,7 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
     spec = _mapping(pod.get("spec"))
     cpu, mem = pod_requests(pod)
     profile = _mapping(meta.get("annotations")).get(PROFILE_ANNOTATION)
+    labels = _labels(meta.get("labels"))
     return PodRequest(
         name=_text(meta.get("name")),
         namespace=_text(meta.get("namespace"), "default"),
@@ -237,8 +249,21 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
         demand=demand,  # type: ignore[arg-type]
         profile=profile if isinstance(profile, str) else None,
         owner=owner_of(pod),
-        labels=dict(meta.get("labels") or {}),
+        labels=labels,
+        scalar=kube_terms.scalar_requests(pod, mem_bytes, INT64_MAX),
+        ports=kube_terms.host_ports(spec),
+        pod_affinity=kube_terms.affinity_terms(pod, "podAffinity"),
+        pod_anti_affinity=kube_terms.affinity_terms(pod, "podAntiAffinity"),
+        spread=kube_terms.spread_constraints(spec, labels),
+        unsupported=kube_terms.unsupported(spec),
+        claims=kube_terms.claim_names(pod),
     )
+
+
+def to_pod_record(pod: Mapping[str, Any], node: str) -> PodRecord:
+    """A pod placed on ``node`` (bound or assumed) as the filters that read other pods see it."""
+    cpu, mem = pod_requests(pod)
+    return kube_terms.pod_record(pod, node, cpu, mem, kube_terms.scalar_requests(pod, mem_bytes, INT64_MAX))
 
 
 def node_ready(node: Mapping[str, Any]) -> bool:
@@ -279,6 +304,7 @@ def to_node_info(node: Mapping[str, Any], bound: Iterable[tuple[int, int]] = ())
         ),
         unschedulable=bool(spec.get("unschedulable")),
         ready=node_ready(node),
+        allocatable_scalar=kube_terms.node_scalar(alloc, mem_bytes),
     )
 
 
@@ -296,3 +322,39 @@ def is_ours_pending(pod: Mapping[str, Any], scheduler_name: str) -> bool:
         and not meta.get("deletionTimestamp")
         and not is_terminal(pod)
     )
+
+
+def to_claim_info(pvc: Mapping[str, Any]) -> ClaimInfo:
+    """A PersistentVolumeClaim object as the volume filters read it."""
+    meta, spec = _mapping(pvc.get("metadata")), _mapping(pvc.get("spec"))
+    return ClaimInfo(
+        namespace=_text(meta.get("namespace"), "default"),
+        name=_text(meta.get("name")),
+        volume_name=_text(spec.get("volumeName")),
+        storage_class=_text(spec.get("storageClassName")),
+        access_modes=tuple(m for m in _list(spec.get("accessModes")) if isinstance(m, str)),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
+
+
+def to_volume_info(pv: Mapping[str, Any]) -> VolumeInfo:
+    """A PersistentVolume: required node affinity (None when it has none) and labels."""
+    meta, spec = _mapping(pv.get("metadata")), _mapping(pv.get("spec"))
+    required = _mapping(spec.get("nodeAffinity")).get("required")
+    terms = None
+    if isinstance(required, Mapping):
+        terms = tuple(
+            NodeSelectorTerm(
+                match_expressions=_requirements(t.get("matchExpressions")),
+                match_fields=_requirements(t.get("matchFields")),
+            )
+            for t in map(_mapping, _list(required.get("nodeSelectorTerms")))
+        )
+    return VolumeInfo(
+        name=_text(meta.get("name")), node_affinity=terms, labels=tuple(sorted(_labels(meta.get("labels")).items()))
+    )
+
+
+def binding_mode(sc: Mapping[str, Any]) -> tuple[str, str]:
+    """(StorageClass name, volumeBindingMode); the apiserver defaults the mode to Immediate."""
+    return _text(_mapping(sc.get("metadata")).get("name")), _text(sc.get("volumeBindingMode"), "Immediate")

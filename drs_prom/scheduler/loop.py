@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom import filters
+from drs_prom import filters, interpod
 from drs_prom.config import Settings
 from drs_prom.journal import NODE_KEYS, Decision, Journal, node_entries_from_values
 from drs_prom.policy import NODE_REQUEST_COLUMNS, Policy
@@ -259,8 +259,11 @@ class Scheduler:
         view = self.cache.view()
         mask = view.feasible(req)
         if not mask.any():
-            msg = filters.failure_message(filters.filter_nodes(req, view.all_infos()))
+            result = view.filter_result(req)
+            msg = filters.failure_message(result)
             self.metrics.unschedulable.inc()
+            for what in result.refused:  # refused, not guessed: counted by what drs-prom cannot check
+                self.metrics.unsupported.labels(what).inc()
             log.info("%s unschedulable: %s", item.key, msg)
             self._submit_event(pod, "FailedScheduling", msg, "Warning")
             self.queue.done(item, scheduled=False)
@@ -273,7 +276,7 @@ class Scheduler:
         )
         node = nodes[choice.index].name
         self.metrics.attempt_latency.observe(time.monotonic() - t0)
-        self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes)
+        self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes, interpod.record_of(req, node))
         self._pool.submit(self._bind, item, pod, req, demand.demand, node, nodes, feasible, choice, requests)
         return "binding"
 

@@ -61,6 +61,12 @@ class SchedulerMetrics:
             registry=r,
         )
         self.unschedulable = Counter("drs_unschedulable_total", "Attempts where no node was feasible.", registry=r)
+        self.unsupported = Counter(
+            "drs_unsupported_pods_total",
+            "Scheduling attempts refused because the pod needs what drs-prom does not check, by what.",
+            ["reason"],
+            registry=r,
+        )
         self.errors = Counter("drs_schedule_errors_total", "Attempts that raised (pod retried).", registry=r)
         self.latency = Histogram(
             "drs_scheduling_latency_seconds",

@@ -5,19 +5,25 @@ a pod changes three numbers of one row (``add``). ``NodeView`` is an immutable c
 scheduling thread works on while the watch threads keep updating the table.
 
 Filters that do not depend on requests (taints, unschedulable, node affinity) are cached
-per pod ``constraint_key`` and table version: the pods of one Deployment share them.
+per pod ``constraint_key`` and table version: the pods of one Deployment share them. The filters
+that read the other pods (host ports, topology spread, pod affinity) run only for pods that ask for
+them or while some placed pod has required anti-affinity, on the nodes the array filters left.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from drs_prom import filters
+from drs_prom import filters, interpod
 from drs_prom.types import NodeInfo, PodRequest
+
+_NONE: dict[
+    str, int
+] = {}  # requested_scalar of nodes when no placed pod requests a scalar resource (shared, never mutated)
 
 MAX_STATIC_MASKS = 256
 """Distinct pod constraint sets remembered per table version (a bound on memory)."""
@@ -40,8 +46,13 @@ class NodeTable:
         self.pods = np.zeros(n, dtype=np.int64)
         self._infos: list[NodeInfo | None] = [None] * n  # NodeInfo with current requests, built on demand
         self._static: dict[tuple, np.ndarray] = {}
+        names = sorted({k for b in self.base for k in b.allocatable_scalar})
+        self.alloc_scalar = {
+            k: np.array([b.allocatable_scalar.get(k, 0) for b in self.base], dtype=np.int64).reshape(n) for k in names
+        }
+        self.req_scalar: dict[str, np.ndarray] = {}  # one array per scalar resource some placed pod requests
 
-    def add(self, node: str, cpu_m: int, mem: int, count: int) -> None:
+    def add(self, node: str, cpu_m: int, mem: int, count: int, scalar: Sequence[tuple[str, int]] = ()) -> None:
         """Add (or with negative values remove) one pod's requests on ``node``; unknown nodes are ignored."""
         i = self.index.get(node)
         if i is None:
@@ -49,6 +60,11 @@ class NodeTable:
         self.req_cpu[i] += cpu_m
         self.req_mem[i] += mem
         self.pods[i] += count
+        for name, amount in scalar:
+            arr = self.req_scalar.get(name)
+            if arr is None:
+                arr = self.req_scalar[name] = np.zeros(len(self.names), dtype=np.int64)
+            arr[i] += amount
 
     def static_mask(self, pod: PodRequest) -> np.ndarray:
         key = filters.constraint_key(pod)
@@ -60,35 +76,65 @@ class NodeTable:
             self._static[key] = mask
         return mask
 
-    def view(self) -> NodeView:
+    def view(
+        self, near: Callable[[], interpod.Neighbours] = lambda: interpod.EMPTY, existing_anti: bool = False
+    ) -> NodeView:
         return NodeView(
             table=self,
             names=self.names,
             req_cpu=self.req_cpu.copy(),
             req_mem=self.req_mem.copy(),
             pods=self.pods.copy(),
+            req_scalar={k: v.copy() for k, v in self.req_scalar.items()},
+            near=near,
+            existing_anti=existing_anti,
         )
 
 
 @dataclass(frozen=True)
 class NodeView:
-    """The requests per node at one moment (copies), plus the table's static arrays."""
+    """The requests per node at one moment (copies), plus the table's static arrays.
+
+    ``near()`` gives the pods placed on each node (bound and assumed) and the namespaces' labels,
+    built only when a pod needs them; ``existing_anti`` says whether some placed pod has required
+    anti-affinity (then every pod needs them).
+    """
 
     table: NodeTable
     names: tuple[str, ...]
     req_cpu: np.ndarray
     req_mem: np.ndarray
     pods: np.ndarray
+    req_scalar: Mapping[str, np.ndarray] = field(default_factory=dict)
+    near: Callable[[], interpod.Neighbours] = lambda: interpod.EMPTY
+    existing_anti: bool = False
 
     def __len__(self) -> int:
         return len(self.names)
 
     def feasible(self, pod: PodRequest) -> np.ndarray:
-        """Every core filter, vectorised (the static part cached per constraint key)."""
+        """Every filter of the default profile (the static part cached per constraint key)."""
         t = self.table
-        return t.static_mask(pod) & filters.resource_mask(
-            pod, t.alloc_cpu, t.alloc_mem, t.alloc_pods, self.req_cpu, self.req_mem, self.pods
+        if pod.unsupported:
+            return np.zeros(len(self.names), dtype=bool)  # refused before any node is looked at
+        mask = t.static_mask(pod) & filters.resource_mask(
+            pod,
+            t.alloc_cpu,
+            t.alloc_mem,
+            t.alloc_pods,
+            self.req_cpu,
+            self.req_mem,
+            self.pods,
+            t.alloc_scalar,
+            self.req_scalar,
         )
+        if interpod.needs_neighbours(pod, self.existing_anti) and mask.any():
+            mask = interpod.neighbour_mask(pod, t.base, self.near(), mask, self.existing_anti)
+        return mask
+
+    def filter_result(self, pod: PodRequest) -> filters.FilterResult:
+        """Reasons per node, as kube-scheduler words them (for a FailedScheduling event)."""
+        return interpod.filter_all(pod, self.all_infos(), self.near())
 
     def infos(self, idx: Sequence[int] | np.ndarray) -> list[NodeInfo]:
         """NodeInfo (requests as of this view) for the nodes at ``idx``; built once per node
@@ -96,12 +142,22 @@ class NodeView:
         cache = self.table._infos
         base = self.table.base
         cpus, mems, counts = self.req_cpu.tolist(), self.req_mem.tolist(), self.pods.tolist()
+        scalars = {k: v.tolist() for k, v in self.req_scalar.items()}
         out = []
         for i in np.asarray(idx, dtype=np.int64).tolist():
             cpu, mem, count = cpus[i], mems[i], counts[i]
+            scalar = {k: v[i] for k, v in scalars.items() if v[i]} if scalars else _NONE
             got = cache[i]
-            if got is None or got.requested_cpu_m != cpu or got.requested_mem_bytes != mem or got.pod_count != count:
-                got = dataclasses.replace(base[i], requested_cpu_m=cpu, requested_mem_bytes=mem, pod_count=count)
+            if (
+                got is None
+                or got.requested_cpu_m != cpu
+                or got.requested_mem_bytes != mem
+                or got.pod_count != count
+                or (got.requested_scalar is not scalar and got.requested_scalar != scalar)
+            ):
+                got = dataclasses.replace(
+                    base[i], requested_cpu_m=cpu, requested_mem_bytes=mem, pod_count=count, requested_scalar=scalar
+                )
                 cache[i] = got  # harmless if stale by now: every use compares the counts first
             out.append(got)
         return out

@@ -16,7 +16,7 @@ memory overcommit slows pods as swapping would.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,10 +44,12 @@ class Nodes:
     alloc_pods: np.ndarray  # (n,) int64
     labels: tuple[dict[str, str], ...]
     taints: tuple[tuple[Taint, ...], ...]
+    alloc_scalar: dict[str, np.ndarray] = field(default_factory=dict)  # extended resource -> (n,) int64
 
     @classmethod
     def from_scenario(cls, scenario: Scenario) -> Nodes:
         names, cap, idle, acpu, amem, apods, labels, taints = [], [], [], [], [], [], [], []
+        extended: list[dict[str, int]] = []
         for t in scenario.nodes:
             for i in range(t.count):
                 names.append(f"{t.name}-{i + 1}")
@@ -59,6 +61,8 @@ class Nodes:
                 apods.append(t.allocatable_pods)
                 labels.append(node_labels(t, i))
                 taints.append(tuple(Taint(x.key, x.value, x.effect) for x in t.taints))
+                extended.append(t.extended)
+        names_x = sorted({k for e in extended for k in e})
         return cls(
             names=tuple(names),
             capacity=np.array(cap, dtype=np.float64),
@@ -68,6 +72,7 @@ class Nodes:
             alloc_pods=np.array(apods, dtype=np.int64),
             labels=tuple(labels),
             taints=tuple(taints),
+            alloc_scalar={k: np.array([e.get(k, 0) for e in extended], dtype=np.int64) for k in names_x},
         )
 
     def __len__(self) -> int:
@@ -90,6 +95,7 @@ class Cluster:
     req_cpu_m: np.ndarray = field(init=False)
     req_mem: np.ndarray = field(init=False)
     pod_count: np.ndarray = field(init=False)
+    req_scalar: dict[str, np.ndarray] = field(init=False)  # extended resource -> (n,) requested by running pods
     cum: np.ndarray = field(init=False)  # (n, 6) integral of used load since t=0 (core-s, byte-s, bytes)
     _hist_t: list[float] = field(init=False)
     _hist_cum: list[np.ndarray] = field(init=False)
@@ -105,6 +111,7 @@ class Cluster:
         self.req_cpu_m = np.zeros(n, dtype=np.int64)
         self.req_mem = np.zeros(n, dtype=np.int64)
         self.pod_count = np.zeros(n, dtype=np.int64)
+        self.req_scalar = {}
         self.cum = np.zeros((n, N_FEATURES))
         self._hist_t = [self.t]
         self._hist_cum = [self.cum.copy()]
@@ -114,6 +121,7 @@ class Cluster:
         c.nodes, c.workload, c.metric_window, c.t = self.nodes, self.workload, self.metric_window, self.t
         for name in ("node_of", "remaining", "start", "finish", "running", "req_cpu_m", "req_mem", "pod_count", "cum"):
             setattr(c, name, getattr(self, name).copy())
+        c.req_scalar = {k: v.copy() for k, v in self.req_scalar.items()}
         c._hist_t = list(self._hist_t)
         c._hist_cum = list(self._hist_cum)
         c._rates = self._rates
@@ -149,21 +157,25 @@ class Cluster:
                 pod_count=count,
                 labels=labels,
                 taints=taints,
+                allocatable_scalar={k: int(v[i]) for k, v in nd.alloc_scalar.items()} if nd.alloc_scalar else {},
+                requested_scalar={k: int(v[i]) for k, v in self.req_scalar.items() if v[i]} if self.req_scalar else {},
             )
-            for name, acpu, amem, apods, rcpu, rmem, count, labels, taints in zip(
-                nd.names,
-                nd.alloc_cpu_m.tolist(),
-                nd.alloc_mem.tolist(),
-                nd.alloc_pods.tolist(),
-                self.req_cpu_m.tolist(),
-                self.req_mem.tolist(),
-                self.pod_count.tolist(),
-                nd.labels,
-                nd.taints,
+            for i, (name, acpu, amem, apods, rcpu, rmem, count, labels, taints) in enumerate(
+                zip(
+                    nd.names,
+                    nd.alloc_cpu_m.tolist(),
+                    nd.alloc_mem.tolist(),
+                    nd.alloc_pods.tolist(),
+                    self.req_cpu_m.tolist(),
+                    self.req_mem.tolist(),
+                    self.pod_count.tolist(),
+                    nd.labels,
+                    nd.taints,
+                )
             )
         ]
 
-    def fits_mask(self, cpu_m: int, mem_bytes: int) -> np.ndarray:
+    def fits_mask(self, cpu_m: int, mem_bytes: int, scalar: Sequence[tuple[str, int]] = ()) -> np.ndarray:
         """NodeResourcesFit alone, vectorised: what filters.feasible_mask returns on nodes with no taints
         or selectors (the env checks that equivalence and falls back to filters otherwise)."""
         nd = self.nodes
@@ -172,6 +184,10 @@ class Cluster:
             ok &= cpu_m <= nd.alloc_cpu_m - self.req_cpu_m
         if mem_bytes > 0:
             ok &= mem_bytes <= nd.alloc_mem - self.req_mem
+        for name, amount in scalar:
+            if amount > 0:
+                have = nd.alloc_scalar.get(name, np.zeros(len(nd), dtype=np.int64))
+                ok &= amount <= have - self.req_scalar.get(name, 0)
         return ok
 
     def _compute_rates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -247,6 +263,12 @@ class Cluster:
         self.req_cpu_m[node] += self.workload.cpu_m[pod]
         self.req_mem[node] += self.workload.mem_bytes[pod]
         self.pod_count[node] += 1
+        if self.workload.scalar is not None:
+            for name, amount in self.workload.scalar[pod]:
+                arr = self.req_scalar.get(name)
+                if arr is None:
+                    arr = self.req_scalar[name] = np.zeros(len(self.nodes), dtype=np.int64)
+                arr[node] += amount
         self._rates = None
 
     def next_completion(self) -> float:
@@ -296,6 +318,10 @@ class Cluster:
         self.req_cpu_m -= np.bincount(where, weights=self.workload.cpu_m[pods], minlength=n).astype(np.int64)
         self.req_mem -= np.bincount(where, weights=self.workload.mem_bytes[pods], minlength=n).astype(np.int64)
         self.pod_count -= np.bincount(where, minlength=n)
+        if self.workload.scalar is not None:
+            for pod, node in zip(pods.tolist(), where.tolist()):
+                for name, amount in self.workload.scalar[pod]:
+                    self.req_scalar[name][node] -= amount
         self.running = still_running
         self._rates = None
 

@@ -362,7 +362,7 @@ class SchedulingEnv:
         req = self.workload.pod_request(pod)
         nodes = self.cluster.node_infos()
         if self._plain:  # no taints, selectors or affinity anywhere: only NodeResourcesFit can fail
-            mask = self.cluster.fits_mask(req.cpu_m, req.mem_bytes)
+            mask = self.cluster.fits_mask(req.cpu_m, req.mem_bytes, req.scalar)
         else:
             mask = feasible_mask(req, nodes)
         if not mask.any():

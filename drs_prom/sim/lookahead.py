@@ -51,6 +51,7 @@ def _columns(wl: Workload) -> dict[str, list | np.ndarray]:
         "estimate": wl.demand if wl.estimate is None else wl.estimate,
         "tolerations": list(wl.tolerations) if wl.tolerations is not None else [()] * len(wl),
         "pinned": np.full(len(wl), -1, dtype=np.int64) if wl.pinned is None else wl.pinned,
+        "scalar": list(wl.scalar) if wl.scalar is not None else [()] * len(wl),
     }
 
 
@@ -76,6 +77,7 @@ def _stack(parts: list[tuple[Workload, np.ndarray]]) -> Workload:
         estimate=np.asarray(out["estimate"], dtype=np.float64),
         tolerations=tuple(out["tolerations"]),
         pinned=np.asarray(out["pinned"], dtype=np.int64),
+        scalar=tuple(out["scalar"]) if any(out["scalar"]) else None,
     )
 
 

@@ -106,9 +106,17 @@ class NodeType(_Quantities):
     allocatable_cpu_m: float | None = Field(None, gt=0, description="Default: all cores.")
     allocatable_mem_bytes: float | None = Field(None, gt=0, description="Default: all memory.")
     allocatable_pods: int = Field(110, ge=1)
+    extended: dict[str, int] = Field(
+        {}, description="Allocatable extended resources per node, e.g. {nvidia.com/gpu: 4} (device plugins)."
+    )
     idle: Idle = Idle()
     labels: dict[str, str] = {}
     taints: tuple[TaintSpec, ...] = ()
+
+    @field_validator("extended")
+    @classmethod
+    def _extended(cls, value: dict[str, int]) -> dict[str, int]:
+        return _extended_resources(value)
 
     @field_validator("allocatable_cpu_m", "allocatable_mem_bytes", mode="before")
     @classmethod
@@ -145,9 +153,29 @@ class Demand(_Quantities):
         )
 
 
+def _extended_resources(value: dict[str, int]) -> dict[str, int]:
+    """Extended resources are named ``vendor/name`` and counted in whole units, as in Kubernetes."""
+    for name, amount in value.items():
+        if "/" not in name or name.startswith(("requests.", "kubernetes.io/")):
+            raise ValueError(f"extended resource {name!r} must be named vendor/name (e.g. nvidia.com/gpu)")
+        if amount < 0:
+            raise ValueError(f"extended resource {name!r} must not be negative")
+    return value
+
+
 class Requests(_Quantities):
     cpu_m: float = Field(ge=0)
     mem_bytes: float = Field(ge=0)
+    extended: dict[str, int] = Field({}, description="Extended resources per pod, e.g. {nvidia.com/gpu: 1}.")
+
+    @field_validator("extended")
+    @classmethod
+    def _extended(cls, value: dict[str, int]) -> dict[str, int]:
+        return _extended_resources(value)
+
+    def scalar(self) -> tuple[tuple[str, int], ...]:
+        """The requests NodeResourcesFit checks beyond cpu and memory (PodRequest.scalar), by name."""
+        return tuple(sorted((k, v) for k, v in self.extended.items() if v > 0))
 
 
 class Profile(_Quantities):

@@ -32,6 +32,7 @@ class Workload:
     estimate: np.ndarray | None = None  # (P, 6) what policies are told (PodRequest.demand); None = demand
     tolerations: tuple[tuple[Toleration, ...], ...] | None = None  # per pod; None = none
     pinned: np.ndarray | None = None  # (P,) node index of background pods, -1 for pods a policy places
+    scalar: tuple[tuple[tuple[str, int], ...], ...] | None = None  # per pod extended requests; None = none
 
     def __len__(self) -> int:
         return len(self.names)
@@ -53,6 +54,7 @@ class Workload:
             profile=self.profiles[i],
             owner=f"Job/{self.profiles[i]}",
             tolerations=() if self.tolerations is None else self.tolerations[i],
+            scalar=() if self.scalar is None else self.scalar[i],
         )
 
 
@@ -95,6 +97,7 @@ def generate(scenario: Scenario, seed: int) -> Workload:
         counters[p] = counters.get(p, 0) + 1
         names.append(f"{p}-{counters[p]:05d}")
     tols = [tuple(Toleration(t.key, t.operator, t.value, t.effect) for t in p.tolerations) for p in profs]
+    scalars = [p.requests.scalar() for p in profs]
     wl = Workload(
         names=tuple(names),
         profiles=tuple(pnames[k] for k in kind),
@@ -106,6 +109,7 @@ def generate(scenario: Scenario, seed: int) -> Workload:
         node_selector=tuple(dict(profs[k].node_selector) for k in kind),
         estimate=estimate,
         tolerations=tuple(tols[k] for k in kind) if any(tols) else None,
+        scalar=tuple(scalars[k] for k in kind) if any(scalars) else None,
     )
     return _with_background(wl, scenario, seed) if scenario.background else wl
 
@@ -155,4 +159,5 @@ def _with_background(wl: Workload, scenario: Scenario, seed: int) -> Workload:
         estimate=np.concatenate([wl.estimate if wl.estimate is not None else wl.demand, *demand])[order],
         tolerations=tuple([*(wl.tolerations or [no_tols] * len(wl)), *([no_tols] * nb)][i] for i in order),
         pinned=np.concatenate([np.full(len(wl), -1, dtype=np.int64), *pinned])[order],
+        scalar=None if wl.scalar is None else tuple([*wl.scalar, *([()] * nb)][i] for i in order),
     )

@@ -92,6 +92,9 @@ def pod_manifest(
             ],
         },
     }
+    if wl.scalar is not None and wl.scalar[i]:
+        # extended resources are asked for as limits (the apiserver copies them to requests)
+        body["spec"]["containers"][0]["resources"]["limits"] = {k: str(v) for k, v in wl.scalar[i]}
     if external:
         body["spec"]["tolerations"] = [TOLERATION]
         body["spec"]["nodeSelector"] = {**dict(wl.node_selector[i]), TESTBED_TAINT["key"]: TESTBED_TAINT["value"]}

@@ -153,6 +153,8 @@ class TwinKubelet:
         self.stats = KubeletStats()
         self._requested = {n: [0, 0, 0] for n in nodes.names}  # cpu_m, mem, pods of admitted running pods
         self._pod_req: dict[str, tuple[str, int, int]] = {}
+        self._scalar: dict[str, dict[str, int]] = {n: {} for n in nodes.names}  # extended requests admitted
+        self._pod_scalar: dict[str, tuple[tuple[str, int], ...]] = {}
         self._lock = threading.Lock()
         # several writers, a pod always on the same one: its Running is written before its Succeeded
         self._writes: list[queue.Queue[tuple[float, str, str, dict[str, Any]]]] = [
@@ -201,6 +203,8 @@ class TwinKubelet:
             pod_count=pods,
             labels={**dict(nd.labels[i]), **self._mark_labels},
             taints=(*nd.taints[i], *self._mark_taints),
+            allocatable_scalar={k: int(v[i]) for k, v in nd.alloc_scalar.items()},
+            requested_scalar=dict(self._scalar[name]),
         )
 
     def _on_pod(self, pod: Mapping[str, Any]) -> None:
@@ -235,9 +239,20 @@ class TwinKubelet:
             r[1] += req.mem_bytes
             r[2] += 1
             self._pod_req[name] = (node, req.cpu_m, req.mem_bytes)
+            self._add_scalar(node, name, req.scalar, 1)
             self.stats.admitted += 1
         self._queue_meta(name, {STARTED_ANNOTATION: f"{started:.3f}"})
         self._queue_status(name, self._running(started))
+
+    def _add_scalar(self, node: str, pod: str, scalar: tuple[tuple[str, int], ...], sign: int) -> None:
+        """Count (sign 1) or release (-1) a pod's extended requests on ``node`` (called under the lock)."""
+        held = self._scalar[node]
+        for k, v in scalar:
+            held[k] = held.get(k, 0) + sign * v
+        if sign > 0 and scalar:
+            self._pod_scalar[pod] = scalar
+        elif sign < 0:
+            self._pod_scalar.pop(pod, None)
 
     # -- completions ---------------------------------------------------------------------
     def _completions(self) -> None:
@@ -250,6 +265,7 @@ class TwinKubelet:
                     r[0] -= cpu
                     r[1] -= mem
                     r[2] -= 1
+                    self._add_scalar(node, name, self._pod_scalar.get(name, ()), -1)
                     self.stats.completed += 1
                 started = self.live.wall_time(start_sim)
                 self._queue_meta(name, {FINISHED_ANNOTATION: f"{finished:.3f}"})

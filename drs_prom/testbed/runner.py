@@ -153,6 +153,7 @@ class Testbed:
                 pods=str(int(nd.alloc_pods[i])),
                 labels=dict(nd.labels[i]),
                 taints=taints or None,
+                extra_resources={k: str(int(v[i])) for k, v in nd.alloc_scalar.items() if v[i]} or None,
             )
 
         with ThreadPoolExecutor(8) as pool:

@@ -86,6 +86,11 @@ ALLOWED = [
     ("get", "nodes", None),
     ("list", "nodes", None),
     ("watch", "nodes", None),
+    ("list", "namespaces", None),  # namespaceSelector of pod (anti-)affinity terms
+    ("watch", "namespaces", None),
+    ("list", "persistentvolumeclaims", None),  # the volume filters
+    ("watch", "persistentvolumes", None),
+    ("watch", "storageclasses.storage.k8s.io", None),
     ("create", "pods:binding", "some-ns"),
     ("create", "events", "some-ns"),
     ("patch", "events", "some-ns"),
@@ -106,6 +111,10 @@ REFUSED = [
     ("patch", "nodes", None),
     ("delete", "nodes", None),
     ("update", "nodes:status", None),
+    ("update", "namespaces", None),
+    ("delete", "namespaces", None),
+    ("update", "persistentvolumeclaims", "some-ns"),
+    ("delete", "persistentvolumes", None),
     ("create", "leases.coordination.k8s.io", "kube-system"),
     ("list", "leases.coordination.k8s.io", "drs-system"),
     ("delete", "leases.coordination.k8s.io", "drs-system"),

@@ -89,6 +89,27 @@ def test_verbs_on_literal_extender_args():
         decider.stop()
 
 
+def test_filter_verb_runs_the_full_chain_but_leaves_volumes_to_kube_scheduler():
+    server, _ = _extender(source=FixedSource())
+    server.start()
+    try:
+        gpu_node = node_json("ex-a")
+        gpu_node["status"]["allocatable"]["nvidia.com/gpu"] = "1"
+        nodes = {"items": [gpu_node, node_json("ex-b")]}
+        pod = pod_body("g")
+        pod["metadata"]["namespace"] = "ns"
+        pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}
+        out = post(server.port, "filter", {"Pod": pod, "Nodes": nodes})
+        assert [n["metadata"]["name"] for n in out["Nodes"]["items"]] == ["ex-a"]
+        assert out["FailedNodes"] == {"ex-b": "Insufficient nvidia.com/gpu"}
+        # kube-scheduler has run VolumeBinding before calling the extender: a claim is no reason to refuse
+        pod = pod_body("v", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}])
+        out = post(server.port, "filter", {"Pod": pod, "Nodes": nodes})
+        assert len(out["Nodes"]["items"]) == 2 and out["FailedNodes"] == {}
+    finally:
+        server.stop()
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("node_cache_capable", [True, False])
 def test_real_kube_scheduler_uses_the_extender(

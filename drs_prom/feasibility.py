@@ -1,0 +1,73 @@
+"""Which nodes may take a pod, from the Kubernetes objects alone: the scheduler's filters as one call.
+
+``feasible_nodes`` takes the JSON the REST API returns (camelCase dicts) and answers, for every node,
+the reasons kube-scheduler's default profile would give (an empty tuple: the node is feasible). It
+parses with the live scheduler's own parser (``scheduler.kube``) and filters with its own chain
+(``interpod.filter_all``), so agreeing with kube-scheduler here means the scheduler agrees too; a test
+can put it beside kube-scheduler's answer for the same cluster state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from drs_prom import interpod, volumes
+from drs_prom.scheduler import kube
+from drs_prom.types import PodRecord
+
+
+def neighbours(
+    pods: Sequence[Mapping[str, Any]],
+    namespaces: Sequence[Mapping[str, Any]],
+    node_names: set[str],
+    pvcs: Sequence[Mapping[str, Any]] = (),
+    pvs: Sequence[Mapping[str, Any]] = (),
+    storage_classes: Sequence[Mapping[str, Any]] = (),
+) -> interpod.Neighbours:
+    """Placed pods by node (pods not yet bound, finished ones and pods on unknown nodes aside), the
+    labels of each namespace, and the claims, volumes and storage classes."""
+    by_node: dict[str, list[PodRecord]] = {}
+    for pod in pods:
+        node = ((pod.get("spec") or {}).get("nodeName")) or ""
+        if not node or node not in node_names or kube.is_terminal(pod):
+            continue
+        by_node.setdefault(node, []).append(kube.to_pod_record(pod, node))
+    ns_labels = {
+        str((ns.get("metadata") or {}).get("name", "")): dict((ns.get("metadata") or {}).get("labels") or {})
+        for ns in namespaces
+    }
+    claims = [kube.to_claim_info(c) for c in pvcs]
+    storage = volumes.Storage(
+        claims={(c.namespace, c.name): c for c in claims},
+        volumes={v.name: v for v in map(kube.to_volume_info, pvs)},
+        binding_modes=dict(map(kube.binding_mode, storage_classes)),
+        in_use=volumes.claims_in_use((r.namespace, r.claims) for rs in by_node.values() for r in rs),
+    )
+    return interpod.Neighbours(pods_by_node=by_node, namespace_labels=ns_labels, storage=storage)
+
+
+def feasible_nodes(
+    pod: Mapping[str, Any],
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    namespaces: Sequence[Mapping[str, Any]] = (),
+    pvcs: Sequence[Mapping[str, Any]] = (),
+    pvs: Sequence[Mapping[str, Any]] = (),
+    storage_classes: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, tuple[str, ...]]:
+    """Node name -> why ``pod`` cannot go there (empty tuple: it can), for every node in ``nodes``.
+
+    ``pods`` are all pods of the cluster: those bound to a node count there (Succeeded and Failed
+    ones do not, as in kube-scheduler). ``pvcs``, ``pvs`` and ``storage_classes`` feed the volume
+    filters (bound claims); a pod with an unbound WaitForFirstConsumer claim or a DynamicResources
+    claim is refused on every node with a reason saying so (drs-prom never places it on a guess).
+    ValueError (one line) when ``pod`` or a node is not a JSON object.
+    """
+    req = kube.to_pod_request(pod)
+    infos = [kube.to_node_info(n) for n in nodes]
+    near = neighbours(pods, namespaces, {i.name for i in infos}, pvcs, pvs, storage_classes)
+    infos = [interpod.with_pods(i, near.pods_by_node.get(i.name, ())) for i in infos]
+    result = interpod.filter_all(req, infos, near)
+    return {info.name: reasons for info, reasons in zip(infos, result.reasons)}

@@ -1,0 +1,154 @@
+"""The hard constraints kube-scheduler enforces, enforced by drs-prom's own scheduler on a real
+apiserver: three fake nodes (zones a, a, b; 16 cores each) and the scheduler running as its own
+ServiceAccount (deploy/k8s RBAC, which must let it read namespaces for namespaceSelector).
+
+Required anti-affinity on the hostname binds three replicas on distinct nodes and leaves the fourth
+Pending; zone spread with maxSkew 1 splits six pods 3/3; four pods asking for host port 8080 bind
+three, on distinct nodes; a GPU pod waits with "Insufficient nvidia.com/gpu" until a node's status
+advertises the resource. Pending pods carry kube-scheduler's FailedScheduling wording."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.scheduler.conftest import events_for, list_pods, pod_body
+from tests.waiting import wait_for
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+
+
+def _failed(core, ns: str, name: str, text: str) -> str | None:
+    return next(
+        (
+            e["message"]
+            for e in events_for(core, ns, name)
+            if e["reason"] == "FailedScheduling" and text in e["message"]
+        ),
+        None,
+    )
+
+
+def _placement(core, ns: str, prefix: str) -> dict[str, str | None]:
+    return {
+        p["metadata"]["name"]: p["spec"].get("nodeName")
+        for p in list_pods(core, ns)
+        if p["metadata"]["name"].startswith(prefix)
+    }
+
+
+@pytest.mark.integration
+def test_the_probe_anti_affinity_spread_host_ports_and_gpus(core, ns, fake_nodes, make_scheduler):
+    nodes = {
+        fake_nodes(f"{ns}-{n}", cpu="16", memory="64Gi", labels={ZONE: z, "probe": ns}): z
+        for n, z in (("a1", "a"), ("a2", "a"), ("b1", "b"))
+    }
+    only_probe = {"nodeSelector": {"probe": ns}}
+    make_scheduler()
+
+    def create(name: str, labels: dict, **spec) -> None:
+        body = pod_body(name, **only_probe, **spec)
+        body["metadata"]["labels"] = labels
+        core.create_namespaced_pod(ns, body, _preload_content=False)
+
+    anti = {"app": "anti"}
+    term = {"labelSelector": {"matchLabels": anti}, "topologyKey": HOST}
+    for i in range(4):
+        create(
+            f"anti-{i}", anti, affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        )
+    spread = {"app": "spread"}
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": spread},
+    }
+    for i in range(6):
+        create(f"spread-{i}", spread, topologySpreadConstraints=[constraint])
+    for i in range(4):
+        body_ports = [{"containerPort": 80, "hostPort": 8080}]
+        body = pod_body(f"port-{i}", **only_probe)
+        body["spec"]["containers"][0]["ports"] = body_ports
+        core.create_namespaced_pod(ns, body, _preload_content=False)
+    gpu = pod_body("gpu", **only_probe)
+    gpu["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}
+    core.create_namespaced_pod(ns, gpu, _preload_content=False)
+
+    def settled(prefix: str, bound: int):
+        got = _placement(core, ns, prefix)
+        return got if sum(1 for n in got.values() if n) == bound else None
+
+    placed = wait_for(lambda: settled("anti-", 3), 60, "3 anti-affinity replicas bound")
+    assert sorted(n for n in placed.values() if n) == sorted(nodes)  # one per node
+    (waiting,) = [p for p, n in placed.items() if not n]
+    wait_for(lambda: _failed(core, ns, waiting, "node(s) didn't match pod anti-affinity rules"), 30, "anti event")
+
+    placed = wait_for(lambda: settled("spread-", 6), 60, "6 spread pods bound")
+    zones = [nodes[n] for n in placed.values() if n]
+    assert zones.count("a") == zones.count("b") == 3
+
+    placed = wait_for(lambda: settled("port-", 3), 60, "3 host-port pods bound")
+    assert len({n for n in placed.values() if n}) == 3
+    (waiting,) = [p for p, n in placed.items() if not n]
+    wait_for(
+        lambda: _failed(core, ns, waiting, "node(s) didn't have free ports for the requested pod ports"),
+        30,
+        "port event",
+    )
+
+    msg = wait_for(lambda: _failed(core, ns, "gpu", "Insufficient nvidia.com/gpu"), 30, "gpu event")
+    assert msg.startswith("0/")
+    assert _placement(core, ns, "gpu")["gpu"] is None
+    b1 = f"{ns}-b1"
+    core.patch_node_status(
+        b1, {"status": {"capacity": {"nvidia.com/gpu": "1"}, "allocatable": {"nvidia.com/gpu": "1"}}}
+    )
+    wait_for(lambda: _placement(core, ns, "gpu")["gpu"] == b1, 60, "gpu pod bound once b1 advertises a GPU")
+
+    # nothing bound stayed pending silently, and the pods still waiting are the two kube-scheduler leaves
+    still = sorted(
+        p for prefix in ("anti-", "spread-", "port-") for p, n in _placement(core, ns, prefix).items() if not n
+    )
+    assert len(still) == 2
+
+
+@pytest.mark.integration
+def test_a_claim_waiting_for_its_first_consumer_is_refused_named_and_counted(
+    control_plane, core, ns, fake_nodes, make_scheduler
+):
+    from kubernetes import client
+
+    fake_nodes(f"{ns}-v1", labels={"probe": ns})
+    storage = client.StorageV1Api(control_plane.admin_client)
+    sc = f"wffc-{ns}"
+    storage.create_storage_class(
+        {"metadata": {"name": sc}, "provisioner": "example.com/none", "volumeBindingMode": "WaitForFirstConsumer"}
+    )
+    try:
+        claim = {
+            "metadata": {"name": "data"},
+            "spec": {
+                "storageClassName": sc,
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+        core.create_namespaced_persistent_volume_claim(ns, claim)
+        sched = make_scheduler()
+        body = pod_body(
+            "v", nodeSelector={"probe": ns}, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]
+        )
+        core.create_namespaced_pod(ns, body, _preload_content=False)
+        missing = pod_body(
+            "m", nodeSelector={"probe": ns}, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "nope"}}]
+        )
+        core.create_namespaced_pod(ns, missing, _preload_content=False)
+        msg = wait_for(lambda: _failed(core, ns, "v", "WaitForFirstConsumer"), 30, "refusal event")
+        assert "extender" in msg
+        wait_for(lambda: _failed(core, ns, "m", 'persistentvolumeclaim "nope" not found'), 30, "missing-claim event")
+        reason = "unbound WaitForFirstConsumer PersistentVolumeClaims (VolumeBinding)"
+        assert sched.metrics.registry.get_sample_value("drs_unsupported_pods_total", {"reason": reason}) >= 1
+        assert _placement(core, ns, "v")["v"] is None and _placement(core, ns, "m")["m"] is None
+    finally:
+        storage.delete_storage_class(sc)
