@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drs_prom.features import N_FEATURES
+from drs_prom.features import DRS_SCALE, N_FEATURES
 from drs_prom.policy import DecisionContext, node_requests
 
 CANDIDATE_SCHEMA = 2
@@ -30,9 +30,6 @@ CANDIDATE_COLUMNS: tuple[str, ...] = (
     "stale",
 )
 N_CANDIDATE = len(CANDIDATE_COLUMNS)
-
-DRS_SCALE = 100.0
-"""DRS scaled every state value to 0..100 (and its reward is on the same scale)."""
 
 
 def _clean_load(load: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
