@@ -42,7 +42,7 @@ def _clean_load(load: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def candidate_matrix(ctx: DecisionContext, recent: np.ndarray | None = None) -> np.ndarray:
     """(n_nodes, N_CANDIDATE) float32: what each node would look like with the pod on it.
 
-    ``recent``: (n, 6) load of our own recent binds that the metrics do not show yet
+    ``recent``: (n, N_FEATURES) load of our own recent binds that the metrics do not show yet
     (recent_binds.RecentBinds); added to the metrics so that a burst of decisions inside
     one rate window does not herd onto the node that merely looks idle.
 

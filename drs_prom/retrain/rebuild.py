@@ -223,7 +223,7 @@ def _context(d: Decision, raw: np.ndarray, history: NodeHistory, settings: Setti
         uid=d.pod_uid,
         cpu_m=int(d.pod_cpu_m or 0),
         mem_bytes=int(d.pod_mem_bytes or 0),
-        demand=tuple(d.pod_features),  # type: ignore[arg-type]
+        demand=tuple(d.pod_features),
     )
     return DecisionContext(
         pod=pod, nodes=nodes, feasible=np.asarray(d.feasible, bool), load=load, pod_load=pod_load, now=d.ts

@@ -79,7 +79,7 @@ class StepInfo:
     node: str
     node_index: int
     t: float  # simulated seconds at the bind
-    load_before: np.ndarray  # (n, 6) = ctx.load of this decision
+    load_before: np.ndarray  # (n, N_FEATURES) = ctx.load of this decision
     requested_after: np.ndarray  # (n, 2) requested/allocatable cpu and memory after the bind
     finished: tuple[FinishedPod, ...]  # pods that finished between this bind and the next decision
     queue_length: int  # pods waiting because nothing fits, at the next decision
@@ -98,7 +98,7 @@ class StepInfo:
 
     @property
     def load_after(self) -> np.ndarray:
-        """(n, 6) as the metrics show it settle_seconds after the bind (look-ahead, no other binds)."""
+        """(n, N_FEATURES) as the metrics show it settle_seconds after the bind (look-ahead, no other binds)."""
         return self._settled[0]
 
     @property
@@ -173,7 +173,7 @@ class EpisodeResult:
 
 
 def scaled_load(used: np.ndarray, capacity: np.ndarray, norm: Normalisation) -> np.ndarray:
-    """Absolute load (..., n, 6) on the benchmark's scales: cpu/mem as fractions of capacity, then ``norm``."""
+    """Absolute load (..., n, N_FEATURES) on the benchmark's scales: cpu/mem as fractions of capacity, then ``norm``."""
     raw = np.array(used, dtype=np.float64)
     raw[..., :2] /= capacity[..., :2]
     m = raw / scales(norm)

@@ -53,6 +53,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from drs_prom.errors import ConfigError
+from drs_prom.features import N_FEATURES
 from drs_prom.sim.scenario import Scenario
 
 GIB = 2.0**30
@@ -173,7 +174,7 @@ def _node_count(rng: np.random.Generator, pair: tuple[int, int]) -> int:
 class _Gen:
     name: str
     count: int
-    cap: np.ndarray  # (6,) cores, bytes, B/s x4
+    cap: np.ndarray  # (N_FEATURES,) cores, bytes, B/s x4
     idle_cpu: float
     idle_mem: float
     labels: dict[str, str]
@@ -314,7 +315,7 @@ def _noisy(rng: np.random.Generator, p: GeneratorParams, gens: list[_Gen]) -> li
     for idx in rng.choice(len(hosts), size=min(k, len(hosts)), replace=False):
         host, g = hosts[int(idx)]
         kind = int(rng.integers(3))  # 0 cpu hog, 1 network hog, 2 disk hog
-        demand = np.zeros(6)
+        demand = np.zeros(N_FEATURES)
         demand[0] = g.cap[0] * rng.uniform(0.1, 0.3)
         demand[1] = g.cap[1] * rng.uniform(0.02, 0.1)
         if kind == 0:

@@ -1,7 +1,7 @@
 """The training loop for both agents, on any env with the simulator's reset/step API.
 
 ``env.reset() -> ctx``; ``env.step(node_index) -> (ctx_next, info, done)`` where
-``info.load_before``/``info.load_after`` are the normalised (n, 6) matrices around the
+``info.load_before``/``info.load_after`` are the normalised (n, N_FEATURES) matrices around the
 settled action. Saving, plotting and benchmarking the result are in drs_prom.training.run.
 """
 
