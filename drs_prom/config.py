@@ -187,6 +187,18 @@ class Normalisation(_Section):
     disk_write_full_bytes: float = Field(200e6, gt=0, description="Disk write rate that reads as 1.0.")
     clip: bool = Field(True, description="Cap every feature at 1.0 as DRS did.")
 
+    @property
+    def full_values(self) -> tuple[float, ...]:
+        """The raw value at which each feature reads as 1.0, in drs_prom.features.FEATURES order."""
+        return (
+            self.cpu_full,
+            self.mem_full,
+            self.net_rx_full_bytes,
+            self.net_tx_full_bytes,
+            self.disk_read_full_bytes,
+            self.disk_write_full_bytes,
+        )
+
     @classmethod
     def drs_paper(cls) -> Normalisation:
         """The scales of the DRS prototype, for reproducing its numbers."""

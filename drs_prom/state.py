@@ -46,17 +46,7 @@ class MetricsSource(Protocol):
 
 def scales(norm: Normalisation) -> np.ndarray:
     """Raw value at which each feature reads as 1.0, in FEATURES order."""
-    return np.array(
-        [
-            norm.cpu_full,
-            norm.mem_full,
-            norm.net_rx_full_bytes,
-            norm.net_tx_full_bytes,
-            norm.disk_read_full_bytes,
-            norm.disk_write_full_bytes,
-        ],
-        dtype=np.float64,
-    )
+    return np.array(norm.full_values, dtype=np.float64)
 
 
 def node_matrix(features: pd.DataFrame, norm: Normalisation, nodes: Sequence[str] | None = None) -> np.ndarray:

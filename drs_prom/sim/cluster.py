@@ -51,9 +51,9 @@ class Nodes:
         for t in scenario.nodes:
             for i in range(t.count):
                 names.append(f"{t.name}-{i + 1}")
-                c = [t.cpu_cores, t.mem_bytes, t.net_rx_bytes, t.net_tx_bytes, t.disk_read_bytes, t.disk_write_bytes]
+                c = list(t.capacity)
                 cap.append(c)
-                idle.append([t.idle.cpu * c[0], t.idle.mem * c[1], 0.0, 0.0, 0.0, 0.0])
+                idle.append([t.idle.cpu * c[0], t.idle.mem * c[1]] + [0.0] * (len(c) - 2))
                 acpu.append(t.alloc_cpu_m)
                 amem.append(t.alloc_mem)
                 apods.append(t.allocatable_pods)

@@ -54,7 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from drs_prom.errors import ConfigError
 from drs_prom.features import N_FEATURES
-from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.scenario import QUANTITY_KEYS, Scenario
 
 GIB = 2.0**30
 MB = 1e6
@@ -239,7 +239,7 @@ def _profiles(rng: np.random.Generator, p: GeneratorParams, gens: list[_Gen]) ->
         prof["requests"] = {"cpu_m": min(cpu_m, int(alloc_cpu * 0.9)), "mem_bytes": int(min(mem_req, alloc_mem * 0.9))}
         prof["demand"] = dict(
             zip(
-                ("cpu_cores", "mem_bytes", "net_rx_bytes", "net_tx_bytes", "disk_read_bytes", "disk_write_bytes"),
+                QUANTITY_KEYS,
                 (float(x) for x in demand),
             )
         )

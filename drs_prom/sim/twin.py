@@ -49,11 +49,11 @@ from drs_prom.errors import DrsError
 from drs_prom.features import N_FEATURES
 from drs_prom.journal import Decision
 from drs_prom.retrain.rebuild import NodeHistory
-from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.scenario import QUANTITY_KEYS, Scenario
 
 OTHER = "other"
 SET_LABEL = "drs.io/twin-set-"
-FEATURE_KEYS = ("cpu_cores", "mem_bytes", "net_rx_bytes", "net_tx_bytes", "disk_read_bytes", "disk_write_bytes")
+FEATURE_KEYS = QUANTITY_KEYS
 
 
 class TwinError(DrsError):
