@@ -72,6 +72,7 @@ class Scheduler:
         model_loader: Callable[[], Policy | None] | None = None,
         bind_workers: int | None = None,
         serve_http: bool = True,
+        recorder: Any = None,
     ) -> None:
         from kubernetes import client
 
@@ -94,6 +95,7 @@ class Scheduler:
         self.decider = Decider(settings, self.metrics, source=source, policy=policy, model_loader=model_loader)
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.observed = observed
+        self.recorder = recorder
         self.queue = SchedulingQueue(self.cfg.backoff_initial_seconds, self.cfg.backoff_max_seconds)
         if journal is not None:
             journal.busy = self.queue.has_active  # a burst is scheduled first, journalled right after
@@ -205,6 +207,8 @@ class Scheduler:
         self.cache.stop()
         if self.http is not None:
             self.http.stop()
+        if self.recorder is not None:
+            self.recorder.stop()
 
     def _spawn(self, fn: Callable[[], None], name: str) -> None:
         t = threading.Thread(target=fn, name=name, daemon=True)
@@ -326,6 +330,8 @@ class Scheduler:
                     self._scheduled_message(req, node, names, choice.scores, choice.policy, choice.reason)
                     + f"; {arm_text(choice, names)}",
                 )
+                if self.recorder is not None:
+                    self.recorder.record(req, demand, node, names)
             elif outcome in (binder.CONFLICT, binder.GONE):
                 log.info("%s: bind to %s: %s (%s)", item.key, node, outcome, detail)
                 self.cache.forget(item.uid)
