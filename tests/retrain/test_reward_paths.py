@@ -14,7 +14,7 @@ from drs_prom.config import RewardSettings, Settings
 from drs_prom.journal import Decision, node_entries
 from drs_prom.policy import choose
 from drs_prom.registry import make_policy
-from drs_prom.retrain.history_reward import run_alone_seconds
+from drs_prom.retrain.history_reward import ended_between, pod_slowdowns, run_alone_seconds
 from drs_prom.retrain.rebuild import NodeHistory, Transition, rebuild_transitions, reward_delay
 from drs_prom.sim.env import SchedulingEnv, StepInfo
 from drs_prom.sim.scenario import load_scenario
@@ -136,3 +136,9 @@ def test_history_reads_a_pods_run_time_alone_as_its_owners_fastest_run() -> None
     decisions = [d("1", 0.0, "job/a"), d("2", 10.0, "job/a"), d("3", 5.0, "job/b"), d("4", 7.0, None)]
     ends = {"1": 60.0, "2": 50.0, "3": 100.0, "4": 9.0}
     assert run_alone_seconds(decisions, ends) == {"job/a": 40.0, "job/b": 95.0}
+    # slowdown = bind-to-end over the owner's fastest run; an owner-less pod counts 1; a step is (t0, t1]
+    slowdowns = pod_slowdowns(decisions, ends, run_alone_seconds(decisions, ends))
+    assert ended_between(slowdowns, 9.0, 50.0) == (1.0,)  # pod 2 (the fastest of job/a); pod 4 ended at 9, before
+    assert ended_between(slowdowns, 8.0, 9.0) == (1.0,)  # pod 4 (no owner)
+    assert ended_between(slowdowns, 50.0, 60.0) == (1.5,)  # pod 1: 60 s where job/a can run in 40
+    assert ended_between(slowdowns, 60.0, 1e9) == (1.0,)  # pod 3: the only one of job/b
