@@ -117,7 +117,7 @@ class KubeDefault:
 
 
 def _after(ctx: DecisionContext, pending: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Load after placing the pod on each node (n, 6) and the rows that have metrics."""
+    """Load after placing the pod on each node (n, N_FEATURES) and the rows that have metrics."""
     load = np.asarray(ctx.load, dtype=np.float64)
     ok = np.asarray(~np.isnan(load).any(axis=1))
     out = np.nan_to_num(load, nan=0.0) + np.asarray(ctx.pod_load, dtype=np.float64)

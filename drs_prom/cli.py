@@ -816,7 +816,15 @@ def train_cmd(
     imitate = "" if imitate == "none" else imitate
     settings = load_settings(config_path)
     extra = {"imitate": imitate, "eps_start": 0.3} if imitate else {}
-    cfg = TrainConfig(policy=policy, episodes=episodes, seed=seed, scenario=scenario, reward=settings.reward, **extra)  # type: ignore[arg-type]
+    cfg = TrainConfig(
+        policy=policy,
+        episodes=episodes,
+        seed=seed,
+        scenario=scenario,
+        reward=settings.reward,
+        objectives=settings.objectives,
+        **extra,  # type: ignore[arg-type]
+    )
     run(
         cfg,
         out_path,

@@ -187,6 +187,18 @@ class Normalisation(_Section):
     disk_write_full_bytes: float = Field(200e6, gt=0, description="Disk write rate that reads as 1.0.")
     clip: bool = Field(True, description="Cap every feature at 1.0 as DRS did.")
 
+    @property
+    def full_values(self) -> tuple[float, ...]:
+        """The raw value at which each feature reads as 1.0, in drs_prom.features.FEATURES order."""
+        return (
+            self.cpu_full,
+            self.mem_full,
+            self.net_rx_full_bytes,
+            self.net_tx_full_bytes,
+            self.disk_read_full_bytes,
+            self.disk_write_full_bytes,
+        )
+
     @classmethod
     def drs_paper(cls) -> Normalisation:
         """The scales of the DRS prototype, for reproducing its numbers."""
@@ -215,7 +227,6 @@ class SchedulerSettings(_Section):
     retry_period_seconds: float = Field(2.0, gt=0)
     backoff_initial_seconds: float = Field(1.0, gt=0, description="First retry delay for a pod that fits nowhere.")
     backoff_max_seconds: float = Field(60.0, gt=0)
-    online_learning: bool = Field(False, description="Record transitions and learn while scheduling.")
     settle_seconds: float = Field(5.0, ge=0, description="Delay before a decision's reward is measured (DRS: 5 s).")
     percentage_of_nodes_to_score: int = Field(
         0,
@@ -242,6 +253,16 @@ class SchedulerSettings(_Section):
         "HTTP work runs on another core than the scheduling loop; false = in-process. Writing falls back to "
         "in-process by itself if the child cannot start or dies.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "online_learning" in data:
+            raise ValueError(
+                "online_learning was removed (it recorded transitions nothing read); delete the key: "
+                "the scheduler journals every decision and retraining (the retrain section) learns from it"
+            )
+        return data
 
 
 class RetrainSettings(_Section):
@@ -300,7 +321,18 @@ class RetrainSettings(_Section):
 
 
 class RewardSettings(_Section):
-    """How a placement is rewarded (drs_prom.reward); DRS used only the imbalance term."""
+    """How a placement is rewarded (drs_prom.reward), in training, retraining and the twin alike.
+
+    ``kind`` picks the reward; the weights below are the ``shaped`` reward's. DRS used only
+    the imbalance of the settled cluster (``kind: drs``).
+    """
+
+    kind: str = Field(
+        "shaped",
+        pattern="^(shaped|composite|drs)$",
+        description="shaped: the weighted terms below; composite: the step's share of minus the objectives' "
+        "composite score (the objectives section's weights); drs: DRS's minus the settled imbalance, x100.",
+    )
 
     imbalance_weight: float = Field(
         1.0, ge=0, description="Weight of DRS's term: the sum over features of the std across nodes."
@@ -316,7 +348,8 @@ class RewardSettings(_Section):
     slowdown_weight: float = Field(
         0.5,
         ge=0,
-        description="Weight of the running pods' mean slowdown above 1 (contention stretches completion time).",
+        description="Weight of the mean slowdown above 1 of the pods that finished during the step "
+        "(contention stretches completion time).",
     )
 
 

@@ -14,6 +14,10 @@ are bytes per second.
 """
 
 N_FEATURES = len(FEATURES)
+"""How many signals: use it wherever the node signals are counted, never a literal."""
+
+DRS_SCALE = 100.0
+"""DRS scaled every state value to 0..100 (and its reward is on the same scale)."""
 
 FEATURE_SCHEMA_VERSION = 1
 """Bumped whenever the meaning or order of model inputs changes; models record it."""

@@ -49,6 +49,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext
 from drs_prom.recent_binds import RecentBinds, RemembersRecentBinds
 
@@ -57,7 +58,7 @@ _NO_METRICS = -1e9
 
 
 def imbalance_if_placed(load: np.ndarray, pod_load: np.ndarray) -> np.ndarray:
-    """For each node i: DRS imbalance of the cluster with pod_load[i] added to row i, in O(n*6)."""
+    """For each node i: DRS imbalance of the cluster with pod_load[i] added to row i, in O(n * N_FEATURES)."""
     n = len(load)
     s = load.sum(axis=0)
     q = (load**2).sum(axis=0)
@@ -70,7 +71,7 @@ def imbalance_if_placed(load: np.ndarray, pod_load: np.ndarray) -> np.ndarray:
 def full_of(ctx: DecisionContext) -> np.ndarray:
     """ctx.full, or ones when the context does not know the nodes' capacities."""
     if ctx.full is None:
-        return np.ones((len(ctx.nodes), 6))
+        return np.ones((len(ctx.nodes), N_FEATURES))
     return np.asarray(ctx.full, dtype=np.float64)
 
 

@@ -71,12 +71,12 @@ class Integrals:
 
 
 def demand_fraction(demand: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Demand (n, 6) absolute over each node's own capacity (n, 6), uncapped."""
+    """Demand (n, N_FEATURES) absolute over each node's own capacity (n, N_FEATURES), uncapped."""
     return np.asarray(demand, dtype=np.float64) / np.asarray(capacity, dtype=np.float64)
 
 
 def instant(frac: np.ndarray, hot_fraction: float) -> tuple[float, float, float]:
-    """(overload, hot share, demand imbalance) of one instant, from demand/capacity (n, 6)."""
+    """(overload, hot share, demand imbalance) of one instant, from demand/capacity (n, N_FEATURES)."""
     if len(frac) == 0:
         return 0.0, 0.0, 0.0
     peak = frac.max(axis=1)

@@ -33,11 +33,11 @@ class DecisionContext:
     pod_load: np.ndarray
     now: float = 0.0
     full: np.ndarray | None = None
-    """(n, 6) value of ``load`` at which each node's resource is at its own capacity; None = 1.0
+    """(n, N_FEATURES) value of ``load`` at which each node's resource is at its own capacity; None = 1.0
     everywhere (the normalisation scales are the capacities: true for cpu/mem when cpu_full and
     mem_full are 1, an assumption for network/disk, whose capacities node_exporter does not give)."""
     node_requests: np.ndarray | None = None
-    """(n, 6) of ``nodes``: requested_cpu_m, allocatable_cpu_m, requested_mem_bytes,
+    """(n, len(NODE_REQUEST_COLUMNS)) of ``nodes``: requested_cpu_m, allocatable_cpu_m, requested_mem_bytes,
     allocatable_mem_bytes, pod_count, allocatable_pods (NODE_REQUEST_COLUMNS), when the caller
     has them as arrays already (the scheduler's node table); None = read from ``nodes``."""
 
@@ -53,11 +53,11 @@ NODE_REQUEST_COLUMNS = (
 
 
 def node_requests(ctx: DecisionContext) -> np.ndarray:
-    """ctx.node_requests, or the same (n, 6) float64 matrix read from ctx.nodes."""
+    """ctx.node_requests, or the same (n, len(NODE_REQUEST_COLUMNS)) float64 matrix read from ctx.nodes."""
     if ctx.node_requests is not None:
         return np.asarray(ctx.node_requests, dtype=np.float64)
     get = operator.attrgetter(*NODE_REQUEST_COLUMNS)
-    return np.array([get(x) for x in ctx.nodes], dtype=np.float64).reshape(len(ctx.nodes), 6)
+    return np.array([get(x) for x in ctx.nodes], dtype=np.float64).reshape(len(ctx.nodes), len(NODE_REQUEST_COLUMNS))
 
 
 class Policy(Protocol):

@@ -15,6 +15,7 @@ from itertools import repeat
 import numpy as np
 
 from drs_prom.config import PrometheusSettings
+from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext
 
 _NAME = operator.attrgetter("name")
@@ -48,8 +49,8 @@ class RecentBinds:
         self.window_seconds = float(window_seconds)
         self._entries: deque[tuple[float, int, np.ndarray]] = deque()  # (t, node slot, row), oldest first
         self._slot: dict[str, int] = {}  # node name -> row of the running sums
-        self._sum = np.zeros((0, 6))  # S: sum of rows per node
-        self._tsum = np.zeros((0, 6))  # T: sum of rows * (t - t0) per node
+        self._sum = np.zeros((0, N_FEATURES))  # S: sum of rows per node
+        self._tsum = np.zeros((0, N_FEATURES))  # T: sum of rows * (t - t0) per node
         self._count = np.zeros(0, dtype=np.int64)
         self._t0 = 0.0
         self._ordered = True  # entries' times never decrease (else expiry re-sorts)
@@ -65,7 +66,7 @@ class RecentBinds:
     def pending(self, ctx: DecisionContext) -> np.ndarray:
         w = self.window_seconds
         n = len(ctx.nodes)
-        out = np.zeros((n, 6))
+        out = np.zeros((n, N_FEATURES))
         if ctx.now < self._last_now:  # time went backwards: a new simulated episode, forget the old one
             self.clear()
         self._last_now = ctx.now
@@ -134,8 +135,8 @@ class RecentBinds:
             slot = self._slot[name] = len(self._slot)
             if slot >= len(self._sum):
                 grow = max(16, len(self._sum))
-                self._sum = np.vstack([self._sum, np.zeros((grow, 6))])
-                self._tsum = np.vstack([self._tsum, np.zeros((grow, 6))])
+                self._sum = np.vstack([self._sum, np.zeros((grow, N_FEATURES))])
+                self._tsum = np.vstack([self._tsum, np.zeros((grow, N_FEATURES))])
                 self._count = np.concatenate([self._count, np.zeros(grow, dtype=np.int64)])
         if not self._entries:
             self._t0 = t
@@ -161,10 +162,12 @@ class RecentBinds:
             return
         masked = np.where(ctx.feasible & ~np.isnan(scores), scores, -np.inf)
         best = int(np.argmax(masked))
-        self._add(float(ctx.now), ctx.nodes[best].name, np.array(self.row(ctx, best), dtype=np.float64).reshape(6))
+        self._add(
+            float(ctx.now), ctx.nodes[best].name, np.array(self.row(ctx, best), dtype=np.float64).reshape(N_FEATURES)
+        )
 
     def row(self, ctx: DecisionContext, node: int) -> np.ndarray:
-        """What is remembered of a bind of ctx's pod to ``node``: its expected load there (6 values)."""
+        """What is remembered of a bind of ctx's pod to ``node``: its expected load there (N_FEATURES values)."""
         return np.asarray(ctx.pod_load[node], dtype=np.float64)
 
 

@@ -46,21 +46,11 @@ class MetricsSource(Protocol):
 
 def scales(norm: Normalisation) -> np.ndarray:
     """Raw value at which each feature reads as 1.0, in FEATURES order."""
-    return np.array(
-        [
-            norm.cpu_full,
-            norm.mem_full,
-            norm.net_rx_full_bytes,
-            norm.net_tx_full_bytes,
-            norm.disk_read_full_bytes,
-            norm.disk_write_full_bytes,
-        ],
-        dtype=np.float64,
-    )
+    return np.array(norm.full_values, dtype=np.float64)
 
 
 def node_matrix(features: pd.DataFrame, norm: Normalisation, nodes: Sequence[str] | None = None) -> np.ndarray:
-    """Normalised (n_nodes, 6) float32 matrix in ``nodes`` order (default: frame order).
+    """Normalised (n_nodes, N_FEATURES) float32 matrix in ``nodes`` order (default: frame order).
 
     Missing nodes or NaN values stay NaN so that callers decide (mask, fallback) instead
     of scheduling onto a node that merely looks idle.
@@ -80,7 +70,7 @@ def pod_matrix(
     node_mem_bytes: Sequence[float] | np.ndarray,
     norm: Normalisation,
 ) -> np.ndarray:
-    """The pod's expected load as each candidate node would see it: (n_nodes, 6) float32.
+    """The pod's expected load as each candidate node would see it: (n_nodes, N_FEATURES) float32.
 
     cpu and mem demand are absolute (cores, bytes), so they become fractions of each
     node; the byte rates use the cluster scales. This is what lets one policy serve

@@ -152,9 +152,10 @@ class NodeInfo:
 class PodRequest:
     """A pod waiting for a node: its requests, constraints and expected load.
 
-    ``demand`` is the pod's expected load on the six FEATURES in absolute units (cpu in
-    cores, mem in bytes, the other four in bytes/s), so that it can be normalised
-    against each candidate node's own capacity; None means "not known yet".
+    ``demand`` is the pod's expected load on the FEATURES in absolute units (cpu in
+    cores, mem in bytes, the others in bytes/s), so that it can be normalised
+    against each candidate node's own capacity; None means "not known yet". Its length
+    is N_FEATURES (state.pod_matrix checks it), which a type cannot say.
     """
 
     name: str
@@ -166,7 +167,7 @@ class PodRequest:
     node_selector: dict[str, str] = field(default_factory=dict)
     affinity_terms: tuple[NodeSelectorTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
-    demand: tuple[float, float, float, float, float, float] | None = None
+    demand: tuple[float, ...] | None = None
     profile: str | None = None
     owner: str | None = None
     labels: dict[str, str] = field(default_factory=dict)  # the pod's labels (canary selector, spread, affinity)

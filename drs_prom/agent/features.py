@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drs_prom.features import N_FEATURES
+from drs_prom.features import DRS_SCALE, N_FEATURES
 from drs_prom.policy import DecisionContext, node_requests
 
 CANDIDATE_SCHEMA = 2
@@ -31,9 +31,6 @@ CANDIDATE_COLUMNS: tuple[str, ...] = (
 )
 N_CANDIDATE = len(CANDIDATE_COLUMNS)
 
-DRS_SCALE = 100.0
-"""DRS scaled every state value to 0..100 (and its reward is on the same scale)."""
-
 
 def _clean_load(load: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """NaN rows (stale metrics) read as fully loaded, never as idle, plus a stale flag."""
@@ -45,7 +42,7 @@ def _clean_load(load: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def candidate_matrix(ctx: DecisionContext, recent: np.ndarray | None = None) -> np.ndarray:
     """(n_nodes, N_CANDIDATE) float32: what each node would look like with the pod on it.
 
-    ``recent``: (n, 6) load of our own recent binds that the metrics do not show yet
+    ``recent``: (n, N_FEATURES) load of our own recent binds that the metrics do not show yet
     (recent_binds.RecentBinds); added to the metrics so that a burst of decisions inside
     one rate window does not herd onto the node that merely looks idle.
 

@@ -5,12 +5,15 @@ settle delay from a ``NodeHistory`` grid; rows with bad data (gaps, stale or van
 no settled reward, an unknown journal schema) are skipped and counted, never fatal. Node
 requests/allocatable come from the journal (schema 2); schema-1 rows, which lack them, are
 used with Prometheus capacity and zero requests and counted as approximated (``no_node_info``).
+
+Rewards go through drs_prom.reward.settled_reward on the same ``Outcome`` the simulator
+gives, built by drs_prom.retrain.history_reward from the history grid and the journal's pod ends.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,8 +23,15 @@ from drs_prom.config import Settings
 from drs_prom.features import N_FEATURES
 from drs_prom.journal import NODE_KEYS, Decision
 from drs_prom.policy import DecisionContext
-from drs_prom.reward import reward
-from drs_prom.state import pod_matrix, scales
+from drs_prom.retrain.history_reward import (
+    ended_between,
+    normalise,
+    pod_slowdowns,
+    run_alone_seconds,
+    transition_outcome,
+)
+from drs_prom.reward import settled_reward
+from drs_prom.state import pod_matrix
 from drs_prom.types import NodeInfo, PodRequest
 
 
@@ -29,7 +39,7 @@ from drs_prom.types import NodeInfo, PodRequest
 class NodeHistory:
     """Node features over time, raw units, on one time grid.
 
-    ``values[node]``: (T, 6) in FEATURES order, NaN where the node had no (fresh) data.
+    ``values[node]``: (T, N_FEATURES) in FEATURES order, NaN where the node had no (fresh) data.
     ``cores``/``mem_bytes``: capacities used to turn pod demand into node fractions.
     """
 
@@ -121,7 +131,7 @@ class Transition:
 
 
 class _Lookup:
-    """Vectorised reads of the history grid per node (a row is valid when all six features are)."""
+    """Vectorised reads of the history grid per node (a row is valid when all its features are)."""
 
     def __init__(self, history: NodeHistory, max_age: float) -> None:
         self.h = history
@@ -167,14 +177,6 @@ class _Lookup:
         return self.h.values[node][j]
 
 
-def _normalise(raw: np.ndarray, settings: Settings) -> np.ndarray:
-    """state.node_matrix on an already ordered (n, 6) array (no DataFrame per decision: 10x faster)."""
-    values = np.asarray(raw, dtype=np.float64) / scales(settings.normalisation)
-    if settings.normalisation.clip:
-        values = np.clip(values, 0.0, 1.0)
-    return values.astype(np.float32)
-
-
 def decision_nodes(d: Decision, history: NodeHistory) -> list[NodeInfo]:
     """The candidates' NodeInfo as the scheduler saw them.
 
@@ -210,7 +212,7 @@ def decision_nodes(d: Decision, history: NodeHistory) -> list[NodeInfo]:
 
 def _context(d: Decision, raw: np.ndarray, history: NodeHistory, settings: Settings) -> DecisionContext:
     norm = settings.normalisation
-    load = _normalise(raw, settings)
+    load = normalise(raw, settings)
     cores = [history.cores.get(n, float("nan")) for n in d.candidates]
     mem = [history.mem_bytes.get(n, float("nan")) for n in d.candidates]
     pod_load = pod_matrix(d.pod_features, cores, mem, norm)
@@ -221,17 +223,11 @@ def _context(d: Decision, raw: np.ndarray, history: NodeHistory, settings: Setti
         uid=d.pod_uid,
         cpu_m=int(d.pod_cpu_m or 0),
         mem_bytes=int(d.pod_mem_bytes or 0),
-        demand=tuple(d.pod_features),  # type: ignore[arg-type]
+        demand=tuple(d.pod_features),
     )
     return DecisionContext(
         pod=pod, nodes=nodes, feasible=np.asarray(d.feasible, bool), load=load, pod_load=pod_load, now=d.ts
     )
-
-
-def transition_reward(before: np.ndarray, after: np.ndarray, settings: Settings) -> float:
-    """drs_prom.reward on measured loads; slowdown is not observable from node metrics (1.0)."""
-    utilisation = float(np.mean(after[:, :2])) if after.size else 0.0  # rows were validated: no NaN
-    return reward(before, after, utilisation, 1.0, settings.reward)
 
 
 def rebuild_transitions(
@@ -239,9 +235,16 @@ def rebuild_transitions(
     history: NodeHistory,
     settings: Settings,
     *,
+    ends: Mapping[str, float] | None = None,
+    run_alone: Mapping[str, float] | None = None,
     episode_gap_seconds: float | None = None,
 ) -> tuple[list[Transition], Counter, float | None]:
-    """Pure: decisions + history -> transitions, skip counts, and the settled cursor.
+    """Pure: decisions + history (+ the journal's pod ends) -> transitions, skip counts, and the settled cursor.
+
+    ``ends``: pod uid -> when it ended (Journal.pod_ends); without them no slowdown is seen.
+    ``run_alone``: owner -> run time alone (default: ``run_alone_seconds`` of these decisions).
+    Each reward is ``settled_reward`` of ``transition_outcome``; the composite kind's
+    per-pod and per-time denominators are the decisions read and their span.
 
     The cursor is the newest decision time up to which every decision was settled
     (used or skipped for good); decisions after it are read again next run.
@@ -251,12 +254,16 @@ def rebuild_transitions(
     delay = reward_delay(settings)
     gap = episode_gap_seconds if episode_gap_seconds is not None else 10 * delay
     lookup = _Lookup(history, settings.prometheus.max_sample_age_seconds)
+    ends = ends or {}
+    run_alone = run_alone_seconds(decisions, ends) if run_alone is None else run_alone
+    slowdowns = pod_slowdowns(decisions, ends, run_alone)
+    horizon = decisions[-1].ts - decisions[0].ts + delay if decisions else 1.0
     skipped: Counter = Counter()
     out: list[Transition] = []
     cursor: float | None = None
     unsettled = False
     contexts: list[DecisionContext | None] = []
-    for d in decisions:
+    for i, d in enumerate(decisions):
         contexts.append(None)
         if d.ts + delay + lookup.max_age > history.end:
             skipped["no_settled_reward"] += 1  # may still settle: read again next run
@@ -285,7 +292,16 @@ def rebuild_transitions(
             skipped["no_capacity"] += 1
             continue
         ctx = _context(d, np.asarray(before), history, settings)
-        load_after = _normalise(np.asarray(after), settings)
+        step_end = decisions[i + 1].ts if i + 1 < len(decisions) else d.ts + delay
+        outcome = transition_outcome(
+            np.asarray(before),
+            np.asarray(after),
+            settings,
+            ended_between(slowdowns, d.ts, step_end),
+            step_end - d.ts,
+            len(decisions),
+            horizon,
+        )
         contexts[-1] = ctx
         out.append(
             Transition(
@@ -293,8 +309,8 @@ def rebuild_transitions(
                 ts=d.ts,
                 ctx=ctx,
                 action=d.candidates.index(d.chosen),
-                reward=transition_reward(ctx.load, load_after, settings),
-                load_after=load_after,
+                reward=settled_reward(outcome, settings.reward, settings.objectives),
+                load_after=outcome.load_after,
                 node_info=d.nodes is not None,
             )
         )

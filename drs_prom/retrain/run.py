@@ -102,7 +102,8 @@ def _run(
     with _timed(secs, "query"):
         history = query_history(settings, source, decisions, now)
     with _timed(secs, "rebuild"):
-        trans, more, settled = rebuild_transitions(decisions, history, settings)
+        ends = journal.pod_ends(decisions[0].ts)  # the slowdowns of the rewards, and the twin's run times
+        trans, more, settled = rebuild_transitions(decisions, history, settings, ends=ends)
     skipped.update(more)
     res.skipped, res.transitions = dict(skipped), len(trans)
     res.approximated = {"no_node_info": sum(not x.node_info for x in trans)}
@@ -125,11 +126,11 @@ def _run(
     twin, twin_sim = "", None
     if simulator is not None and rs.twin:
         with _timed(secs, "twin"):
-            twin_sim, twin = simulator.fitted(decisions, journal.pod_ends(decisions[0].ts), history)
+            twin_sim, twin = simulator.fitted(decisions, ends, history)
         log.info("retraining twin: %s", twin)
     with _timed(secs, "train"):
         if twin_sim is not None:
-            # the twin's transitions carry the full reward; the journal's cannot see slowdown, and they built the twin
+            # the twin's transitions show every placement's outcome; the journal's only the current model's, and they built the twin
             trained = train_candidate(current.layers, [], settings, twin_sim, teach=True)
         else:
             trained = train_candidate(current.layers, train, settings, simulator)

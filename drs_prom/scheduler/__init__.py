@@ -6,8 +6,7 @@ nodes and pods, assumed pods), queue (priority FIFO with backoff), pod_features
 + events), write_process and write_child (those writes made by a child process, off the
 GIL), leader (Lease election), metrics (/metrics, /healthz, /readyz), gc_pauses (GC pause
 timing, frozen start-up heap), loop (the scheduling loop), extender (kube-scheduler HTTP
-extender), online (settle-delay reward recorder, off by default), runner (wiring for the
-CLI). Everything reads the API as
+extender), runner (wiring for the CLI). Everything reads the API as
 plain JSON dicts, not client model objects: faster, and the conversion stays in one
 small, testable module.
 """

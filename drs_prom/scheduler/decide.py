@@ -37,6 +37,7 @@ import numpy as np
 
 from drs_prom.config import Settings
 from drs_prom.errors import DrsError
+from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext, Policy
 from drs_prom.scheduler.arms import Choice
 from drs_prom.scheduler.metrics import SchedulerMetrics
@@ -166,7 +167,7 @@ class Decider:
 
     # -- deciding ----------------------------------------------------------------
     def node_load(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
-        """Normalised load (n, 6) and stale flags (n,) of ``names`` from the current snapshot,
+        """Normalised load (n, N_FEATURES) and stale flags (n,) of ``names`` from the current snapshot,
         or None without usable metrics. Memoised per snapshot and node list: the scheduler
         asks once per pod for the same names, and the pandas reindex is the expensive part."""
         state = self._state
@@ -197,7 +198,7 @@ class Decider:
             names, rows = tuple(n.name for n in nodes), None
         got = self.node_load(names)
         if got is None:
-            return np.full((len(nodes), 6), np.nan, dtype=np.float32), "prometheus_unreachable"
+            return np.full((len(nodes), N_FEATURES), np.nan, dtype=np.float32), "prometheus_unreachable"
         load, stale = got
         if rows is not None:
             load, stale = load[rows], stale[rows]

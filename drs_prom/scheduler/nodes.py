@@ -163,7 +163,7 @@ class NodeView:
         return out
 
     def requests(self, idx: np.ndarray) -> np.ndarray:
-        """(len(idx), 6) float64 in policy.NODE_REQUEST_COLUMNS order: the same numbers as
+        """(len(idx), len(NODE_REQUEST_COLUMNS)) float64 in policy.NODE_REQUEST_COLUMNS order: the same numbers as
         ``infos(idx)``, for the policy's arrays without a loop over NodeInfo."""
         t = self.table
         return np.column_stack(

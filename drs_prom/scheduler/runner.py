@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from pathlib import Path
 from typing import Any
 
 from drs_prom.config import Settings
@@ -89,17 +88,8 @@ def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: A
     holder: dict[str, Any] = {}
     source = prometheus_source(settings, lambda: list(holder["s"].cache.nodes))
     observed = ObservedUsage(source.scalar)
-    recorder = None
-    if settings.scheduler.online_learning:
-        from drs_prom.scheduler.online import RewardRecorder
-
-        recorder = RewardRecorder(
-            settings, source, Path(settings.scheduler.journal_path).with_suffix(".transitions.sqlite")
-        )
     kw.setdefault("identity", default_identity())
-    sched = Scheduler(
-        settings, client, source=source, policy=policy, journal=journal, observed=observed, recorder=recorder, **kw
-    )
+    sched = Scheduler(settings, client, source=source, policy=policy, journal=journal, observed=observed, **kw)
     holder["s"] = sched
     return sched
 

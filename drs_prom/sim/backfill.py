@@ -48,7 +48,7 @@ def write_openmetrics(
 ) -> int:
     """Write the series; returns the number of samples.
 
-    ``times``: (T,) unix seconds of the samples. ``counters``: (T, n, 6) running totals
+    ``times``: (T,) unix seconds of the samples. ``counters``: (T, n, N_FEATURES) running totals
     in FEATURES order: column 0 busy seconds of each CPU, columns 2..5 bytes (column 1
     unused). ``mem_frac``: (T, n) memory in use. ``present``: (T, n) bool, False where
     the node was not scraped (a gap, a node that went away).

@@ -29,7 +29,7 @@ from drs_prom.types import NodeInfo, Taint
 _EPS = 1e-9
 
 Recorder = Callable[[float, float, np.ndarray], None]
-"""Called with (t0, t1, used) for every constant-rate segment; used is (n, 6) absolute."""
+"""Called with (t0, t1, used) for every constant-rate segment; used is (n, N_FEATURES) absolute."""
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ class Nodes:
     """Static node properties as arrays (n rows, scenario order)."""
 
     names: tuple[str, ...]
-    capacity: np.ndarray  # (n, 6) absolute: cores, bytes, B/s x4
-    idle: np.ndarray  # (n, 6) absolute load with no pods
+    capacity: np.ndarray  # (n, N_FEATURES) absolute: cores, bytes, B/s x4
+    idle: np.ndarray  # (n, N_FEATURES) absolute load with no pods
     alloc_cpu_m: np.ndarray  # (n,) int64
     alloc_mem: np.ndarray  # (n,) int64
     alloc_pods: np.ndarray  # (n,) int64
@@ -53,9 +53,9 @@ class Nodes:
         for t in scenario.nodes:
             for i in range(t.count):
                 names.append(f"{t.name}-{i + 1}")
-                c = [t.cpu_cores, t.mem_bytes, t.net_rx_bytes, t.net_tx_bytes, t.disk_read_bytes, t.disk_write_bytes]
+                c = list(t.capacity)
                 cap.append(c)
-                idle.append([t.idle.cpu * c[0], t.idle.mem * c[1], 0.0, 0.0, 0.0, 0.0])
+                idle.append([t.idle.cpu * c[0], t.idle.mem * c[1]] + [0.0] * (len(c) - 2))
                 acpu.append(t.alloc_cpu_m)
                 amem.append(t.alloc_mem)
                 apods.append(t.allocatable_pods)
@@ -96,7 +96,7 @@ class Cluster:
     req_mem: np.ndarray = field(init=False)
     pod_count: np.ndarray = field(init=False)
     req_scalar: dict[str, np.ndarray] = field(init=False)  # extended resource -> (n,) requested by running pods
-    cum: np.ndarray = field(init=False)  # (n, 6) integral of used load since t=0 (core-s, byte-s, bytes)
+    cum: np.ndarray = field(init=False)  # (n, N_FEATURES) integral of used load since t=0 (core-s, byte-s, bytes)
     _hist_t: list[float] = field(init=False)
     _hist_cum: list[np.ndarray] = field(init=False)
     _rates: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(init=False, default=None)
@@ -191,7 +191,7 @@ class Cluster:
         return ok
 
     def _compute_rates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(speed of each running pod, used load per node (n, 6), uncapped demand per node (n, 6));
+        """(speed of each running pod, used load per node (n, N_FEATURES), uncapped demand per node (n, N_FEATURES));
         cached until the running set changes."""
         if self._rates is not None:
             return self._rates
@@ -216,11 +216,11 @@ class Cluster:
         return self._rates
 
     def used(self) -> np.ndarray:
-        """Instantaneous used load per node, absolute units (n, 6)."""
+        """Instantaneous used load per node, absolute units (n, N_FEATURES)."""
         return self._compute_rates()[1]
 
     def demand(self) -> np.ndarray:
-        """Instantaneous demand per node (idle + running pods at full speed), absolute, uncapped (n, 6)."""
+        """Instantaneous demand per node (idle + running pods at full speed), absolute, uncapped (n, N_FEATURES)."""
         return self._compute_rates()[2]
 
     def slowdowns(self) -> np.ndarray:

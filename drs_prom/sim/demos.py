@@ -9,7 +9,7 @@ import numpy as np
 
 from drs_prom.agent.features import N_CANDIDATE, candidate_matrix
 from drs_prom.agent.replay import NodeReplay
-from drs_prom.config import RewardSettings
+from drs_prom.config import ObjectiveSettings, RewardSettings
 from drs_prom.policy import Policy, choose
 from drs_prom.recent_binds import RecentBinds
 from drs_prom.sim.step_reward import step_reward
@@ -25,10 +25,11 @@ def teacher_demonstrations(
     replay: NodeReplay,
     reward: RewardSettings,
     window_seconds: float,
+    objectives: ObjectiveSettings | None = None,
 ) -> Demos:
     """Roll ``teacher`` out on one env per seed; its transitions go into ``replay`` (so TD learns its
-    returns too) and its choices come back for the large-margin loss. Decisions with more candidates
-    than the replay is wide are skipped."""
+    returns too, rewarded by ``reward`` with the composite kind's ``objectives``) and its choices come back
+    for the large-margin loss. Decisions with more candidates than the replay is wide are skipped."""
     width = replay.max_nodes
     all_c, all_m, all_a = [], [], []
     for seed in seeds:
@@ -51,7 +52,7 @@ def teacher_demonstrations(
                 all_m.append(m)
                 all_a.append(a)
                 replay.add(
-                    cands[a], step_reward(info, "drs", reward), nc, None if nc is None else ctx_next.feasible, done
+                    cands[a], step_reward(info, reward, objectives), nc, None if nc is None else ctx_next.feasible, done
                 )
             ctx = ctx_next
     if not all_a:

@@ -37,7 +37,7 @@ from drs_prom.filters import feasible_mask
 from drs_prom.objectives import EpisodeObjectives, Integrals, composite, demand_fraction, episode_objectives, horizon
 from drs_prom.objectives import segment as objective_segment
 from drs_prom.policy import DecisionContext, Policy, choose
-from drs_prom.reward import composite_reward
+from drs_prom.reward import composite_reward, cpu_mem_utilisation
 from drs_prom.sim.cluster import Cluster, Nodes
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.source import SimSource
@@ -70,20 +70,21 @@ class FinishedPod:
 class StepInfo:
     """What happened because of one bind (load matrices normalised like ``ctx.load``).
 
-    ``load_after``, ``util_after`` and ``mean_slowdown_after`` come from the settle
-    look-ahead, computed on first access (a benchmark that never reads them skips it).
+    ``load_after`` and ``util_after`` come from the settle look-ahead, computed on first
+    access (a benchmark that never reads them skips it). drs_prom.sim.step_reward turns
+    this into the reward's Outcome.
     """
 
     pod: str
     node: str
     node_index: int
     t: float  # simulated seconds at the bind
-    load_before: np.ndarray  # (n, 6) = ctx.load of this decision
+    load_before: np.ndarray  # (n, N_FEATURES) = ctx.load of this decision
     requested_after: np.ndarray  # (n, 2) requested/allocatable cpu and memory after the bind
     finished: tuple[FinishedPod, ...]  # pods that finished between this bind and the next decision
     queue_length: int  # pods waiting because nothing fits, at the next decision
     settle_seconds: float
-    _settle: Callable[[], tuple[np.ndarray, float, float]] = field(repr=False, compare=False)
+    _settle: Callable[[], tuple[np.ndarray, np.ndarray]] = field(repr=False, compare=False)
     span: Integrals = field(default_factory=Integrals)
     """Objective integrals from this bind to the next decision (the episode's end for the last one)."""
     horizon: float = 1.0
@@ -92,23 +93,23 @@ class StepInfo:
     """Scheduled pods in the episode, the denominator of its per-pod averages."""
 
     @cached_property
-    def _settled(self) -> tuple[np.ndarray, float, float]:
+    def _settled(self) -> tuple[np.ndarray, np.ndarray]:
         return self._settle()
 
     @property
     def load_after(self) -> np.ndarray:
-        """(n, 6) as the metrics show it settle_seconds after the bind (look-ahead, no other binds)."""
+        """(n, N_FEATURES) as the metrics show it settle_seconds after the bind (look-ahead, no other binds)."""
         return self._settled[0]
 
     @property
-    def util_after(self) -> float:
-        """Mean over nodes and the six resources of used/capacity, at settle time."""
+    def metrics_after(self) -> np.ndarray:
+        """(n, N_FEATURES) raw node features (FEATURES units) as the metrics show them at settle time."""
         return self._settled[1]
 
     @property
-    def mean_slowdown_after(self) -> float:
-        """Mean stretch (>= 1) of the pods running at settle time."""
-        return self._settled[2]
+    def util_after(self) -> float:
+        """Mean over nodes of the metrics' raw cpu and memory fractions at settle time (reward.cpu_mem_utilisation)."""
+        return cpu_mem_utilisation(self._settled[1])
 
     def composite_reward(self, settings: ObjectiveSettings | None = None) -> float:
         """The default reward of this step: its share of minus the composite score (drs_prom.reward)."""
@@ -172,7 +173,7 @@ class EpisodeResult:
 
 
 def scaled_load(used: np.ndarray, capacity: np.ndarray, norm: Normalisation) -> np.ndarray:
-    """Absolute load (..., n, 6) on the benchmark's scales: cpu/mem as fractions of capacity, then ``norm``."""
+    """Absolute load (..., n, N_FEATURES) on the benchmark's scales: cpu/mem as fractions of capacity, then ``norm``."""
     raw = np.array(used, dtype=np.float64)
     raw[..., :2] /= capacity[..., :2]
     m = raw / scales(norm)
@@ -349,14 +350,13 @@ class SchedulingEnv:
         """The objectives' integrals so far."""
         return self._own_recorder.totals
 
-    def _settle(self, look: Cluster, until: float) -> tuple[np.ndarray, float, float]:
-        """Advance the look-ahead copy to ``until`` with no further binds and read it like the metrics would."""
+    def _settle(self, look: Cluster, until: float) -> tuple[np.ndarray, np.ndarray]:
+        """Advance the look-ahead copy to ``until`` with no further binds and read it like the metrics would:
+        normalised, and raw as rebuilt history reads it (drs_prom.reward)."""
         while look.t < until - 1e-9:
             look.advance(until)
-        after = node_matrix(SimSource(look).snapshot().features, self.norm)  # frame is in node order
-        slow = look.slowdowns()
-        util = float(np.mean(look.used() / self.nodes.capacity))
-        return after, util, float(slow.mean()) if len(slow) else 1.0
+        features = SimSource(look).snapshot().features  # frame is in node order
+        return node_matrix(features, self.norm), features.to_numpy(dtype=np.float64)
 
     def _context(self, pod: int) -> DecisionContext | None:
         req = self.workload.pod_request(pod)

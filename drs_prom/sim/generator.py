@@ -53,7 +53,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from drs_prom.errors import ConfigError
-from drs_prom.sim.scenario import Scenario
+from drs_prom.features import N_FEATURES
+from drs_prom.sim.scenario import QUANTITY_KEYS, Scenario
 
 GIB = 2.0**30
 MB = 1e6
@@ -173,7 +174,7 @@ def _node_count(rng: np.random.Generator, pair: tuple[int, int]) -> int:
 class _Gen:
     name: str
     count: int
-    cap: np.ndarray  # (6,) cores, bytes, B/s x4
+    cap: np.ndarray  # (N_FEATURES,) cores, bytes, B/s x4
     idle_cpu: float
     idle_mem: float
     labels: dict[str, str]
@@ -238,7 +239,7 @@ def _profiles(rng: np.random.Generator, p: GeneratorParams, gens: list[_Gen]) ->
         prof["requests"] = {"cpu_m": min(cpu_m, int(alloc_cpu * 0.9)), "mem_bytes": int(min(mem_req, alloc_mem * 0.9))}
         prof["demand"] = dict(
             zip(
-                ("cpu_cores", "mem_bytes", "net_rx_bytes", "net_tx_bytes", "disk_read_bytes", "disk_write_bytes"),
+                QUANTITY_KEYS,
                 (float(x) for x in demand),
             )
         )
@@ -314,7 +315,7 @@ def _noisy(rng: np.random.Generator, p: GeneratorParams, gens: list[_Gen]) -> li
     for idx in rng.choice(len(hosts), size=min(k, len(hosts)), replace=False):
         host, g = hosts[int(idx)]
         kind = int(rng.integers(3))  # 0 cpu hog, 1 network hog, 2 disk hog
-        demand = np.zeros(6)
+        demand = np.zeros(N_FEATURES)
         demand[0] = g.cap[0] * rng.uniform(0.1, 0.3)
         demand[1] = g.cap[1] * rng.uniform(0.02, 0.1)
         if kind == 0:

@@ -91,7 +91,7 @@ class SimulatorChecks:
         result = env.run(
             policy,
             seed=settings.retrain.seed,
-            on_step=lambda info: rewards.append(step_reward(info, "drs", settings.reward)),
+            on_step=lambda info: rewards.append(step_reward(info, settings.reward, settings.objectives)),
         )
         return result, rewards
 
@@ -115,6 +115,7 @@ class SimulatorChecks:
             replay,
             settings.reward,
             settings.prometheus.window_seconds,
+            settings.objectives,
         )
 
     def add_replay(self, learner: NodeDQN, replay: NodeReplay, episodes: int) -> int:
@@ -141,7 +142,7 @@ class SimulatorChecks:
                 else:
                     nc, next_mask = candidate_matrix(nxt, recent.pending(nxt)), nxt.feasible
                 if len(cands) <= replay.max_nodes and (nc is None or len(nc) <= replay.max_nodes):
-                    replay.add(cands[a], step_reward(info, "drs", settings.reward), nc, next_mask, done)
+                    replay.add(cands[a], step_reward(info, settings.reward, settings.objectives), nc, next_mask, done)
                     added += 1
                 ctx = nxt
         return added

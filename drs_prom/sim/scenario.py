@@ -21,6 +21,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError
 
+QUANTITY_KEYS: tuple[str, ...] = (
+    "cpu_cores",
+    "mem_bytes",
+    "net_rx_bytes",
+    "net_tx_bytes",
+    "disk_read_bytes",
+    "disk_write_bytes",
+)
+"""A node type's capacity and a profile's demand field for each of FEATURES, in its order (absolute units)."""
+
 _SUFFIX = {
     "": 1.0,
     "m": 1e-3,
@@ -124,6 +134,11 @@ class NodeType(_Quantities):
         return None if value is None else parse_quantity(value)
 
     @property
+    def capacity(self) -> tuple[float, ...]:
+        """Capacity per feature (QUANTITY_KEYS)."""
+        return tuple(float(getattr(self, k)) for k in QUANTITY_KEYS)
+
+    @property
     def alloc_cpu_m(self) -> int:
         return int(self.allocatable_cpu_m if self.allocatable_cpu_m is not None else self.cpu_cores * 1000)
 
@@ -142,15 +157,9 @@ class Demand(_Quantities):
     disk_read_bytes: float = Field(0.0, ge=0)
     disk_write_bytes: float = Field(0.0, ge=0)
 
-    def vector(self) -> tuple[float, float, float, float, float, float]:
-        return (
-            self.cpu_cores,
-            self.mem_bytes,
-            self.net_rx_bytes,
-            self.net_tx_bytes,
-            self.disk_read_bytes,
-            self.disk_write_bytes,
-        )
+    def vector(self) -> tuple[float, ...]:
+        """Demand per feature (QUANTITY_KEYS)."""
+        return tuple(float(getattr(self, k)) for k in QUANTITY_KEYS)
 
 
 def _extended_resources(value: dict[str, int]) -> dict[str, int]:

@@ -28,6 +28,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry
 
 from drs_prom.errors import ConfigError
+from drs_prom.features import N_FEATURES
 from drs_prom.policy import Policy
 from drs_prom.sim.cluster import Cluster, Nodes
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv
@@ -65,7 +66,7 @@ class LiveCluster:
             profiles=("external",) * n_slots,
             arrival=np.zeros(n_slots),
             work=np.ones(n_slots),
-            demand=np.zeros((n_slots, 6)),
+            demand=np.zeros((n_slots, N_FEATURES)),
             cpu_m=np.zeros(n_slots, dtype=np.int64),
             mem_bytes=np.zeros(n_slots, dtype=np.int64),
             node_selector=({},) * n_slots,

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent.features import CANDIDATE_COLUMNS, candidate_matrix
+from drs_prom.features import N_FEATURES
 from drs_prom.journal import JOURNAL_SCHEMA, Decision, node_entries
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.retrain.rebuild import NodeHistory
@@ -27,10 +28,10 @@ class SimRun:
     names: list[str]
     cores: np.ndarray  # (n,)
     mem: np.ndarray  # (n,) bytes
-    idle: np.ndarray  # (n, 6) absolute load of an empty node
+    idle: np.ndarray  # (n, N_FEATURES) absolute load of an empty node
     seg_t0: np.ndarray
     seg_t1: np.ndarray
-    seg_used: np.ndarray  # (S, n, 6) absolute (cores, bytes, B/s)
+    seg_used: np.ndarray  # (S, n, N_FEATURES) absolute (cores, bytes, B/s)
     # t (sim s), pod, feasible, action, scores, load, nodes (node_entries of ctx.nodes),
     # requests (the request columns of candidate_matrix(ctx): what the policy's model saw)
     decisions: list[dict[str, Any]] = field(default_factory=list)
@@ -52,7 +53,7 @@ class SimRun:
         return np.clip(np.searchsorted(self.seg_t0, t, side="right") - 1, 0, len(self.seg_t0) - 1)
 
     def cum(self, t: np.ndarray) -> np.ndarray:
-        """(T, n, 6) integral of used load from 0 to sim time ``t`` (empty nodes idle after the end)."""
+        """(T, n, N_FEATURES) integral of used load from 0 to sim time ``t`` (empty nodes idle after the end)."""
         t = np.asarray(t, dtype=np.float64)
         dt = self.seg_t1 - self.seg_t0
         starts = np.concatenate(
@@ -66,7 +67,7 @@ class SimRun:
         return out + self.idle[None] * tail[:, None, None]
 
     def used_at(self, t: np.ndarray) -> np.ndarray:
-        """(T, n, 6) load of the segment with t0 < t <= t1 (what a gauge sampled at t reads)."""
+        """(T, n, N_FEATURES) load of the segment with t0 < t <= t1 (what a gauge sampled at t reads)."""
         t = np.asarray(t, dtype=np.float64)
         s = np.clip(np.searchsorted(self.seg_t1, t, side="left"), 0, len(self.seg_t1) - 1)
         out = self.seg_used[s].copy()
@@ -74,14 +75,14 @@ class SimRun:
         return out
 
     def counters(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(per-cpu busy seconds and byte totals (T, n, 6), memory used fraction (T, n)) at sim times."""
+        """(per-cpu busy seconds and byte totals (T, n, N_FEATURES), memory used fraction (T, n)) at sim times."""
         c = self.cum(times)
         c[:, :, 0] /= self.cores[None, :]
         mem = self.used_at(times)[:, :, 1] / self.mem[None, :]
         return c, mem
 
     def expected_raw(self, t: float, window: float) -> np.ndarray:
-        """(n, 6) raw features Prometheus reports at sim time ``t`` (grid-aligned): rates over the window, memory now."""
+        """(n, N_FEATURES) raw features Prometheus reports at sim time ``t`` (grid-aligned): rates over the window, memory now."""
         c = self.cum(np.array([t - window, t]))
         rate = (c[1] - c[0]) / window
         rate[:, 0] /= self.cores
@@ -94,7 +95,7 @@ class SimRun:
         values = (
             np.stack([self.expected_raw(float(t), window) for t in times], axis=1)
             if len(times)
-            else np.zeros((len(self.names), 0, 6))
+            else np.zeros((len(self.names), 0, N_FEATURES))
         )
         return NodeHistory(
             times=self.epoch + times,

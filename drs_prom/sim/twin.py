@@ -46,13 +46,14 @@ import numpy as np
 
 from drs_prom.config import Normalisation
 from drs_prom.errors import DrsError
+from drs_prom.features import N_FEATURES
 from drs_prom.journal import Decision
 from drs_prom.retrain.rebuild import NodeHistory
-from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.scenario import QUANTITY_KEYS, Scenario
 
 OTHER = "other"
 SET_LABEL = "drs.io/twin-set-"
-FEATURE_KEYS = ("cpu_cores", "mem_bytes", "net_rx_bytes", "net_tx_bytes", "disk_read_bytes", "disk_write_bytes")
+FEATURE_KEYS = QUANTITY_KEYS
 
 
 class TwinError(DrsError):
@@ -72,7 +73,7 @@ PLATEAU = 0.05
 
 
 def link_capacity(values: np.ndarray, scale: np.ndarray) -> tuple[float, ...]:
-    """A node's network and disk capacities (rx, tx, read, write) guessed from its history (T, 6).
+    """A node's network and disk capacities (rx, tx, read, write) guessed from its history (T, N_FEATURES).
 
     node_exporter does not give them. A saturated resource reads flat at its capacity, so a rate
     that sits at its maximum in at least ``PLATEAU`` of the samples is taken as full there;
@@ -233,7 +234,7 @@ def _residuals(
     sizes: Mapping[str, tuple[int, int, int]],
     window: float,
 ) -> dict[str, np.ndarray]:
-    """node -> (T, 6) measured load minus the journalled pods' demand (cpu, memory as node fractions; NaN kept)."""
+    """node -> (T, N_FEATURES) measured load minus the journalled pods' demand (cpu, memory as node fractions; NaN kept)."""
     t = np.asarray(history.times, dtype=np.float64)
     out: dict[str, np.ndarray] = {}
     by_node: dict[str, list[Decision]] = defaultdict(list)
@@ -245,7 +246,7 @@ def _residuals(
             continue
         cores = history.cores.get(node, sizes[node][0] / 1000.0)
         mem = history.mem_bytes.get(node, float(sizes[node][1]))
-        expected = np.zeros((len(t), 6))
+        expected = np.zeros((len(t), N_FEATURES))
         for d in by_node.get(node, []):
             end = d.ts + runs.get(d.pod_uid, median_run)
             # rates are averages over the window before each sample; memory is a gauge

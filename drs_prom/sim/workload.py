@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from drs_prom.features import N_FEATURES
 from drs_prom.sim.scenario import Scenario
 from drs_prom.types import PodRequest, Toleration
 
@@ -25,11 +26,11 @@ class Workload:
     profiles: tuple[str, ...]
     arrival: np.ndarray  # (P,) seconds from episode start, non-decreasing
     work: np.ndarray  # (P,) seconds of work at full speed
-    demand: np.ndarray  # (P, 6) actual load at full speed, absolute units, FEATURES order
+    demand: np.ndarray  # (P, N_FEATURES) actual load at full speed, absolute units, FEATURES order
     cpu_m: np.ndarray  # (P,) int64 request
     mem_bytes: np.ndarray  # (P,) int64 request
     node_selector: tuple[dict[str, str], ...]
-    estimate: np.ndarray | None = None  # (P, 6) what policies are told (PodRequest.demand); None = demand
+    estimate: np.ndarray | None = None  # (P, N_FEATURES) what policies are told (PodRequest.demand); None = demand
     tolerations: tuple[tuple[Toleration, ...], ...] | None = None  # per pod; None = none
     pinned: np.ndarray | None = None  # (P,) node index of background pods, -1 for pods a policy places
     scalar: tuple[tuple[tuple[str, int], ...], ...] | None = None  # per pod extended requests; None = none
@@ -138,7 +139,7 @@ def _with_background(wl: Workload, scenario: Scenario, seed: int) -> Workload:
             times.append(t)
         n = len(times)
         base = np.array(bg.demand.vector(), dtype=np.float64)
-        demand.append(base * (1.0 + bg.demand_jitter * rng.uniform(-1.0, 1.0, size=(n, 6))))
+        demand.append(base * (1.0 + bg.demand_jitter * rng.uniform(-1.0, 1.0, size=(n, N_FEATURES))))
         work.append(bg.work_seconds * (1.0 + bg.work_jitter * rng.uniform(-1.0, 1.0, size=n)))
         arrival.append(np.array(times))
         pinned.append(np.full(n, hosts.index(bg.node), dtype=np.int64))

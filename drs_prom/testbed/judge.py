@@ -38,7 +38,7 @@ HOT_THRESHOLD = 0.9
 
 @dataclass
 class NodeSeries:
-    """(T, n, 6) raw feature values per step (NaN where Prometheus had no sample), step times, node names."""
+    """(T, n, N_FEATURES) raw feature values per step (NaN where Prometheus had no sample), step times, node names."""
 
     t: np.ndarray
     names: tuple[str, ...]

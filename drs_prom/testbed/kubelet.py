@@ -39,7 +39,7 @@ from drs_prom.types import NodeInfo, Taint
 
 log = logging.getLogger(__name__)
 
-SIM_DEMAND_ANNOTATION = "drs.io/sim-demand"  # the pod's true load (what the simulator runs), 6 comma floats
+SIM_DEMAND_ANNOTATION = "drs.io/sim-demand"  # the pod's true load (what the simulator runs), N_FEATURES comma floats
 WORK_ANNOTATION = "drs.io/work-seconds"  # full-speed work in simulated seconds
 CREATED_ANNOTATION = "drs.io/created-at"  # epoch seconds the driver created it
 STARTED_ANNOTATION = "drs.io/started-at"

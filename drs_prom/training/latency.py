@@ -20,6 +20,7 @@ import numpy as np
 from drs_prom.agent import load_model
 from drs_prom.agent.features import candidate_matrix
 from drs_prom.agent.networks import configure_tf
+from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext, Policy, choose
 from drs_prom.registry import make_policy
 from drs_prom.types import NodeInfo, PodRequest
@@ -37,8 +38,8 @@ def synthetic_context(n: int, seed: int = 0) -> DecisionContext:
         pod=PodRequest("p", cpu_m=500, mem_bytes=512 << 20),
         nodes=nodes,
         feasible=rng.random(n) < 0.9,
-        load=rng.uniform(0, 1, (n, 6)).astype(np.float32),
-        pod_load=np.tile(rng.uniform(0, 0.3, 6), (n, 1)).astype(np.float32),
+        load=rng.uniform(0, 1, (n, N_FEATURES)).astype(np.float32),
+        pod_load=np.tile(rng.uniform(0, 0.3, N_FEATURES), (n, 1)).astype(np.float32),
     )
 
 

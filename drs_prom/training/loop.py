@@ -1,7 +1,7 @@
 """The training loop for both agents, on any env with the simulator's reset/step API.
 
 ``env.reset() -> ctx``; ``env.step(node_index) -> (ctx_next, info, done)`` where
-``info.load_before``/``info.load_after`` are the normalised (n, 6) matrices around the
+``info.load_before``/``info.load_after`` are the normalised (n, N_FEATURES) matrices around the
 settled action. Saving, plotting and benchmarking the result are in drs_prom.training.run.
 """
 
@@ -19,7 +19,7 @@ from drs_prom.agent.features import N_CANDIDATE, candidate_matrix, drs_state, dr
 from drs_prom.agent.networks import configure_tf, export_dense
 from drs_prom.agent.policy import NodeAgentPolicy
 from drs_prom.agent.replay import FlatReplay, NodeReplay
-from drs_prom.config import RewardSettings
+from drs_prom.config import ObjectiveSettings, RewardSettings
 from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext
 from drs_prom.recent_binds import RecentBinds, default_window
@@ -74,6 +74,8 @@ class TrainConfig:
     recent_window_seconds: float = field(default_factory=default_window)
     """Memory of our own binds (the metrics' rate window; the policy's default too)."""
     reward: RewardSettings = field(default_factory=RewardSettings)
+    objectives: ObjectiveSettings = field(default_factory=ObjectiveSettings)
+    """Weights of the composite reward (``reward.kind: composite``)."""
 
 
 @dataclass
@@ -160,7 +162,7 @@ def _train_node(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> Train
                 a = _masked_argmax(agent.q_values(cands), mask)
             recent.record(ctx, a)
             ctx_next, info, done = env.step(a)
-            r = step_reward(info, "drs", cfg.reward)
+            r = step_reward(info, cfg.reward, cfg.objectives)
             next_cands = None if done or ctx_next is None else candidate_matrix(ctx_next, recent.pending(ctx_next))
             replay.add(cands[a], r, next_cands, None if next_cands is None else ctx_next.feasible, done)
             steps += 1
@@ -224,7 +226,9 @@ def _imitate(
     fit a large-margin loss so the net ranks the teacher's choice first (DQfD-style)."""
     seeds = [_episode_seed(cfg, ep + 500_000) for ep in range(cfg.imitate_episodes)]
     teacher = make_policy(cfg.imitate, cfg.seed)
-    c, m, a = teacher_demonstrations(make_env, teacher, seeds, replay, cfg.reward, cfg.recent_window_seconds)
+    c, m, a = teacher_demonstrations(
+        make_env, teacher, seeds, replay, cfg.reward, cfg.recent_window_seconds, cfg.objectives
+    )
     losses = agent.imitate_batches((c, m, a), cfg.imitate_steps, cfg.batch, np.random.default_rng(cfg.seed))
     agent.sync_target()
     q = np.stack([agent.q_values(ci[: len(ci)]) for ci in c[:500]])
@@ -244,6 +248,7 @@ def _train_drs(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> TrainR
     t0 = time.monotonic()
     rng = np.random.default_rng(cfg.seed)
     dcfg = DRSConfig()
+    reward = cfg.reward.model_copy(update={"kind": "drs"})  # DRS as published learns from its own reward
     probe = make_env(_episode_seed(cfg, 0)).reset()
     n_nodes = len(probe.nodes)
     agent = DRSDQN(n_nodes, dcfg, seed=cfg.seed)
@@ -266,7 +271,7 @@ def _train_drs(make_env: EnvFactory, cfg: TrainConfig, progress: bool) -> TrainR
             else:
                 a = _random_feasible(rng, mask)
             ctx_next, info, done = env.step(a)
-            r = step_reward(info, "drs-original", cfg.reward)
+            r = step_reward(info, reward)
             next_state = None if done or ctx_next is None else drs_state(ctx_next)
             replay.add(state, a, r, next_state, done)
             steps += 1

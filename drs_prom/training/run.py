@@ -28,6 +28,7 @@ def save_result(result: TrainResult, cfg: TrainConfig, out: str | Path, norm: No
     meta = base_metadata(cfg.policy, norm, result.n_nodes if cfg.policy == "drs-original" else None)
     conf = asdict(cfg)
     conf["reward"] = cfg.reward.model_dump()
+    conf["objectives"] = cfg.objectives.model_dump()
     meta["training"] = {
         "scenario": cfg.scenario,
         "seed": cfg.seed,

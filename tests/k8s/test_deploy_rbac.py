@@ -44,7 +44,6 @@ def test_configmap_holds_a_valid_settings_file(tmp_path):
     path.write_text(cm["data"]["config.yaml"])
     s = load_settings(path)
     assert s.scheduler.leader_election and s.scheduler.lease_namespace == "drs-system"
-    assert not s.scheduler.online_learning
 
 
 def test_workloads_and_daemonset_shape():

@@ -31,7 +31,9 @@ from drs_prom.prometheus import PrometheusSource
 from drs_prom.registry import make_policy
 from drs_prom.retrain.gate import gate
 from drs_prom.retrain.history import fetch_history
-from drs_prom.retrain.rebuild import load_decisions, rebuild_transitions, reward_delay, transition_reward
+from drs_prom.retrain.history_reward import transition_outcome
+from drs_prom.retrain.rebuild import load_decisions, rebuild_transitions, reward_delay
+from drs_prom.reward import settled_reward
 from drs_prom.sim.backfill import create_blocks, write_openmetrics
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.trace import REQUEST_COLUMNS, journal_rows, run_sim
@@ -162,7 +164,12 @@ def test_transitions_match_the_simulator(world):
                 clean(t.ts - run.epoch),
                 float(np.abs(t.ctx.load - want).max()),
                 float(np.abs(t.load_after - want_after).max()),
-                abs(t.reward - transition_reward(want, want_after, s)),
+                abs(
+                    t.reward
+                    - settled_reward(
+                        transition_outcome(run.expected_raw(g, WINDOW), run.expected_raw(ga, WINDOW), s), s.reward
+                    )
+                ),
             )
         )
         assert run.names[t.action] == rows[[r.ts for r in rows].index(t.ts)].chosen

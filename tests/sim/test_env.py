@@ -73,7 +73,8 @@ def test_step_info_shows_the_pod_on_its_node_after_settling():
     assert info.load_after[1, 0] == pytest.approx(0.25)  # 1 of 4 cores, seen 5 s later
     assert info.load_after[0, 0] == pytest.approx(0.0)
     assert info.requested_after[1, 0] == pytest.approx(100 / 4000)
-    assert info.mean_slowdown_after == pytest.approx(1.0)
+    assert info.metrics_after[1, 0] == pytest.approx(0.25)  # the same reading in raw units (a fraction of 4 cores)
+    assert info.util_after == pytest.approx(info.metrics_after[:, :2].mean())  # cpu and memory, as history reads it
     assert info.settle_seconds == 5.0
 
 

@@ -84,3 +84,13 @@ def test_truncated_keeps_first_arrivals():
     sc = load_scenario("burst")
     cut = sc.truncated(15)
     assert cut.n_pods == 15 and [p.pods for p in cut.arrivals] == [10, 5]
+
+
+def test_scenarios_name_one_quantity_per_feature() -> None:
+    from drs_prom.features import N_FEATURES
+    from drs_prom.sim.scenario import QUANTITY_KEYS, load_scenario
+
+    assert len(QUANTITY_KEYS) == N_FEATURES
+    paper = load_scenario("drs-paper")
+    assert len(paper.nodes[0].capacity) == N_FEATURES
+    assert len(next(iter(paper.profiles.values())).demand.vector()) == N_FEATURES
