@@ -44,10 +44,11 @@ class Nodes:
     alloc_pods: np.ndarray  # (n,) int64
     labels: tuple[dict[str, str], ...]
     taints: tuple[tuple[Taint, ...], ...]
+    gpus: np.ndarray | None = None  # (n,) int64 whole GPUs (nvidia.com/gpu); None = no node has any
 
     @classmethod
     def from_scenario(cls, scenario: Scenario) -> Nodes:
-        names, cap, idle, acpu, amem, apods, labels, taints = [], [], [], [], [], [], [], []
+        names, cap, idle, acpu, amem, apods, labels, taints, gpus = [], [], [], [], [], [], [], [], []
         for t in scenario.nodes:
             for i in range(t.count):
                 names.append(f"{t.name}-{i + 1}")
@@ -57,6 +58,7 @@ class Nodes:
                 acpu.append(t.alloc_cpu_m)
                 amem.append(t.alloc_mem)
                 apods.append(t.allocatable_pods)
+                gpus.append(t.gpus)
                 labels.append(node_labels(t, i))
                 taints.append(tuple(Taint(x.key, x.value, x.effect) for x in t.taints))
         return cls(
@@ -68,6 +70,7 @@ class Nodes:
             alloc_pods=np.array(apods, dtype=np.int64),
             labels=tuple(labels),
             taints=tuple(taints),
+            gpus=np.array(gpus, dtype=np.int64) if any(gpus) else None,
         )
 
     def __len__(self) -> int:
@@ -90,6 +93,7 @@ class Cluster:
     req_cpu_m: np.ndarray = field(init=False)
     req_mem: np.ndarray = field(init=False)
     pod_count: np.ndarray = field(init=False)
+    req_gpu: np.ndarray = field(init=False)  # (n,) whole GPUs held by bound pods
     cum: np.ndarray = field(init=False)  # (n, 6) integral of used load since t=0 (core-s, byte-s, bytes)
     _hist_t: list[float] = field(init=False)
     _hist_cum: list[np.ndarray] = field(init=False)
@@ -105,6 +109,7 @@ class Cluster:
         self.req_cpu_m = np.zeros(n, dtype=np.int64)
         self.req_mem = np.zeros(n, dtype=np.int64)
         self.pod_count = np.zeros(n, dtype=np.int64)
+        self.req_gpu = np.zeros(n, dtype=np.int64)
         self.cum = np.zeros((n, N_FEATURES))
         self._hist_t = [self.t]
         self._hist_cum = [self.cum.copy()]
@@ -112,7 +117,18 @@ class Cluster:
     def copy(self) -> Cluster:
         c = object.__new__(Cluster)
         c.nodes, c.workload, c.metric_window, c.t = self.nodes, self.workload, self.metric_window, self.t
-        for name in ("node_of", "remaining", "start", "finish", "running", "req_cpu_m", "req_mem", "pod_count", "cum"):
+        for name in (
+            "node_of",
+            "remaining",
+            "start",
+            "finish",
+            "running",
+            "req_cpu_m",
+            "req_mem",
+            "pod_count",
+            "req_gpu",
+            "cum",
+        ):
             setattr(c, name, getattr(self, name).copy())
         c._hist_t = list(self._hist_t)
         c._hist_cum = list(self._hist_cum)
@@ -173,6 +189,15 @@ class Cluster:
         if mem_bytes > 0:
             ok &= mem_bytes <= nd.alloc_mem - self.req_mem
         return ok
+
+    def gpu_fit_mask(self, gpus: int) -> np.ndarray:
+        """Nodes with ``gpus`` whole GPUs (extended resource nvidia.com/gpu) free: NodeResourcesFit's check of an
+        extended resource, which the request filters of drs_prom.filters do not see. All True when none is asked."""
+        n = len(self.nodes)
+        if gpus <= 0:
+            return np.ones(n, dtype=bool)
+        have = self.nodes.gpus if self.nodes.gpus is not None else np.zeros(n, dtype=np.int64)
+        return gpus <= have - self.req_gpu
 
     def _compute_rates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(speed of each running pod, used load per node (n, 6), uncapped demand per node (n, 6));
@@ -247,6 +272,8 @@ class Cluster:
         self.req_cpu_m[node] += self.workload.cpu_m[pod]
         self.req_mem[node] += self.workload.mem_bytes[pod]
         self.pod_count[node] += 1
+        if self.workload.gpus is not None:
+            self.req_gpu[node] += self.workload.gpus[pod]
         self._rates = None
 
     def next_completion(self) -> float:
@@ -296,6 +323,8 @@ class Cluster:
         self.req_cpu_m -= np.bincount(where, weights=self.workload.cpu_m[pods], minlength=n).astype(np.int64)
         self.req_mem -= np.bincount(where, weights=self.workload.mem_bytes[pods], minlength=n).astype(np.int64)
         self.pod_count -= np.bincount(where, minlength=n)
+        if self.workload.gpus is not None:
+            self.req_gpu -= np.bincount(where, weights=self.workload.gpus[pods], minlength=n).astype(np.int64)
         self.running = still_running
         self._rates = None
 

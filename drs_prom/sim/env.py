@@ -247,7 +247,8 @@ class SchedulingEnv:
         # the value of ctx.load at which each node's resource is full (cpu/mem are fractions of the node)
         self._full = self.nodes.capacity / scales(self.norm)[None, :]
         self._full[:, :2] = 1.0 / scales(self.norm)[:2]
-        self._plain = not any(self.nodes.taints) and not any(p.node_selector for p in scenario.profiles.values())
+        self._no_taints = not any(self.nodes.taints)
+        self._plain = self._no_taints and not any(p.node_selector for p in scenario.profiles.values())
 
     @property
     def n_nodes(self) -> int:
@@ -261,6 +262,7 @@ class SchedulingEnv:
         self.episode_seed = int(seed)
         self.workload: Workload = generate(self.scenario, self.episode_seed)
         self.cluster = Cluster(self.nodes, self.workload, metric_window=self.scenario.metric_window_seconds)
+        self._plain = self._no_taints and not self.workload.constrained
         self.source = SimSource(self.cluster)
         # metrics always on the scenario's scales, so policies seeing other scales still compare
         self._own_recorder = _Recorder(
@@ -365,6 +367,8 @@ class SchedulingEnv:
             mask = self.cluster.fits_mask(req.cpu_m, req.mem_bytes)
         else:
             mask = feasible_mask(req, nodes)
+        if self.workload.gpus is not None:
+            mask &= self.cluster.gpu_fit_mask(int(self.workload.gpus[pod]))
         if not mask.any():
             return None
         snap = self.source.snapshot()
