@@ -172,7 +172,7 @@ def read_openb(root: Path, pod_list: str) -> TraceTable:
         share = milli / 1000.0 if num_gpu == 1 and 0 < milli < 1000 else num_gpu
         spec = row.get("gpu_spec", "")
         models = tuple(sorted({m for m in spec.split("|") if m and m.lower() != "nan"}))
-        outcome = {"Failed": "failed", "Pending": "pending"}.get(phase, "done")
+        outcome = {"Failed": "failed", "Pending": "pending", "Running": "live"}.get(phase, "done")
         if phase not in ("Succeeded", "Running", "Failed", "Pending"):
             raise ConfigError(f"{ppath}:{line}: unknown pod_phase {phase!r} (Succeeded, Running, Failed, Pending)")
         pods.append(
@@ -192,12 +192,17 @@ def read_openb(root: Path, pod_list: str) -> TraceTable:
         raise ConfigError(f"{ppath}: no pods")
     end = max((p.end for p in pods if not math.isnan(p.end)), default=max(p.arrival for p in pods))
     # openb writes the collection end as the deletion time of pods still running then
-    pods = [_censored(p) if p.end >= end and p.outcome == "done" and not math.isnan(p.end) else p for p in pods]
+    # (a Running pod deleted before that was deleted while running: its lifetime is known)
+    pods = [_censored(p) if p.outcome == "live" and (math.isnan(p.end) or p.end >= end) else _done(p) for p in pods]
     return TraceTable(str(root), tuple(nodes), tuple(pods), end)
 
 
 def _censored(pod: TracePod) -> TracePod:
     return TracePod(**{**pod.__dict__, "end": math.nan, "outcome": "running"})
+
+
+def _done(pod: TracePod) -> TracePod:
+    return TracePod(**{**pod.__dict__, "outcome": "done"}) if pod.outcome == "live" else pod
 
 
 def _pairs(path: Path, line: int, text: str, col: str) -> tuple[tuple[str, str], ...]:
