@@ -313,3 +313,12 @@ def test_a_scenario_yaml_with_a_trace_section(tmp_path: Path) -> None:
         parse_scenario(f"name: bad\ntrace:\n  path: {path}\n  window: [0.5, 0.2]\n")
     with pytest.raises(ConfigError, match="nodes: needs at least one entry"):
         parse_scenario("name: empty\n")
+
+
+def test_the_sampled_future_rollout_refuses_a_replay(tmp_path: Path) -> None:
+    """Every seed of a replay is the same pods, so 'sampled' futures would be the true one."""
+    from drs_prom.sim.lookahead import lookahead_run
+
+    sc, _ = materialise(spec(small_openb(tmp_path)), 0)
+    with pytest.raises(ConfigError, match="replays a trace: its futures cannot be sampled"):
+        lookahead_run(sc, 0, "kube-default")
