@@ -322,3 +322,29 @@ def test_the_sampled_future_rollout_refuses_a_replay(tmp_path: Path) -> None:
     sc, _ = materialise(spec(small_openb(tmp_path)), 0)
     with pytest.raises(ConfigError, match="replays a trace: its futures cannot be sampled"):
         lookahead_run(sc, 0, "kube-default")
+
+
+def test_generic_trace_runs_with_taints_selectors_and_tolerations(tmp_path: Path) -> None:
+    """Tainted node: only tolerating pods land there; a node selector pins its pod to its zone."""
+    path = generic(
+        tmp_path,
+        "name,cpu,memory,labels,taints\n"
+        "a,8,32Gi,zone=x,\n"
+        "b,8,32Gi,zone=y,\n"
+        "c,8,32Gi,zone=y,dedicated=ml:NoSchedule\n",
+        "name,arrival,duration,cpu,memory,node_selector,tolerations\n"
+        + "".join(f"free{i},{i},30,1,1Gi,,\n" for i in range(8))
+        + "".join(f"ml{i},{i},30,1,1Gi,,dedicated=ml:NoSchedule\n" for i in range(8))
+        + "".join(f"x{i},{i},30,1,1Gi,zone=x,\n" for i in range(4)),
+    )
+    sc, _ = materialise(spec(path), 0)
+    assert sorted(t.name for t in sc.nodes) == ["cpu-8c-32g", "cpu-8c-32g-2", "cpu-8c-32g-3"]
+    env = SchedulingEnv(sc, seed=0)
+    env.run(make_policy("least-loaded", 0))
+    wl, c = env.workload, env.cluster
+    tainted = next(i for i, labels in enumerate(env.nodes.labels) if env.nodes.taints[i])
+    zone_x = next(i for i, labels in enumerate(env.nodes.labels) if labels.get("zone") == "x")
+    on = {name: int(c.node_of[i]) for i, name in enumerate(wl.names)}
+    assert all(on[f"free{i}"] != tainted for i in range(8))
+    assert all(on[f"x{i}"] == zone_x for i in range(4))
+    assert any(on[f"ml{i}"] == tainted for i in range(8))  # least-loaded spreads them onto the empty tainted node
