@@ -328,10 +328,7 @@ def test_generic_trace_runs_with_taints_selectors_and_tolerations(tmp_path: Path
     """Tainted node: only tolerating pods land there; a node selector pins its pod to its zone."""
     path = generic(
         tmp_path,
-        "name,cpu,memory,labels,taints\n"
-        "a,8,32Gi,zone=x,\n"
-        "b,8,32Gi,zone=y,\n"
-        "c,8,32Gi,zone=y,dedicated=ml:NoSchedule\n",
+        "name,cpu,memory,labels,taints\na,8,32Gi,zone=x,\nb,8,32Gi,zone=y,\nc,8,32Gi,zone=y,dedicated=ml:NoSchedule\n",
         "name,arrival,duration,cpu,memory,node_selector,tolerations\n"
         + "".join(f"free{i},{i},30,1,1Gi,,\n" for i in range(8))
         + "".join(f"ml{i},{i},30,1,1Gi,,dedicated=ml:NoSchedule\n" for i in range(8))
