@@ -345,3 +345,13 @@ def test_generic_trace_runs_with_taints_selectors_and_tolerations(tmp_path: Path
     assert all(on[f"free{i}"] != tainted for i in range(8))
     assert all(on[f"x{i}"] == zone_x for i in range(4))
     assert any(on[f"ml{i}"] == tainted for i in range(8))  # least-loaded spreads them onto the empty tainted node
+
+
+def test_max_pods_and_truncation_keep_the_first_pods(tmp_path: Path) -> None:
+    path = small_openb(tmp_path)
+    capped, stats = materialise(spec(path, max_pods=4), 0)
+    assert capped.replay is not None and capped.replay.names == ("p0", "p1", "p2", "p3") and stats.pods == 4
+    full, _ = materialise(spec(path), 0)
+    cut = full.truncated(3)
+    assert cut.n_pods == 3 and cut.replay is not None and cut.replay.names == ("p0", "p1", "p2")
+    assert len(generate(cut, 0)) == 3
