@@ -61,12 +61,9 @@ class Workload:
 
     @property
     def constrained(self) -> bool:
-        """True when some pod has a node selector, a toleration or a required node affinity."""
-        return (
-            any(self.node_selector)
-            or (self.tolerations is not None and any(self.tolerations))
-            or (self.affinity is not None and any(self.affinity))
-        )
+        """True when some pod has a node selector or a required node affinity (tolerations matter only where a
+        node has taints, which the env checks on its own)."""
+        return any(self.node_selector) or (self.affinity is not None and any(self.affinity))
 
 
 def generate(scenario: Scenario, seed: int) -> Workload:
