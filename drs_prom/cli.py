@@ -391,6 +391,35 @@ def testbed_cmd(
 )
 @click.option("--model", "model_path", default=None, help="Model for the drs policy (default: the shipped one).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option(
+    "--trace",
+    "trace_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Replay a trace directory (openb or nodes.csv + pods.csv); seeds are sampling seeds. See docs/traces.md.",
+)
+@click.option("--trace-nodes", default=None, type=click.IntRange(1), help="With --trace: sampled nodes [all].")
+@click.option(
+    "--trace-window", default="0:1", show_default=True, help="With --trace: START:END fractions of the pod list."
+)
+@click.option("--trace-pod-list", default="openb_pod_list_default.csv", show_default=True, help="openb pod list.")
+@click.option("--trace-max-pods", default=None, type=click.IntRange(1), help="With --trace: at most N pods.")
+@click.option("--compression", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
+@click.option(
+    "--load-factor",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="With --trace: arrivals come this many times faster (run times unchanged).",
+)
+@click.option("--usage-cpu", default=0.4, show_default=True, type=float, help="Mean used/requested CPU.")
+@click.option("--usage-mem", default=0.6, show_default=True, type=float, help="Mean used/requested memory.")
+@click.option("--usage-spread", default=0.3, show_default=True, type=float, help="Std of the ratios.")
+@click.option(
+    "--usage-sweep",
+    default=None,
+    help="With --trace: comma-separated used/requested levels (CPU and memory); ranks the policies at each.",
+)
 def bench_cmd(
     scenario: str | None,
     suite: bool,
@@ -402,11 +431,46 @@ def bench_cmd(
     pods: int | None,
     model_path: str | None,
     no_progress: bool,
+    trace_dir: str | None,
+    trace_nodes: int | None,
+    trace_window: str,
+    trace_pod_list: str,
+    trace_max_pods: int | None,
+    compression: float,
+    load_factor: float,
+    usage_cpu: float,
+    usage_mem: float,
+    usage_spread: float,
+    usage_sweep: str | None,
 ) -> None:
     """Benchmark schedulers on the simulator: composite score, imbalance, utilisation, completion vs kube-default."""
     from drs_prom.errors import ConfigError
     from drs_prom.sim.bench import format_table, model_builder, parse_policies, run_bench, write_report
     from drs_prom.sim.suite import format_suite, resolve_scenario, run_suite, suite_names, write_suite
+
+    if trace_dir is not None:
+        if scenario or suite:
+            raise ConfigError("--trace builds its own scenario; give either --trace or --scenario/--suite")
+        spec = {
+            "path": trace_dir,
+            "pod_list": trace_pod_list,
+            "nodes": trace_nodes,
+            "window": _fractions(trace_window),
+            "max_pods": trace_max_pods or pods,
+            "compression": compression,
+            "load_factor": load_factor,
+            "usage": {"cpu_ratio": usage_cpu, "mem_ratio": usage_mem, "spread": usage_spread},
+        }
+        _trace_bench(
+            {"name": "trace", "trace": spec},
+            seeds,
+            parse_policies(policies),
+            model_path,
+            out_dir,
+            no_progress,
+            usage_sweep,
+        )
+        return
 
     if suite:
         if scenario:
@@ -429,6 +493,14 @@ def bench_cmd(
     if only:
         raise ConfigError("--only needs --suite")
     sc = resolve_scenario(scenario or "drs-paper")
+    if sc.trace is not None:
+        data = sc.model_dump(exclude_none=True)
+        if pods:
+            data["trace"]["max_pods"] = pods
+        _trace_bench(data, seeds, parse_policies(policies), model_path, out_dir, no_progress, usage_sweep)
+        return
+    if usage_sweep:
+        raise ConfigError("--usage-sweep needs a trace (--trace or a scenario with a trace: section)")
     if pods:
         sc = sc.truncated(pods)
     report = run_bench(
@@ -436,6 +508,54 @@ def bench_cmd(
     )
     json_path, png_path = write_report(report, out_dir)
     click.echo(format_table(report))
+    click.echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
+
+
+def _fractions(text: str) -> tuple[float, float]:
+    from drs_prom.errors import ConfigError
+
+    try:
+        a, b = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise ConfigError(f"--trace-window {text!r} is not START:END (fractions, e.g. 0.2:0.4)") from None
+    return a, b
+
+
+def _trace_bench(
+    data: dict,
+    seeds: int,
+    policies: list[str],
+    model_path: str | None,
+    out_dir: str,
+    no_progress: bool,
+    usage_sweep: str | None,
+) -> None:
+    """bench on a trace: validate the trace section, run every sampling seed, print the table and the summary."""
+    from drs_prom.errors import ConfigError
+    from drs_prom.sim.bench import format_table, model_builder, write_report
+    from drs_prom.sim.scenario import Scenario
+    from drs_prom.sim.suite import format_scenario, summarise
+    from drs_prom.sim.trace_bench import format_sweep, run_trace_bench
+    from drs_prom.sim.trace_bench import usage_sweep as sweep
+
+    try:
+        sc = Scenario.model_validate(data)
+    except ValueError as exc:
+        first = str(exc).splitlines()
+        raise ConfigError(f"invalid trace options: {' '.join(first[1:3]).strip()}") from None
+    builder = model_builder(model_path)
+    if usage_sweep:
+        try:
+            levels = [float(x) for x in usage_sweep.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"--usage-sweep {usage_sweep!r} is not a comma-separated list of numbers") from None
+        results = sweep(sc, levels, list(range(seeds)), policies, builder, progress=not no_progress)
+        click.echo(format_sweep(results))
+        return
+    report = run_trace_bench(sc, list(range(seeds)), policies, builder, progress=not no_progress, echo=click.echo)
+    json_path, png_path = write_report(report, out_dir)
+    click.echo(format_table(report))
+    click.echo(format_scenario(summarise(report).to_json()))
     click.echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
 
 

@@ -119,7 +119,17 @@ class Cluster:
     def copy(self) -> Cluster:
         c = object.__new__(Cluster)
         c.nodes, c.workload, c.metric_window, c.t = self.nodes, self.workload, self.metric_window, self.t
-        for name in ("node_of", "remaining", "start", "finish", "running", "req_cpu_m", "req_mem", "pod_count", "cum"):
+        for name in (
+            "node_of",
+            "remaining",
+            "start",
+            "finish",
+            "running",
+            "req_cpu_m",
+            "req_mem",
+            "pod_count",
+            "cum",
+        ):
             setattr(c, name, getattr(self, name).copy())
         c.req_scalar = {k: v.copy() for k, v in self.req_scalar.items()}
         c._hist_t = list(self._hist_t)

@@ -248,7 +248,8 @@ class SchedulingEnv:
         # the value of ctx.load at which each node's resource is full (cpu/mem are fractions of the node)
         self._full = self.nodes.capacity / scales(self.norm)[None, :]
         self._full[:, :2] = 1.0 / scales(self.norm)[:2]
-        self._plain = not any(self.nodes.taints) and not any(p.node_selector for p in scenario.profiles.values())
+        self._no_taints = not any(self.nodes.taints)
+        self._plain = self._no_taints and not any(p.node_selector for p in scenario.profiles.values())
 
     @property
     def n_nodes(self) -> int:
@@ -262,6 +263,7 @@ class SchedulingEnv:
         self.episode_seed = int(seed)
         self.workload: Workload = generate(self.scenario, self.episode_seed)
         self.cluster = Cluster(self.nodes, self.workload, metric_window=self.scenario.metric_window_seconds)
+        self._plain = self._no_taints and not self.workload.constrained
         self.source = SimSource(self.cluster)
         # metrics always on the scenario's scales, so policies seeing other scales still compare
         self._own_recorder = _Recorder(

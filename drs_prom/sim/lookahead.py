@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext, Policy
 from drs_prom.registry import make_policy
 from drs_prom.sim.clairvoyant import FixedSchedule, branch_nodes, fork_env, play_out, told
@@ -222,7 +223,12 @@ def lookahead_run(
     gate: float = 0.0,
     veil: bool = False,
 ) -> EpisodeResult:
-    """The episode of ``seed`` under the sampled-future rollout over ``base``, summarised like any benchmark run."""
+    """The episode of ``seed`` under the sampled-future rollout over ``base``, summarised like any benchmark run.
+
+    A replayed trace has one future only (every seed replays the same pods), so sampling it would read the true
+    future: refused."""
+    if scenario.replay is not None:
+        raise ConfigError(f"scenario {scenario.name} replays a trace: its futures cannot be sampled")
     wall0 = time.perf_counter()
     policy = fit_to_scenario(make_policy(base, seed), scenario)
     env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError
+from drs_prom.sim.trace_spec import ReplayPods, TraceSpec
 
 QUANTITY_KEYS: tuple[str, ...] = (
     "cpu_cores",
@@ -250,15 +251,24 @@ class Scenario(_M):
         5.0, ge=0, description="Delay after a bind at which the env measures load_after (DRS: 5 s)."
     )
     sample_interval_seconds: float = Field(5.0, gt=0, description="Time-series resolution of the benchmark plot.")
-    nodes: tuple[NodeType, ...] = Field(min_length=1)
-    profiles: dict[str, Profile] = Field(min_length=1)
-    arrivals: tuple[Phase, ...] = Field(min_length=1)
+    nodes: tuple[NodeType, ...] = ()
+    profiles: dict[str, Profile] = {}
+    arrivals: tuple[Phase, ...] = ()
     background: tuple[BackgroundLoad, ...] = Field(
         (), description="Noisy neighbours and other load no policy places (pinned to named nodes)."
     )
+    trace: TraceSpec | None = Field(
+        None, description="Replay a production trace (drs_prom.sim.replay fills nodes, profiles and arrivals)."
+    )
+    replay: ReplayPods | None = Field(None, description="The replayed pods, filled by drs_prom.sim.replay.")
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
+        if self.trace is not None and not self.nodes:
+            return self  # a trace section alone: drs_prom.sim.replay.materialise fills the rest
+        for section in ("nodes", "profiles", "arrivals"):
+            if not getattr(self, section):
+                raise ValueError(f"{section}: needs at least one entry (or a trace: section)")
         names = [t.name for t in self.nodes]
         if len(set(names)) != len(names):
             raise ValueError("node type names must be unique")
@@ -309,6 +319,9 @@ class Scenario(_M):
                 break
             phases.append(phase.model_dump() | {"pods": min(phase.pods, left)})
             left -= phase.pods
+        if self.replay is not None:
+            cut = {k: v[:pods] for k, v in self.replay.model_dump().items()}
+            return self.with_changes(arrivals=phases, replay=cut)
         return self.with_changes(arrivals=phases)
 
     def with_changes(self, **changes: Any) -> Scenario:
@@ -320,6 +333,11 @@ class Scenario(_M):
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 NODE_TYPE_LABEL = "node-type"
+GPU_RESOURCE = "nvidia.com/gpu"
+"""The extended resource a replayed trace's whole GPUs are requested and offered as (the device plugin's name)."""
+
+GPU_MODEL_LABEL = "gpu-model"
+"""Label of a node's GPU model in replayed traces; a pod's allowed models become node affinity In over it."""
 
 
 def node_labels(node: NodeType, index: int) -> dict[str, str]:

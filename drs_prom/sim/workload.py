@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from drs_prom.features import N_FEATURES
-from drs_prom.sim.scenario import Scenario
-from drs_prom.types import PodRequest, Toleration
+from drs_prom.sim.scenario import GPU_MODEL_LABEL, GPU_RESOURCE, Scenario
+from drs_prom.sim.trace_spec import ReplayPods
+from drs_prom.types import NodeSelectorRequirement, NodeSelectorTerm, PodRequest, Toleration
 
 BACKGROUND_PROFILE = "background"
 """Profile name of pinned background pods (BackgroundLoad); never a scheduling decision."""
@@ -34,6 +35,7 @@ class Workload:
     tolerations: tuple[tuple[Toleration, ...], ...] | None = None  # per pod; None = none
     pinned: np.ndarray | None = None  # (P,) node index of background pods, -1 for pods a policy places
     scalar: tuple[tuple[tuple[str, int], ...], ...] | None = None  # per pod extended requests; None = none
+    affinity: tuple[tuple[NodeSelectorTerm, ...], ...] | None = None  # per pod required node affinity; None = none
 
     def __len__(self) -> int:
         return len(self.names)
@@ -56,11 +58,23 @@ class Workload:
             owner=f"Job/{self.profiles[i]}",
             tolerations=() if self.tolerations is None else self.tolerations[i],
             scalar=() if self.scalar is None else self.scalar[i],
+            affinity_terms=() if self.affinity is None else self.affinity[i],
         )
+
+    @property
+    def constrained(self) -> bool:
+        """True when some pod has a node selector or a required node affinity (tolerations matter only where a
+        node has taints, which the env checks on its own)."""
+        return any(self.node_selector) or (self.affinity is not None and any(self.affinity))
 
 
 def generate(scenario: Scenario, seed: int) -> Workload:
-    """Draw arrivals phase by phase: Poisson (exponential gaps) or uniform (fixed gaps) at the phase rate."""
+    """Draw arrivals phase by phase: Poisson (exponential gaps) or uniform (fixed gaps) at the phase rate.
+
+    A replayed trace (``scenario.replay``) is already drawn: its pods come back as they are, whatever the seed.
+    """
+    if scenario.replay is not None:
+        return replayed(scenario.replay)
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5C3]))
     pnames = list(scenario.profiles)
     base_w = np.array([scenario.profiles[p].weight for p in pnames], dtype=np.float64)
@@ -161,4 +175,34 @@ def _with_background(wl: Workload, scenario: Scenario, seed: int) -> Workload:
         tolerations=tuple([*(wl.tolerations or [no_tols] * len(wl)), *([no_tols] * nb)][i] for i in order),
         pinned=np.concatenate([np.full(len(wl), -1, dtype=np.int64), *pinned])[order],
         scalar=None if wl.scalar is None else tuple([*wl.scalar, *([()] * nb)][i] for i in order),
+    )
+
+
+def replayed(pods: ReplayPods) -> Workload:
+    """The workload of a replayed trace: each pod its own profile-free row, usage as demand and estimate.
+
+    Allowed GPU models become a required node affinity ``gpu-model In (...)``, as a
+    Kubernetes manifest of the same pod would say it.
+    """
+    n = len(pods)
+    demand = np.zeros((n, N_FEATURES))
+    demand[:, 0] = pods.cpu_used
+    demand[:, 1] = pods.mem_used
+    affinity = tuple(
+        (NodeSelectorTerm((NodeSelectorRequirement(GPU_MODEL_LABEL, "In", models),)),) if models else ()
+        for models in pods.gpu_models
+    )
+    tolerations = tuple(tuple(Toleration(*t) for t in tols) for tols in pods.tolerations)
+    return Workload(
+        names=pods.names,
+        profiles=tuple("trace" for _ in range(n)),
+        arrival=np.array(pods.arrival, dtype=np.float64),
+        work=np.array(pods.work, dtype=np.float64),
+        demand=demand,
+        cpu_m=np.array(pods.cpu_m, dtype=np.int64),
+        mem_bytes=np.array(pods.mem_bytes, dtype=np.int64),
+        node_selector=tuple(dict(sel) for sel in pods.node_selector),
+        tolerations=tolerations if any(tolerations) else None,
+        scalar=tuple(((GPU_RESOURCE, g),) if g else () for g in pods.gpus) if any(pods.gpus) else None,
+        affinity=affinity if any(affinity) else None,
     )
