@@ -235,9 +235,9 @@ def run_cmd(
     )
     policy: object = "load"
     if policy_name and policy_name != "drs":
-        from drs_prom.registry import make_policy
+        from drs_prom.registry import PolicySpec, make_policy
 
-        policy = make_policy(policy_name, 0)
+        policy = make_policy(policy_name, PolicySpec.from_settings(settings))
     run_scheduler(settings, kubeconfig, policy=policy)
 
 
@@ -654,13 +654,14 @@ def report_cmd(
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="First port (0 = any free).")
 def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str, host: str, port: int) -> None:
     """Serve a simulated cluster's node metrics (node_exporter format) for a real Prometheus to scrape."""
-    from drs_prom.registry import make_policy
+    from drs_prom.sim.env import sim_policy
     from drs_prom.sim.scenario import load_scenario
     from drs_prom.sim.serve import serve_scenario
 
+    sc = load_scenario(scenario)
     serve_scenario(
-        load_scenario(scenario),
-        make_policy(policy, seed),
+        sc,
+        sim_policy(policy, sc, seed),
         seed=seed,
         speed=speed,
         mode=mode,  # type: ignore[arg-type]
@@ -804,7 +805,15 @@ def train_cmd(
     imitate = "" if imitate == "none" else imitate
     settings = load_settings(config_path)
     extra = {"imitate": imitate, "eps_start": 0.3} if imitate else {}
-    cfg = TrainConfig(policy=policy, episodes=episodes, seed=seed, scenario=scenario, reward=settings.reward, **extra)  # type: ignore[arg-type]
+    cfg = TrainConfig(
+        policy=policy,
+        episodes=episodes,
+        seed=seed,
+        scenario=scenario,
+        reward=settings.reward,
+        recent_window_seconds=settings.prometheus.window_seconds,
+        **extra,  # type: ignore[arg-type]
+    )
     run(
         cfg,
         out_path,

@@ -26,7 +26,7 @@ import numpy as np
 from drs_prom.agent.corrector import TARGET_SCALE, TopKCorrection, block_ensemble
 from drs_prom.agent.networks import configure_tf, export_dense, node_scorer
 from drs_prom.agent.policy import Layers
-from drs_prom.sim.env import fit_to_scenario
+from drs_prom.sim.env import fit_to_scenario, sim_policy
 from drs_prom.sim.generator import training_scenario
 from drs_prom.training.rollouts import Samples, unclipped_env
 
@@ -112,14 +112,12 @@ def composite_ratio(
     policy_factory: Callable[[], Any], base: str, seeds: Sequence[int], base_scores: dict[int, float] | None = None
 ) -> tuple[float, dict[int, float]]:
     """Mean over ``seeds`` (training clusters) of composite(policy) / composite(base) on the same workload."""
-    from drs_prom.agent.corrector import BASES
-
     ratios = []
     base_scores = dict(base_scores or {})
     for s in seeds:
         sc = training_scenario(s)
         if s not in base_scores:
-            base_scores[s] = unclipped_env(sc, s).run(fit_to_scenario(BASES[base](s), sc), seed=s).composite
+            base_scores[s] = unclipped_env(sc, s).run(sim_policy(base, sc, s), seed=s).composite
         mine = unclipped_env(sc, s).run(fit_to_scenario(policy_factory(), sc), seed=s).composite
         ratios.append(mine / base_scores[s])
     return float(np.mean(ratios)), base_scores

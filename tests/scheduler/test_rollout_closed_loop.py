@@ -18,10 +18,12 @@ from click.testing import CliRunner
 from drs_prom import promql
 from drs_prom.agent.persistence import load_model
 from drs_prom.cli import cli
-from drs_prom.model_store import MODEL_FILE, ModelStore, ModelWatcher, load_version_policy
+from drs_prom.model_store import MODEL_FILE, ModelStore, ModelWatcher
+from drs_prom.registry import stored_model_loader
 from drs_prom.scheduler.arms import HEURISTIC, MODEL, assign_arm
 from tests.scheduler.closed_loop import balancing_model, piling_model, start_loop
 from tests.scheduler.conftest import journalled, scheduled_message
+from tests.specs import SPEC, WINDOW
 from tests.waiting import wait_for
 
 
@@ -39,9 +41,7 @@ def loop(tmp_path, fake_nodes):
 
 
 def _policy(path, version):
-    p = load_model(path).policy()
-    p.version = version
-    return p
+    return load_model(path).policy(WINDOW, version)
 
 
 def _report(sched, loop, tmp_path, store=None):
@@ -236,7 +236,7 @@ def test_bad_promotion_is_rolled_back_automatically(core, ns, loop, make_schedul
         return info.name
 
     good = add(balancing_model(tmp_path / "bal.keras"))
-    watcher = ModelWatcher(store, load_version_policy)
+    watcher = ModelWatcher(store, stored_model_loader(SPEC))
     watcher.reload_if_changed()
 
     def loader():
