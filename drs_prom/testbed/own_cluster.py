@@ -220,6 +220,7 @@ def _demonstrate(
                 "transitions": res.transitions,
                 "twin": meta.get("training", {}).get("twin", ""),
                 "gate": res.scores,
+                "versus_best_heuristic": meta.get("gate", {}).get("versus_best_heuristic"),
                 "seconds": round(time.perf_counter() - t, 1),
             }
             report.retrains.append(entry)
