@@ -270,7 +270,12 @@ def extender_cmd(
 
 
 @cli.command("testbed")
-@click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
+@click.option(
+    "--scenario",
+    default="drs-paper",
+    show_default=True,
+    help="Packaged scenario name, generated evaluation cluster (e.g. eval-diurnal-2) or a YAML path.",
+)
 @click.option("--seeds", default=1, show_default=True, type=click.IntRange(1, 1000), help="Seeds 0..N-1.")
 @click.option("--pods", default=None, type=click.IntRange(1), help="Only the first N arrivals of each episode.")
 @click.option("--speed", default=10.0, show_default=True, type=float, help="Simulated seconds per wall second.")
@@ -412,8 +417,8 @@ def bench_cmd(
     """Benchmark schedulers on the simulator: composite score, imbalance, utilisation, completion vs kube-default."""
     from drs_prom.errors import ConfigError
     from drs_prom.sim.bench import format_table, model_builder, parse_policies, write_report
-    from drs_prom.sim.judge import judge, judgement_line, run_judged
     from drs_prom.sim.suite import format_suite, resolve_scenario, run_suite, suite_names, write_suite
+    from drs_prom.sim.verdicts import judge, judgement_line, run_judged
 
     names_run = parse_policies(policies)
     if candidate not in names_run and not policies:  # the default list gains the candidate (a known name)
@@ -667,7 +672,12 @@ def report_cmd(
 
 
 @cli.command("sim-serve")
-@click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
+@click.option(
+    "--scenario",
+    default="drs-paper",
+    show_default=True,
+    help="Packaged scenario name, generated evaluation cluster (e.g. eval-diurnal-2) or a YAML path.",
+)
 @click.option("--policy", default="kube-default", show_default=True, help="Policy that places the episode's pods.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option(

@@ -6,7 +6,7 @@ so per-seed differences are paired. The suite ranks policies by the composite sc
 composite to the *best baseline* of that scenario (the heuristic with the lowest mean
 composite, the policy itself excluded) with a 95 % Student-t confidence interval over
 seeds: a learned policy "wins" a scenario only if that interval is below zero. The candidate
-(``drs`` unless ``--candidate`` names another) is also judged (drs_prom.sim.judge): its paired
+(``drs`` unless ``--candidate`` names another) is also judged (drs_prom.sim.verdicts): its paired
 interval relative to the best heuristic, the seeds used, and the "harm" and "inferior" flags;
 ``--seeds auto`` runs each scenario until that interval is within +-2 % (10 to 100 seeds).
 
@@ -32,9 +32,9 @@ from drs_prom.objectives import OBJECTIVES
 from drs_prom.paired_stats import paired_ci
 from drs_prom.registry import HEURISTICS
 from drs_prom.sim.bench import CLAIRVOYANT, LEARNED, REFERENCE, BenchReport, model_builder
-from drs_prom.sim.generator import EVAL_CLUSTERS, eval_scenario
-from drs_prom.sim.judge import CANDIDATE, interval_text, judge, run_judged
-from drs_prom.sim.scenario import Scenario, load_scenario, scenario_names
+from drs_prom.sim.generator import EVAL_CLUSTERS, resolve_scenario
+from drs_prom.sim.scenario import scenario_names
+from drs_prom.sim.verdicts import CANDIDATE, interval_text, judge, run_judged
 
 LEFT_OUT = ("cluster-500",)
 """Packaged scenarios the suite skips (pure speed tests; minutes per policy)."""
@@ -49,13 +49,6 @@ def suite_names(only: Sequence[str] | None = None) -> list[str]:
         if name not in every and name not in scenario_names():
             raise ConfigError(f"unknown suite scenario {name!r}; known: {', '.join(every)}")
     return list(only)
-
-
-def resolve_scenario(name_or_path: str) -> Scenario:
-    """A generated evaluation cluster by name, else load_scenario (packaged name or any YAML path)."""
-    if name_or_path in EVAL_CLUSTERS:
-        return eval_scenario(name_or_path)
-    return load_scenario(name_or_path)
 
 
 @dataclass
@@ -74,7 +67,7 @@ class ScenarioSummary:
     wall_seconds: float
     skipped: dict[str, str] = field(default_factory=dict)
     seeds: int = 0  # seeds the scenario ran (with --seeds auto, per scenario)
-    judged: dict | None = None  # the candidate's Judgement (drs_prom.sim.judge), None if it did not run
+    judged: dict | None = None  # the candidate's Judgement (drs_prom.sim.verdicts), None if it did not run
 
     def to_json(self) -> dict:
         return self.__dict__.copy()
@@ -134,7 +127,7 @@ def _bench_one(
     name: str, seeds: list[int] | None, policies: list[str], model_path: str | None, pods: int | None, candidate: str
 ) -> dict:
     """One scenario in a worker process: the bench JSON and the summary (plain data across the pool);
-    ``seeds`` None: --seeds auto (drs_prom.sim.judge.run_judged)."""
+    ``seeds`` None: --seeds auto (drs_prom.sim.verdicts.run_judged)."""
     sc = resolve_scenario(name)
     if pods:
         sc = sc.truncated(pods)
@@ -180,7 +173,7 @@ def run_suite(
     candidate: str = CANDIDATE,
 ) -> SuiteResult:
     """Bench every scenario of ``names`` (in ``jobs`` processes); ``echo`` gets one line per finished scenario.
-    ``seeds`` None: --seeds auto, per scenario (drs_prom.sim.judge.run_judged); ``candidate``: the policy judged.
+    ``seeds`` None: --seeds auto, per scenario (drs_prom.sim.verdicts.run_judged); ``candidate``: the policy judged.
 
     ``partial_dir``: each finished scenario is also written there at once (``<name>.json``),
     so a long suite that is interrupted keeps what it measured.

@@ -1,4 +1,4 @@
-"""Judging a candidate on the simulator (drs_prom.sim.judge): the paired interval against the best heuristic, the
+"""Judging a candidate on the simulator (drs_prom.sim.verdicts): the paired interval against the best heuristic, the
 harm/inferior flags, ``--seeds auto``, and how ``drs-prom bench`` and ``bench --suite`` print them."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from drs_prom.cli import cli
 from drs_prom.paired_stats import AUTO_HALF_WIDTH, AUTO_MAX_SEEDS, AUTO_MIN_SEEDS, harm, relative_interval
 from drs_prom.sim.bench import run_bench
-from drs_prom.sim.judge import judge, run_judged
+from drs_prom.sim.verdicts import judge, run_judged
 from tests.sim.helpers import tiny
 
 POLICIES = ["kube-default", "capacity-balanced", "round-robin", "random"]
