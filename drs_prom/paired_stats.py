@@ -125,8 +125,9 @@ def seeds_wanted(
     most: int = AUTO_MAX_SEEDS,
 ) -> int:
     """How many seeds in all ``--seeds auto`` should run next: ``least`` first; the current count once the
-    half-width is within ``target`` (or at ``most``); else the count the spread so far predicts (the
-    half-width falls as 1/sqrt(n)), at least 5 more and never above ``most``."""
+    half-width is within ``target`` (or at ``most``); else the fewest seeds whose half-width, at the spread
+    seen so far, is within ``target`` (the t quantile shrinks with the seeds too), at least 5 more and never
+    above ``most``."""
     n = interval.seeds
     if n < least:
         return least
@@ -135,5 +136,5 @@ def seeds_wanted(
         return n
     if not math.isfinite(half):
         return min(most, n + 5)
-    predicted = math.ceil(n * (half / target) ** 2 * 1.1)
-    return min(most, max(n + 5, predicted))
+    sd = half * math.sqrt(n) / t95(n - 1)  # the per-seed spread of the relative differences
+    return next((m for m in range(n + 5, most + 1) if t95(m - 1) * sd / math.sqrt(m) <= target), most)

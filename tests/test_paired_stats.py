@@ -63,7 +63,8 @@ def test_harm_is_a_composite_above_1_02x_or_a_p95_slowdown_above_1_05x() -> None
 def test_auto_seeds_start_at_ten_stop_when_narrow_and_never_pass_a_hundred() -> None:
     assert seeds_wanted(Interval(0.0, math.nan, math.nan, 0)) == AUTO_MIN_SEEDS
     assert seeds_wanted(Interval(0.0, -0.02, 0.02, 10)) == 10  # half-width exactly 2 %: done
-    assert seeds_wanted(Interval(0.0, -0.04, 0.04, 10)) == 44  # twice too wide: ~4x the seeds (+10 %)
+    # twice too wide: sd = 0.04 * sqrt(10) / t(9) = 0.0559; t(32) * 0.0559 / sqrt(33) = 0.0198 <= 2 % (32 seeds: 0.0201)
+    assert seeds_wanted(Interval(0.0, -0.04, 0.04, 10)) == 33
     assert seeds_wanted(Interval(0.0, -0.5, 0.5, 20)) == AUTO_MAX_SEEDS
     assert seeds_wanted(Interval(0.0, -0.5, 0.5, AUTO_MAX_SEEDS)) == AUTO_MAX_SEEDS
 
