@@ -168,7 +168,8 @@ def fit(
         layers = fold_standardisation(block_ensemble([export_dense(net) for _, net, _ in members]), mu, sd)
         scores = {}
         for margin in MARGINS[:-1]:
-            make = partial(TopKCorrection, layers, base, k, margin)
+            # fit_to_scenario (in composite_ratio) gives its memory the scenario's window
+            make = partial(TopKCorrection, layers, base, k, margin, metric_window_seconds=0.0)
             ratio, base_cache = composite_ratio(make, base, selection_seeds, base_cache)
             scores[margin] = ratio
         point = {"epoch": epoch, "loss": round(float(np.mean(losses)), 5), "ratio_by_margin": scores}

@@ -30,7 +30,7 @@ from drs_prom.agent.corrector import block_ensemble
 from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, ClusterFeatures, HeuristicSelector
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.registry import configured_spec
-from drs_prom.sim.env import fit_to_scenario, sim_policy
+from drs_prom.sim.env import scenario_spec, sim_policy
 from drs_prom.sim.generator import EVAL_CLUSTERS, EVAL_SEED_BASE, training_scenario
 from drs_prom.training.rollouts import unclipped_env
 
@@ -165,7 +165,8 @@ def selection_ratio(
         sc = training_scenario(s)
         if s not in base:
             base[s] = unclipped_env(sc, s).run(sim_policy(DEFAULT_ARM, sc, s), seed=s).composite
-        policy = fit_to_scenario(make(s), sc)
+        policy = make(s)
+        policy.metric_window_seconds = scenario_spec(sc).metric_window_seconds  # its arms' memory, as sim_policy
         arms_used: dict[str, int] = {}
 
         def count(_: Any, p: Any = policy, seen: dict[str, int] = arms_used) -> None:

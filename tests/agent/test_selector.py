@@ -56,7 +56,7 @@ def test_features_are_finite_named_and_see_node_sizes():
 def test_a_selector_that_predicts_no_gain_is_exactly_its_default_arm():
     zero = _net(np.zeros(len(ARMS)))
     mine = _episode(HeuristicSelector(zero, margin=0.0, metric_window_seconds=WINDOW))
-    ref = _episode(ARMS[DEFAULT_ARM](5))
+    ref = _episode(ARMS[DEFAULT_ARM](5, WINDOW))
     assert mine.composite == ref.composite and mine.decisions == ref.decisions
 
 
@@ -65,12 +65,12 @@ def test_a_selector_follows_the_arm_it_predicts_best_beyond_the_margin():
     bias = np.zeros(len(arms))
     bias[arms.index("kube-default")] = -0.5  # predicted 40 % lower composite than the default arm
     sel = HeuristicSelector(_net(bias), arms, margin=0.1, seed=5, metric_window_seconds=WINDOW)
-    assert _episode(sel).composite == _episode(ARMS["kube-default"](5)).composite
+    assert _episode(sel).composite == _episode(ARMS["kube-default"](5, WINDOW)).composite
     assert sel.last_arm == "kube-default"
     shy = HeuristicSelector(
         _net(bias), arms, margin=1.0, seed=5, metric_window_seconds=WINDOW
     )  # the gain is below the margin: stay on the default
-    assert _episode(shy).composite == _episode(ARMS[DEFAULT_ARM](5)).composite
+    assert _episode(shy).composite == _episode(ARMS[DEFAULT_ARM](5, WINDOW)).composite
 
 
 def test_every_arm_is_told_every_bind():
@@ -94,7 +94,7 @@ def test_labels_are_each_arms_paired_episode_score():
     assert lab.features.shape == (3, len(CLUSTER_FEATURES))
     y = log_ratios(lab, tuple(ARMS))
     assert np.allclose(y[:, list(ARMS).index(DEFAULT_ARM)], 0.0)
-    ref = _episode(ARMS["kube-default"](4), seed=4).composite
+    ref = _episode(ARMS["kube-default"](4, WINDOW), seed=4).composite
     assert lab.composite[0, list(ARMS).index("kube-default")] == pytest.approx(ref)
 
 
