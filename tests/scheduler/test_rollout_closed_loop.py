@@ -93,7 +93,12 @@ def test_shadow_mode_binds_like_the_heuristic_and_journals_both_choices(core, ns
     rows = journalled(sched, 30, bound_row)
     assert len(rows) == 30
     for r in rows:
-        assert (r.arm, r.policy, r.fallback_reason, r.model_version) == (HEURISTIC, "capacity-balanced-overload", None, None)
+        assert (r.arm, r.policy, r.fallback_reason, r.model_version) == (
+            HEURISTIC,
+            "capacity-balanced-overload",
+            None,
+            None,
+        )
         # the bound node is the heuristic's own argmax: the model's scores did not move it
         best = max((s, -i) for i, s in enumerate(r.scores) if s is not None)
         assert r.chosen == r.candidates[-best[1]]
@@ -118,7 +123,9 @@ def test_shadow_mode_binds_like_the_heuristic_and_journals_both_choices(core, ns
     reg = sched.metrics.registry
     assert (reg.get_sample_value("drs_shadow_comparisons_total", {"agree": "true"}) or 0) == agree
     assert (reg.get_sample_value("drs_shadow_comparisons_total", {"agree": "false"}) or 0) == 30 - agree
-    assert reg.get_sample_value("drs_decisions_total", {"policy": "capacity-balanced-overload", "arm": "heuristic"}) == 30
+    assert (
+        reg.get_sample_value("drs_decisions_total", {"policy": "capacity-balanced-overload", "arm": "heuristic"}) == 30
+    )
     msg = scheduled_message(core, ns, "s000")
     assert "by capacity-balanced-overload" in msg and "arm heuristic; model drs would pick " in msg
     numbers = _report(sched, loop, tmp_path)
@@ -152,7 +159,8 @@ def test_canary_half_splits_decisions_within_binomial_bounds(core, ns, loop, mak
     reg = sched.metrics.registry
     assert reg.get_sample_value("drs_decisions_total", {"policy": "drs", "arm": "model"}) == arms[MODEL]
     assert (
-        reg.get_sample_value("drs_decisions_total", {"policy": "capacity-balanced-overload", "arm": "heuristic"}) == arms[HEURISTIC]
+        reg.get_sample_value("drs_decisions_total", {"policy": "capacity-balanced-overload", "arm": "heuristic"})
+        == arms[HEURISTIC]
     )
     model_pod = next(r.pod_name for r in rows if r.arm == MODEL)
     msg = scheduled_message(core, ns, model_pod)
@@ -204,7 +212,9 @@ def test_piling_model_trips_the_guardrail_and_falls_back_without_losing_pods(cor
     )
     assert before and {(r.policy, r.fallback_reason) for r in before} == {("drs", None)}
     assert Counter(r.chosen for r in before).most_common(1)[0][1] == len(before)  # it piled onto one node
-    assert after and {(r.policy, r.fallback_reason, r.arm) for r in after} == {("capacity-balanced-overload", "guardrail", MODEL)}
+    assert after and {(r.policy, r.fallback_reason, r.arm) for r in after} == {
+        ("capacity-balanced-overload", "guardrail", MODEL)
+    }
     assert len({r.chosen for r in after}) >= 3  # the fallback spreads again
     reg = sched.metrics.registry
     assert reg.get_sample_value("drs_guardrail_tripped", {"rule": d["rule"]}) == 1
