@@ -15,7 +15,7 @@ from drs_prom.testbed.process import live_processes
 pytestmark = pytest.mark.integration
 
 
-def test_retraining_on_one_clusters_history_beats_the_shipped_model_there(tmp_path):
+def test_retraining_on_one_clusters_history_promotes_only_a_better_and_non_inferior_model(tmp_path):
     before = set(map(id, live_processes()))
     report = demonstrate(
         hours=0.5, eval_seeds=3, retrain_seeds=[0], episodes=1, epochs=5, imitate_steps=3000, workdir=tmp_path
