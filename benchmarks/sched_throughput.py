@@ -468,9 +468,9 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
     import pandas as pd
 
     from drs_prom import filters
-    from drs_prom.agent import load_policy
     from drs_prom.config import Settings
     from drs_prom.features import FEATURES
+    from drs_prom.registry import PolicySpec, make_policy
     from drs_prom.scheduler.decide import Decider
     from drs_prom.scheduler.metrics import SchedulerMetrics
     from drs_prom.scheduler.nodes import NodeTable
@@ -490,8 +490,9 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
     pod = PodRequest(name="p", cpu_m=10, mem_bytes=16 << 20)
     demand = (0.5, 2.0**30, 1e5, 1e5, 0.0, 1e6)
     out = {}
-    for label, policy in (("model", load_policy(model_path)), ("fallback", None)):
-        d = Decider(Settings(), SchedulerMetrics(), source=Fixed(), policy=policy)
+    settings = Settings.model_validate({"scheduler": {"model_path": model_path or ""}})
+    for label, policy in (("model", make_policy("drs", PolicySpec.from_settings(settings))), ("fallback", None)):
+        d = Decider(settings, SchedulerMetrics(), source=Fixed(), policy=policy)
         d.refresh()
         if policy is None:
             d.source = None  # -> prometheus_unreachable -> kube-default

@@ -51,7 +51,7 @@ from __future__ import annotations
 import numpy as np
 
 from drs_prom.load_aware import imbalance_if_placed
-from drs_prom.policy import DecisionContext
+from drs_prom.policy import DecisionContext, PolicyBase
 from drs_prom.recent_binds import RemembersRecentBinds
 
 MAX_NODE_SCORE = 100
@@ -105,10 +105,11 @@ def kube_default_scores(ctx: DecisionContext) -> np.ndarray:
     return (fit + balanced).astype(np.float64)
 
 
-class KubeDefault:
+class KubeDefault(PolicyBase):
     name = "kube-default"
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, metric_window_seconds: float = 0.0) -> None:
+        del metric_window_seconds  # keeps no memory of its binds (requests are never late)
         self._rng = np.random.default_rng(seed)
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
@@ -131,7 +132,7 @@ class LeastLoaded(RemembersRecentBinds):
 
     name = "least-loaded"
 
-    def __init__(self, seed: int = 0, metric_window_seconds: float | None = None) -> None:
+    def __init__(self, seed: int, metric_window_seconds: float) -> None:
         del seed
         super().__init__(metric_window_seconds)
 
@@ -158,21 +159,22 @@ class BalancedLoad(LeastLoaded):
         return np.where(ok, s, _NO_METRICS)
 
 
-class RandomPolicy:
+class RandomPolicy(PolicyBase):
     name = "random"
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, metric_window_seconds: float = 0.0) -> None:
+        del metric_window_seconds  # keeps no memory of its binds (requests are never late)
         self._rng = np.random.default_rng(seed)
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         return self._rng.uniform(size=len(ctx.nodes))
 
 
-class RoundRobin:
+class RoundRobin(PolicyBase):
     name = "round-robin"
 
-    def __init__(self, seed: int = 0) -> None:
-        del seed
+    def __init__(self, seed: int = 0, metric_window_seconds: float = 0.0) -> None:
+        del seed, metric_window_seconds  # deterministic, keeps no memory of its binds
         self._next = 0
 
     def score(self, ctx: DecisionContext) -> np.ndarray:

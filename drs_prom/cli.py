@@ -235,9 +235,9 @@ def run_cmd(
     )
     policy: object = "load"
     if policy_name and policy_name != "drs":
-        from drs_prom.registry import make_policy
+        from drs_prom.registry import PolicySpec, make_policy
 
-        policy = make_policy(policy_name, 0)
+        policy = make_policy(policy_name, PolicySpec.from_settings(settings))
     run_scheduler(settings, kubeconfig, policy=policy)
 
 
@@ -270,7 +270,12 @@ def extender_cmd(
 
 
 @cli.command("testbed")
-@click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
+@click.option(
+    "--scenario",
+    default="drs-paper",
+    show_default=True,
+    help="Packaged scenario name, generated evaluation cluster (e.g. eval-diurnal-2) or a YAML path.",
+)
 @click.option("--seeds", default=1, show_default=True, type=click.IntRange(1, 1000), help="Seeds 0..N-1.")
 @click.option("--pods", default=None, type=click.IntRange(1), help="Only the first N arrivals of each episode.")
 @click.option("--speed", default=10.0, show_default=True, type=float, help="Simulated seconds per wall second.")
@@ -348,6 +353,16 @@ def testbed_cmd(
     )
 
 
+def _seeds(value: str | int) -> int | None:
+    """``--seeds``: a count from 1 to 1000, or 'auto' (None)."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= 1000:
+        raise click.BadParameter(f"{value!r} is neither a count from 1 to 1000 nor 'auto'")
+    return int(text)
+
+
 @cli.command("bench")
 @click.option(
     "--scenario",
@@ -367,10 +382,17 @@ def testbed_cmd(
 )
 @click.option(
     "--seeds",
-    default=5,
+    default="5",
     show_default=True,
-    type=click.IntRange(1, 1000),
-    help="Seeds 0..N-1 (same arrivals for every policy).",
+    callback=lambda _ctx, _param, value: _seeds(value),
+    help="Seeds 0..N-1 (same arrivals for every policy), or 'auto': per scenario, add seeds until the candidate's "
+    "paired 95% interval against the best heuristic is within +-2% (at least 10, at most 100).",
+)
+@click.option(
+    "--candidate",
+    default="drs",
+    show_default=True,
+    help="The policy judged against the best heuristic (paired interval, harm and inferior flags).",
 )
 @click.option(
     "--policies",
@@ -425,7 +447,8 @@ def bench_cmd(
     suite: bool,
     only: str | None,
     jobs: int,
-    seeds: int,
+    seeds: int | None,
+    candidate: str,
     policies: str | None,
     out_dir: str,
     pods: int | None,
@@ -445,8 +468,14 @@ def bench_cmd(
 ) -> None:
     """Benchmark schedulers on the simulator: composite score, imbalance, utilisation, completion vs kube-default."""
     from drs_prom.errors import ConfigError
-    from drs_prom.sim.bench import format_table, model_builder, parse_policies, run_bench, write_report
+    from drs_prom.sim.bench import format_table, model_builder, parse_policies, write_report
     from drs_prom.sim.suite import format_suite, resolve_scenario, run_suite, suite_names, write_suite
+    from drs_prom.sim.verdicts import judge, judgement_line, run_judged
+
+    names_run = parse_policies(policies)
+    if candidate not in names_run and not policies:  # the default list gains the candidate (a known name)
+        names_run = parse_policies(",".join([*names_run, candidate]))
+    seed_list = None if seeds is None else list(range(seeds))
 
     if trace_dir is not None:
         if scenario or suite:
@@ -478,13 +507,14 @@ def bench_cmd(
         names = suite_names([n.strip() for n in only.split(",") if n.strip()] if only else None)
         result = run_suite(
             names,
-            list(range(seeds)),
-            parse_policies(policies),
+            seed_list,
+            names_run,
             model_path,
             jobs=jobs,
             pods=pods,
             echo=None if no_progress else click.echo,
             partial_dir=Path(out_dir) / "scenarios",
+            candidate=candidate,
         )
         path = write_suite(result, out_dir)
         click.echo(format_suite(result))
@@ -503,11 +533,20 @@ def bench_cmd(
         raise ConfigError("--usage-sweep needs a trace (--trace or a scenario with a trace: section)")
     if pods:
         sc = sc.truncated(pods)
-    report = run_bench(
-        sc, list(range(seeds)), parse_policies(policies), model_builder(model_path), progress=not no_progress
+    report = run_judged(
+        sc,
+        seed_list,
+        names_run,
+        model_builder(model_path),
+        candidate=candidate,
+        progress=not no_progress,
+        note=None if no_progress else click.echo,
     )
     json_path, png_path = write_report(report, out_dir)
     click.echo(format_table(report))
+    judged = judge(report, candidate)
+    if judged is not None:
+        click.echo(judgement_line(judged))
     click.echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
 
 
@@ -523,7 +562,7 @@ def _fractions(text: str) -> tuple[float, float]:
 
 def _trace_bench(
     data: dict,
-    seeds: int,
+    seeds: int | None,
     policies: list[str],
     model_path: str | None,
     out_dir: str,
@@ -538,6 +577,8 @@ def _trace_bench(
     from drs_prom.sim.trace_bench import format_sweep, run_trace_bench
     from drs_prom.sim.trace_bench import usage_sweep as sweep
 
+    if seeds is None:
+        raise ConfigError("--seeds auto is for scenarios; a trace replay takes a count of sampling seeds (--seeds N)")
     try:
         sc = Scenario.model_validate(data)
     except ValueError as exc:
@@ -765,7 +806,12 @@ def report_cmd(
 
 
 @cli.command("sim-serve")
-@click.option("--scenario", default="drs-paper", show_default=True, help="Packaged scenario name or a YAML path.")
+@click.option(
+    "--scenario",
+    default="drs-paper",
+    show_default=True,
+    help="Packaged scenario name, generated evaluation cluster (e.g. eval-diurnal-2) or a YAML path.",
+)
 @click.option("--policy", default="kube-default", show_default=True, help="Policy that places the episode's pods.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option(
@@ -786,13 +832,14 @@ def report_cmd(
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="First port (0 = any free).")
 def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str, host: str, port: int) -> None:
     """Serve a simulated cluster's node metrics (node_exporter format) for a real Prometheus to scrape."""
-    from drs_prom.registry import make_policy
+    from drs_prom.sim.env import sim_policy
     from drs_prom.sim.scenario import load_scenario
     from drs_prom.sim.serve import serve_scenario
 
+    sc = load_scenario(scenario)
     serve_scenario(
-        load_scenario(scenario),
-        make_policy(policy, seed),
+        sc,
+        sim_policy(policy, sc, seed),
         seed=seed,
         speed=speed,
         mode=mode,  # type: ignore[arg-type]
@@ -943,6 +990,7 @@ def train_cmd(
         scenario=scenario,
         reward=settings.reward,
         objectives=settings.objectives,
+        recent_window_seconds=settings.prometheus.window_seconds,
         **extra,  # type: ignore[arg-type]
     )
     run(

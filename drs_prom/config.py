@@ -215,7 +215,11 @@ class SchedulerSettings(_Section):
     scheduler_name: str = Field("drs-scheduler", description="Pods with this spec.schedulerName are ours.")
     namespace: str = Field("", description="Only watch this namespace; empty watches all.")
     model_path: str = Field("", description="Model (.keras + .json) to load; empty uses the shipped default.")
-    fallback: str = Field("least-loaded", description="Heuristic used when metrics or the model are unavailable.")
+    fallback: str = Field(
+        "capacity-balanced-overload",
+        description="Heuristic used when the model is unavailable or a guardrail tripped, and the shadow heuristic "
+        "unless rollout.heuristic names another (the strongest heuristic of `drs-prom bench --suite`).",
+    )
     state_refresh_seconds: float = Field(5.0, gt=0, description="How often node state is re-read from Prometheus.")
     journal_path: str = Field("drs-journal.sqlite", description="SQLite decision journal (WAL).")
     metrics_listen: str = Field("0.0.0.0:10259", description="host:port for /metrics, /healthz, /readyz.")
@@ -316,6 +320,30 @@ class RetrainSettings(_Section):
     twin_imitate_steps: int = Field(10000, ge=0, description="Large-margin steps on them before the TD steps.")
     twin_max_pods: int = Field(
         500, ge=20, description="The twin's episode: the newest this many decisions of the journal (its workload)."
+    )
+    gate_seeds: int = Field(
+        10,
+        ge=2,
+        description="With a twin, the candidate and every gate heuristic replay this many paired seeds of it; the "
+        "candidate is promoted only if the paired 95 % interval against the best heuristic stays within "
+        "gate_inferiority_margin.",
+    )
+    gate_heuristics: list[str] = Field(
+        default_factory=lambda: [
+            "capacity-balanced-overload",
+            "capacity-balanced",
+            "balanced-load",
+            "least-loaded",
+            "kube-default",
+        ],
+        min_length=1,
+        description="Heuristics the twin's gate compares the candidate with; the best on the twin is the bar.",
+    )
+    gate_inferiority_margin: float = Field(
+        0.03,
+        ge=0,
+        description="Upper end of the paired interval of (candidate - best heuristic) / best heuristic allowed "
+        "(0.03 = the candidate may be at most 3 % worse, as the bench's 'inferior' flag).",
     )
     seed: int = Field(0, description="Seed of training and of the gate's simulator run.")
 

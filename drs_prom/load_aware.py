@@ -138,8 +138,8 @@ class TargetLoadPacking(RemembersRecentBinds):
 
     def __init__(
         self,
-        seed: int = 0,
-        metric_window_seconds: float | None = None,
+        seed: int,
+        metric_window_seconds: float,
         target_percent: float = 40.0,
         requests_multiplier: float = 1.5,
         default_request_m: int = 1000,
@@ -184,8 +184,8 @@ class LoadVariationRiskBalancing(RemembersRecentBinds):
 
     def __init__(
         self,
-        seed: int = 0,
-        metric_window_seconds: float | None = None,
+        seed: int,
+        metric_window_seconds: float,
         margin: float = 1.0,
         sensitivity: float = 2.0,
         stats_window_seconds: float = 120.0,
@@ -266,9 +266,7 @@ class CapacityBalancedLoad(RemembersRecentBinds):
 
     overload_penalty_default = 0.0
 
-    def __init__(
-        self, seed: int = 0, metric_window_seconds: float | None = None, overload_penalty: float | None = None
-    ) -> None:
+    def __init__(self, seed: int, metric_window_seconds: float, overload_penalty: float | None = None) -> None:
         del seed
         super().__init__(metric_window_seconds)
         self.overload_penalty = self.overload_penalty_default if overload_penalty is None else overload_penalty

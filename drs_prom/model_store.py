@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from drs_prom.agent import LearnedPolicy, load_policy
 from drs_prom.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -283,13 +282,6 @@ class ModelStore:
         for entry in self.versions_dir.glob(".staging-*"):
             if time.time() - entry.stat().st_mtime > 3600:
                 shutil.rmtree(entry, ignore_errors=True)
-
-
-def load_version_policy(version_dir: Path) -> LearnedPolicy:
-    """The policy stored in one version directory (the loader the scheduler gives ModelWatcher)."""
-    policy = load_policy(Path(version_dir) / MODEL_FILE)
-    policy.version = Path(version_dir).name
-    return policy
 
 
 class ModelWatcher(Generic[T]):

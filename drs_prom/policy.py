@@ -1,7 +1,11 @@
 """The one contract every placement policy meets: heuristics, DRS's DQN and ours.
 
 The simulator, the benchmark, the live scheduler and the extender all call
-``Policy.score(ctx)``; they never know which kind of policy they hold.
+``Policy.score(ctx)``; they never know which kind of policy they hold. Everything else a
+caller may read of a policy is declared on ``Policy`` and set when the policy is built
+(drs_prom.registry.make_policy, from the settings), so no caller probes a policy for an
+attribute and falls back to a default of its own: that is how the serving and training
+windows once drifted apart.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from drs_prom.config import Normalisation
 from drs_prom.types import NodeInfo, PodRequest
 
 
@@ -60,12 +65,79 @@ def node_requests(ctx: DecisionContext) -> np.ndarray:
     return np.array([get(x) for x in ctx.nodes], dtype=np.float64).reshape(len(ctx.nodes), len(NODE_REQUEST_COLUMNS))
 
 
+class BindMemory(Protocol):
+    """A policy's memory of its own recent binds (drs_prom.recent_binds.RecentBinds)."""
+
+    window_seconds: float
+
+    def __len__(self) -> int: ...
+
+    def forget_last(self) -> None:
+        """Undo the latest remembered choice (a shadow policy's choice that was not bound)."""
+        ...
+
+    def record(self, ctx: DecisionContext, node: int) -> None:
+        """Remember that ``node`` was bound for ctx's pod, whoever chose it."""
+        ...
+
+
 class Policy(Protocol):
-    name: str
+    """What every caller may use of a placement policy; all of it is set when the policy is built."""
+
+    @property
+    def name(self) -> str:
+        """Registry name, in the journal, the metrics and the bench tables."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Model version (file stem and creation time) for the journal; "" for a heuristic."""
+        ...
+
+    @property
+    def normalisation(self) -> Normalisation | None:
+        """Scales ``ctx.load`` must be on for this policy; None = the cluster's (the caller's) scales."""
+        ...
+
+    @property
+    def reads_unclipped_load(self) -> bool:
+        """The policy needs load above 1.0 (overload) to be visible: the caller's scales without clip."""
+        ...
+
+    @property
+    def recent(self) -> BindMemory | None:
+        """Memory of its own recent binds (None: the policy keeps none)."""
+        ...
+
+    @property
+    def metric_window_seconds(self) -> float:
+        """Rate window behind ctx.load the policy was built for (how long its binds are remembered); 0 = none."""
+        ...
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         """One float per node, higher is better; -inf for infeasible nodes."""
         ...
+
+
+class PolicyBase:
+    """The contract's values for a policy that keeps no memory and reads the caller's scales."""
+
+    name = "policy"
+    version = ""
+    normalisation: Normalisation | None = None
+    reads_unclipped_load = False
+    recent: BindMemory | None = None
+    metric_window_seconds = 0.0
+
+
+def input_scales(policy: Policy, cluster: Normalisation) -> Normalisation:
+    """The scales to build ``ctx.load`` with for ``policy`` on a cluster whose scales are ``cluster``:
+    the policy's own (a model's training scales), else the cluster's, unclipped for a policy that reads overload."""
+    if policy.normalisation is not None:
+        return policy.normalisation
+    if policy.reads_unclipped_load:
+        return cluster.model_copy(update={"clip": False})
+    return cluster
 
 
 def choose(policy: Policy, ctx: DecisionContext) -> tuple[int, np.ndarray]:

@@ -14,16 +14,10 @@ from itertools import repeat
 
 import numpy as np
 
-from drs_prom.config import PrometheusSettings
 from drs_prom.features import N_FEATURES
-from drs_prom.policy import DecisionContext
+from drs_prom.policy import DecisionContext, PolicyBase
 
 _NAME = operator.attrgetter("name")
-
-
-def default_window() -> float:
-    """The settings' Prometheus rate window (30 s unless configured): the default memory."""
-    return PrometheusSettings().window_seconds
 
 
 class RecentBinds:
@@ -171,15 +165,18 @@ class RecentBinds:
         return np.asarray(ctx.pod_load[node], dtype=np.float64)
 
 
-class RemembersRecentBinds:
+class RemembersRecentBinds(PolicyBase):
     """For policies that add their own not-yet-visible binds to the metrics (RecentBinds).
 
-    ``metric_window_seconds``: the rate window behind ctx.load (default: settings'
-    Prometheus window); the scheduler and the benchmark set it to the real one.
+    ``metric_window_seconds``: the rate window behind ctx.load, always given by whoever
+    builds the policy (drs_prom.registry.make_policy: ``prometheus.window`` of the settings,
+    never shorter than a simulated scenario's metric lag); there is no default to drift from.
     """
 
-    def __init__(self, metric_window_seconds: float | None = None) -> None:
-        self.recent = RecentBinds(default_window() if metric_window_seconds is None else metric_window_seconds)
+    recent: RecentBinds
+
+    def __init__(self, metric_window_seconds: float) -> None:
+        self.recent = RecentBinds(metric_window_seconds)
 
     @property
     def metric_window_seconds(self) -> float:

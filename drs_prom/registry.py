@@ -1,9 +1,17 @@
-"""Every placement policy by name: ``make_policy(name, seed)`` for the benchmark, the scheduler and training.
+"""Every placement policy by name, built one way: ``make_policy(name, spec, seed)``.
 
-The heuristics (drs_prom.baselines, drs_prom.load_aware) are registered at import. The learned policies
-(``drs``, ``drs-original``) are built in one place, ``_learned``, which loads the shipped
-model only when such a policy is asked for: importing ``drs_prom.agent`` is cheap (no
-TensorFlow), loading a model file is not.
+The benchmark, the scheduler, the extender, retraining, the twin and training all build
+their policies here, from a ``PolicySpec`` taken from the validated settings
+(``PolicySpec.from_settings``): the rate window behind the metrics (``prometheus.window``,
+how long a policy remembers its own binds), the cluster's normalisation and the model
+file. Whatever a caller may read of a policy afterwards (drs_prom.policy.Policy) is set
+here, so no module falls back to defaults of its own.
+
+The heuristics (drs_prom.baselines, drs_prom.load_aware) are registered at import. The
+learned policies (``drs``, ``drs-original``) load their model file only when such a policy
+is asked for: importing ``drs_prom.agent`` is cheap (no TensorFlow), loading a model is not.
+A new model-backed policy registers a factory with ``register`` (or, for a new kind of
+model file, adds a branch to drs_prom.agent.persistence.LoadedModel.policy).
 
 This module sits above drs_prom.agent in the layers (it knows the agent package; the
 agent does not know the registry).
@@ -12,9 +20,14 @@ agent does not know the registry).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from drs_prom import agent
+from drs_prom.agent.policy import Layers
 from drs_prom.baselines import BalancedLoad, KubeDefault, LeastLoaded, RandomPolicy, RoundRobin
+from drs_prom.config import Normalisation, Settings, load_settings
 from drs_prom.errors import ConfigError
 from drs_prom.load_aware import (
     CapacityBalancedLoad,
@@ -22,21 +35,68 @@ from drs_prom.load_aware import (
     LoadVariationRiskBalancing,
     TargetLoadPacking,
 )
+from drs_prom.model_store import MODEL_FILE
 from drs_prom.policy import Policy
 
-PolicyFactory = Callable[[int], Policy]
-"""``factory(seed) -> Policy``."""
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """What every policy is built from; one value for a whole run (scheduler, bench scenario, retraining)."""
+
+    metric_window_seconds: float
+    """The rate window behind ctx.load (seconds): new load shows fully only after it, so a policy remembers
+    its own binds that long."""
+    normalisation: Normalisation
+    """The cluster's scales; a policy that reads overload gets them unclipped (drs_prom.policy.input_scales)."""
+    model_path: str = ""
+    """Model file of ``drs``; "" = the shipped one."""
+    model_version: str = ""
+    """What the journal calls that model; "" = the file's stem and creation time."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PolicySpec:
+        """The spec the scheduler, the extender and retraining use: their configuration, nothing else."""
+        return cls(
+            metric_window_seconds=settings.prometheus.window_seconds,
+            normalisation=settings.normalisation,
+            model_path=settings.scheduler.model_path,
+        )
+
+    def with_window_at_least(self, seconds: float) -> PolicySpec:
+        """The same spec whose window is never shorter than ``seconds`` (a simulated scenario's metric lag)."""
+        return replace(self, metric_window_seconds=max(self.metric_window_seconds, float(seconds)))
+
+
+def configured_spec() -> PolicySpec:
+    """PolicySpec of the configuration as drs_prom.config.load_settings reads it without a file (``DRS_PROM_*``
+    environment, then the documented defaults): for the simulator tools that take no settings of their own."""
+    return PolicySpec.from_settings(load_settings())
+
+
+PolicyFactory = Callable[[int, PolicySpec], Policy]
+"""``factory(seed, spec) -> Policy``, every attribute of the Policy contract set."""
+
+
+def _heuristic(cls: Callable[[int, float], Policy]) -> PolicyFactory:
+    def factory(seed: int, spec: PolicySpec) -> Policy:
+        return cls(seed, spec.metric_window_seconds)
+
+    return factory
+
 
 _REGISTRY: dict[str, PolicyFactory] = {
-    "kube-default": KubeDefault,
-    "least-loaded": LeastLoaded,
-    "balanced-load": BalancedLoad,
-    "random": RandomPolicy,
-    "round-robin": RoundRobin,
-    "trimaran-tlp": TargetLoadPacking,
-    "trimaran-lvrb": LoadVariationRiskBalancing,
-    "capacity-balanced": CapacityBalancedLoad,
-    "capacity-balanced-overload": CapacityBalancedOverload,
+    name: _heuristic(cls)
+    for name, cls in (
+        ("kube-default", KubeDefault),
+        ("least-loaded", LeastLoaded),
+        ("balanced-load", BalancedLoad),
+        ("random", RandomPolicy),
+        ("round-robin", RoundRobin),
+        ("trimaran-tlp", TargetLoadPacking),
+        ("trimaran-lvrb", LoadVariationRiskBalancing),
+        ("capacity-balanced", CapacityBalancedLoad),
+        ("capacity-balanced-overload", CapacityBalancedOverload),
+    )
 }
 
 HEURISTICS: tuple[str, ...] = tuple(_REGISTRY)
@@ -44,17 +104,17 @@ LEARNED: tuple[str, ...] = ("drs", "drs-original")
 
 
 def register(name: str, factory: PolicyFactory) -> None:
-    """Add a policy factory (``factory(seed) -> Policy``) under ``name``."""
+    """Add a policy factory (``factory(seed, spec) -> Policy``) under ``name``."""
     _REGISTRY[name] = factory
 
 
 def _learned(name: str) -> PolicyFactory:
     """Factory for a shipped learned policy; ModelError (one line) when its model cannot be loaded."""
 
-    def factory(seed: int) -> Policy:
+    def factory(seed: int, spec: PolicySpec) -> Policy:
         del seed  # a trained policy is deterministic
-        path = agent.default_original_path() if name == "drs-original" else agent.default_model_path()
-        return agent.load_policy(path)
+        path = agent.default_original_path() if name == "drs-original" else spec.model_path or None
+        return agent.load_policy(path, spec.metric_window_seconds, spec.model_version or None)
 
     return factory
 
@@ -64,13 +124,31 @@ for _name in LEARNED:
 
 
 def policies_by_name() -> dict[str, PolicyFactory]:
-    """Every known policy name -> factory(seed). Learned ones load their model only when built."""
+    """Every known policy name -> factory(seed, spec). Learned ones load their model only when built."""
     return dict(_REGISTRY)
 
 
-def make_policy(name: str, seed: int = 0) -> Policy:
-    """Build a policy by name; ConfigError (one line) for an unknown name."""
+def make_policy(name: str, spec: PolicySpec, seed: int = 0) -> Policy:
+    """Build a policy by name from ``spec``; ConfigError (one line) for an unknown name."""
     factory = _REGISTRY.get(name)
     if factory is None:
         raise ConfigError(f"unknown policy {name!r}; known: {', '.join(sorted(_REGISTRY))}")
-    return factory(seed)
+    return factory(seed, spec)
+
+
+def make_candidate_policy(layers: Layers, head: dict[str, Any] | None, spec: PolicySpec) -> Policy:
+    """``drs`` from a network being trained (retraining's candidate, the current model's layers), not a file:
+    the same classes and settings as a loaded model (drs_prom.agent.persistence.model_policy); it reads the
+    cluster's scales, which retraining trains on."""
+    return agent.model_policy(layers, {"policy": "drs", "head": head}, spec.metric_window_seconds, "candidate")
+
+
+def stored_model_loader(spec: PolicySpec) -> Callable[[Path], Policy]:
+    """``loader(version_dir)`` for drs_prom.model_store.ModelWatcher: ``drs`` from one version directory of
+    the model store, built from ``spec`` like any other policy and named by that version."""
+
+    def load(version_dir: Path) -> Policy:
+        model = replace(spec, model_path=str(Path(version_dir) / MODEL_FILE), model_version=Path(version_dir).name)
+        return make_policy("drs", model)
+
+    return load

@@ -18,23 +18,28 @@ from drs_prom.agent.persistence import (
     default_model_path,
     default_original_path,
     load_model,
+    model_policy,
     read_metadata,
 )
 
-__all__ = ["LearnedPolicy", "default_model_path", "default_original_path", "load_model", "load_policy", "read_metadata"]
+__all__ = [
+    "LearnedPolicy",
+    "default_model_path",
+    "default_original_path",
+    "load_model",
+    "load_policy",
+    "model_policy",
+    "read_metadata",
+]
 
 
-def load_policy(path: str | Path | None = None) -> LearnedPolicy:
-    """The model at ``path`` (default: the shipped ``drs`` model) as a Policy; ModelError if unusable.
+def load_policy(path: str | Path | None, metric_window_seconds: float, version: str | None = None) -> LearnedPolicy:
+    """The model at ``path`` (None: the shipped ``drs`` model) as a Policy; ModelError if unusable.
 
-    The policy carries ``version`` (file stem and creation time) for the journal and
-    ``normalisation``: the scales its inputs were trained on, which the caller must use
-    to build ``ctx.load`` (a model trained on other scales reads every node wrongly).
+    Callers outside the agent build policies through drs_prom.registry.make_policy, which
+    passes the settings' rate window; the policy carries ``version`` (file stem and creation
+    time) for the journal and ``normalisation``: the scales its inputs were trained on, which
+    the caller must use to build ``ctx.load`` (None: the cluster's own scales). ``version``
+    names the model instead (a model store's version directory).
     """
-    loaded = load_model(path)
-    policy = loaded.policy()
-    policy.version = f"{loaded.path.stem}@{loaded.meta.get('created', '?')}"
-    # A top-k correction reads loads relative to each node's capacity, like its base heuristic: it uses
-    # the cluster's own scales (unclipped), not the ones recorded at training.
-    policy.normalisation = None if loaded.head else loaded.normalisation
-    return policy
+    return load_model(path).policy(metric_window_seconds, version)

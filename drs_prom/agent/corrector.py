@@ -27,7 +27,6 @@ import numpy as np
 
 from drs_prom.agent.features import candidate_matrix
 from drs_prom.agent.policy import Layers, forward
-from drs_prom.config import Normalisation
 from drs_prom.errors import ModelError
 from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload
 from drs_prom.policy import DecisionContext
@@ -85,7 +84,9 @@ class TopKCorrection(RemembersRecentBinds):
         k: int = 3,
         margin: float = 0.0,
         name: str = "drs",
-        metric_window_seconds: float | None = None,
+        *,
+        metric_window_seconds: float,
+        version: str = "",
     ) -> None:
         if base not in BASES:
             raise ModelError(f"unknown base heuristic {base!r} for a top-k correction; known: {', '.join(BASES)}")
@@ -96,8 +97,7 @@ class TopKCorrection(RemembersRecentBinds):
         self.recent = self.base.recent
         self.layers = list(layers)
         self.base_name, self.k, self.margin, self.name = base, int(k), float(margin), name
-        self.version = ""
-        self.normalisation: Normalisation | None = None
+        self.version = version
 
     def candidates(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
         """(top-k node indices, their input rows): what the network sees for this decision."""

@@ -22,14 +22,14 @@ from pydantic import ValidationError
 from drs_prom.agent.corrector import BASES, HEAD, TopKCorrection
 from drs_prom.agent.dense_archive import read_dense_chain
 from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
-from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
+from drs_prom.agent.policy import DRSOriginalPolicy, Layers, NodeAgentPolicy
 from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, SELECTOR, HeuristicSelector
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError, ModelError
 from drs_prom.features import FEATURE_SCHEMA_VERSION
 
 LearnedPolicy = NodeAgentPolicy | DRSOriginalPolicy | TopKCorrection | HeuristicSelector
-"""What a model file loads as (drs_prom.agent.load_policy): a Policy with ``version`` and ``normalisation``."""
+"""What a model file loads as (LoadedModel.policy): a Policy with ``version`` and ``normalisation`` set."""
 
 FORMAT = "drs-prom-model"
 FORMAT_VERSION = 1
@@ -204,16 +204,41 @@ class LoadedModel:
         head = self.meta.get("head")
         return head if isinstance(head, dict) else None
 
-    def policy(self) -> LearnedPolicy:
-        """The model as a drs_prom.policy.Policy (numpy forward pass)."""
-        head = self.head
-        if head is not None and head["kind"] == SELECTOR:
-            return HeuristicSelector.from_head(self.layers, head)
-        if head is not None:
-            return TopKCorrection.from_head(self.layers, head)
-        if self.policy_name == "drs":
-            return NodeAgentPolicy(self.layers)
-        return DRSOriginalPolicy(self.layers, int(self.meta["n_nodes"]))
+    @property
+    def version(self) -> str:
+        """File stem and creation time: what the journal and the metrics call this model."""
+        return f"{self.path.stem}@{self.meta.get('created', '?')}"
+
+    def policy(
+        self, metric_window_seconds: float, version: str | None = None, name: str | None = None
+    ) -> LearnedPolicy:
+        """The model as a drs_prom.policy.Policy (model_policy), its version ``version`` or the file's."""
+        return model_policy(self.layers, self.meta, metric_window_seconds, version or self.version, name)
+
+
+def model_policy(
+    layers: Layers, meta: dict[str, Any], metric_window_seconds: float, version: str, name: str | None = None
+) -> LearnedPolicy:
+    """A network as a Policy (numpy forward pass) whose recent-bind memory spans ``metric_window_seconds`` (the
+    settings' rate window), with its version and input scales set; ``meta``: the model file's metadata
+    (``policy``, ``head``, ``normalisation``, ``n_nodes``); ``name``: instead of the policy's registry name
+    (a comparison that runs several models side by side).
+
+    A plain network reads load on the scales it was trained on (``normalisation``; None when the metadata
+    has none: the cluster's); a head over a heuristic (top-k correction, selector) reads loads relative to
+    each node's capacity like its base, so it takes the cluster's own scales (None).
+    A new model-backed policy class is one more branch here (and its kind in POLICIES or the head kinds).
+    """
+    head = meta.get("head") if isinstance(meta.get("head"), dict) else None
+    norm = Normalisation.model_validate(meta["normalisation"]) if meta.get("normalisation") else None
+    named = {"version": version} | ({"name": name} if name else {})
+    if head is not None and head["kind"] == SELECTOR:
+        return HeuristicSelector.from_head(layers, head, metric_window_seconds=metric_window_seconds, **named)
+    if head is not None:
+        return TopKCorrection.from_head(layers, head, metric_window_seconds=metric_window_seconds, **named)
+    if meta["policy"] == "drs":
+        return NodeAgentPolicy(layers, metric_window_seconds, normalisation=norm, **named)
+    return DRSOriginalPolicy(layers, int(meta["n_nodes"]), normalisation=norm, **named)
 
 
 def _keras_layers(path: Path) -> list[tuple[Any, Any, str]]:

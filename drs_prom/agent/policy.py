@@ -13,7 +13,7 @@ import numpy as np
 from drs_prom.agent.features import candidate_matrix, drs_state
 from drs_prom.config import Normalisation
 from drs_prom.errors import ModelError
-from drs_prom.policy import DecisionContext
+from drs_prom.policy import DecisionContext, PolicyBase
 from drs_prom.recent_binds import RemembersRecentBinds
 
 Layers = Sequence[tuple[np.ndarray, np.ndarray, str]]
@@ -44,14 +44,23 @@ class NodeAgentPolicy(RemembersRecentBinds):
     Like the load-aware heuristics it remembers its own recent binds for one metrics
     rate window (``metric_window_seconds``), because the metrics do not show them yet;
     it assumes the caller binds the argmax of its scores (``policy.choose``).
+    ``normalisation``: the scales it was trained on when the caller must use them
+    (drs_prom.registry builds it from the model file), None for the cluster's.
     """
 
-    def __init__(self, layers: Layers, name: str = "drs", metric_window_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        layers: Layers,
+        metric_window_seconds: float,
+        name: str = "drs",
+        version: str = "",
+        normalisation: Normalisation | None = None,
+    ) -> None:
         super().__init__(metric_window_seconds)
         self.layers = list(layers)
         self.name = name
-        self.version = ""
-        self.normalisation: Normalisation | None = None
+        self.version = version
+        self.normalisation = normalisation
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         q = forward(self.layers, candidate_matrix(ctx, self.recent.pending(ctx)))[:, 0].astype(np.float64)
@@ -60,15 +69,22 @@ class NodeAgentPolicy(RemembersRecentBinds):
         return scores
 
 
-class DRSOriginalPolicy:
-    """``drs-original``: DRS's flat network, but masked so it never picks an infeasible node."""
+class DRSOriginalPolicy(PolicyBase):
+    """``drs-original``: DRS's flat network, but masked so it never picks an infeasible node (no bind memory)."""
 
-    def __init__(self, layers: Layers, n_nodes: int, name: str = "drs-original") -> None:
+    def __init__(
+        self,
+        layers: Layers,
+        n_nodes: int,
+        name: str = "drs-original",
+        version: str = "",
+        normalisation: Normalisation | None = None,
+    ) -> None:
         self.layers = list(layers)
         self.n_nodes = n_nodes
         self.name = name
-        self.version = ""
-        self.normalisation: Normalisation | None = None
+        self.version = version
+        self.normalisation = normalisation
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         if len(ctx.nodes) != self.n_nodes:

@@ -28,11 +28,9 @@ import numpy as np
 
 from drs_prom.agent.policy import Layers, forward
 from drs_prom.baselines import BalancedLoad, KubeDefault, LeastLoaded
-from drs_prom.config import Normalisation
 from drs_prom.errors import ModelError
 from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, full_of
-from drs_prom.policy import DecisionContext, Policy, choose
-from drs_prom.recent_binds import default_window
+from drs_prom.policy import DecisionContext, Policy, PolicyBase, choose
 
 SELECTOR = "heuristic-selector"
 """``head.kind`` of a selector model's JSON."""
@@ -141,7 +139,7 @@ class ClusterFeatures:
         return self.value
 
 
-class HeuristicSelector:
+class HeuristicSelector(PolicyBase):
     """``drs`` with the heuristic-selector head (see the module docstring)."""
 
     reads_unclipped_load = True
@@ -154,22 +152,23 @@ class HeuristicSelector:
         margin: float = 0.0,
         seed: int = 0,
         name: str = "drs",
-        metric_window_seconds: float | None = None,
+        *,
+        metric_window_seconds: float,
+        version: str = "",
     ) -> None:
         unknown = [a for a in arms if a not in ARMS]
         if unknown or DEFAULT_ARM not in arms:
             raise ModelError(f"selector arms {list(arms)} must be known heuristics including {DEFAULT_ARM}")
         self.layers = list(layers)
         self.arm_names = tuple(arms)
-        self.arms = [ARMS[a](seed) for a in arms]
+        self.arms = [ARMS[a](seed, metric_window_seconds) for a in arms]
         self.default = self.arm_names.index(DEFAULT_ARM)
         self.margin = float(margin)
         self.name = name
-        self.version = ""
-        self.normalisation: Normalisation | None = None
+        self.version = version
         self.features = ClusterFeatures()
         self.last_arm = DEFAULT_ARM
-        self.metric_window_seconds = default_window() if metric_window_seconds is None else metric_window_seconds
+        self.metric_window_seconds = metric_window_seconds
 
     @property
     def metric_window_seconds(self) -> float:
@@ -179,8 +178,8 @@ class HeuristicSelector:
     def metric_window_seconds(self, value: float) -> None:
         self._window = float(value)
         for arm in self.arms:
-            if hasattr(arm, "metric_window_seconds"):
-                arm.metric_window_seconds = self._window
+            if arm.recent is not None:
+                arm.recent.window_seconds = self._window
 
     def predict(self, features: np.ndarray) -> np.ndarray:
         """Predicted log(composite of arm / composite of the default arm), one per arm; lower is better."""
@@ -197,7 +196,7 @@ class HeuristicSelector:
         self.last_arm = self.arm_names[arm]
         node, scores = choose(self.arms[arm], ctx)
         for i, other in enumerate(self.arms):
-            memory = getattr(other, "recent", None)
+            memory = other.recent
             if i != arm and memory is not None and node >= 0:
                 memory.record(ctx, node)
         return scores

@@ -55,6 +55,11 @@ class RetrainSimulator(Protocol):
         """Minus the composite objective (drs_prom.objectives) of the greedy policy in one seeded run."""
         ...
 
+    def versus_best_heuristic(self, layers: Layers, head: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The greedy policy against the best heuristic on paired seeds (``retrain.gate_seeds``): ``against``
+        (that heuristic) and the paired interval of the composite, relative (mean, low, high, seeds)."""
+        ...
+
     def score(self, layers: Layers, head: dict[str, Any] | None = None) -> float:
         """Mean reward per decision of the greedy policy ``layers`` (under its ``head``, if the model has one)
         in one seeded run (higher is better)."""

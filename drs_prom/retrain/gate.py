@@ -1,9 +1,12 @@
-"""The promotion gate: score candidate and current model, promote only if not worse by ``gate_margin``."""
+"""The promotion gate: score candidate and current model, promote only if not worse by ``gate_margin``; with a
+twin, also only if the candidate is non-inferior to the best heuristic there (``non_inferior``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +37,21 @@ def gate(scores: Mapping[str, Mapping[str, float]], margin: float) -> GateVerdic
     if all(s.get("current") is None for s in scores.values()):
         return GateVerdict(True, "no current model")
     return GateVerdict(True, "not worse than current within margin")
+
+
+def non_inferior(versus: Mapping[str, Any], margin: float) -> GateVerdict:
+    """Promote only if the paired 95 % interval of (candidate - best heuristic) / best heuristic on the twin
+    (``versus``: against, mean, low, high, seeds, from drs_prom.paired_stats.relative_interval) has its
+    upper end at or below ``margin``: a candidate that may be worse than the heuristic the scheduler would
+    fall back to is not shipped, whatever it gains over the current model."""
+    high, against = float(versus.get("high", math.nan)), versus.get("against", "?")
+    where = f"[{100 * float(versus.get('low', math.nan)):+.1f}%, {100 * high:+.1f}%] vs {against}"
+    if not high <= margin:
+        return GateVerdict(
+            False,
+            f"twin: candidate not non-inferior to {against}: {where} over {versus.get('seeds')} seeds, bound +{margin:.0%}",
+        )
+    return GateVerdict(True, f"twin: non-inferior to {against} ({where})")
 
 
 def td_score(layers: Layers, batch: tuple[np.ndarray, ...], gamma: float) -> float:

@@ -7,7 +7,9 @@
 4. ``train_candidate``: a copy of the current model on the older transitions (plus simulator replay);
 5. ``gate_scores`` + ``gate``: candidate vs current on the newest, held-out transitions and, with
    a simulator, on a short seeded run; ``publish``: promote (atomic pointer swap in the model
-   store) only if the candidate is not worse by ``gate_margin``, else keep it as rejected.
+   store) only if the candidate is not worse by ``gate_margin``, else keep it as rejected. With a
+   twin, the candidate must also be non-inferior to the best heuristic there (paired seeds, the
+   bench's interval, ``gate_inferiority_margin``), not only no worse than the current model.
 
 The simulator is injected (``simulator=``, a RetrainSimulator) by drs_prom.retrain_job.
 """
@@ -35,7 +37,7 @@ from drs_prom.journal import Decision
 from drs_prom.model_store import MODEL_FILE, ModelStore
 from drs_prom.retrain.batch import max_nodes, node_batch
 from drs_prom.retrain.candidate import RetrainSimulator, Trained, train_candidate
-from drs_prom.retrain.gate import GateVerdict, gate, td_score
+from drs_prom.retrain.gate import GateVerdict, gate, non_inferior, td_score
 from drs_prom.retrain.history import HistorySource, NodeHistory, fetch_history
 from drs_prom.retrain.metrics import RetrainMetrics, RetrainResult, record
 from drs_prom.retrain.rebuild import JournalReader, Transition, load_decisions, rebuild_transitions, reward_delay
@@ -136,9 +138,14 @@ def _run(
             trained = train_candidate(current.layers, train, settings, simulator)
     secs["train_steps"] = float(trained.steps)
     with _timed(secs, "gate"):
+        versus: dict[str, Any] | None = None
         if twin_sim is not None:
             scores = twin_gate_scores(trained, current.layers, trans, held, settings, twin_sim, current.head)
             verdict = gate({"twin_composite": scores["twin_composite"]}, rs.gate_margin)
+            if verdict.promote:  # and never below the heuristic the scheduler would fall back to
+                versus = twin_sim.versus_best_heuristic(trained.layers, current.head)
+                against = non_inferior(versus, rs.gate_inferiority_margin)
+                verdict = GateVerdict(against.promote, f"{verdict.reason}; {against.reason}")
         else:
             scores = gate_scores(trained, current.layers, trans, held, settings, simulator, current.head)
             verdict = gate(scores, rs.gate_margin)
@@ -148,6 +155,8 @@ def _run(
     if twin:
         meta["training"]["twin"] = twin
     meta["gate"] = {"scores": scores, "margin": rs.gate_margin, "promote": verdict.promote, "reason": verdict.reason}
+    if versus is not None:
+        meta["gate"]["versus_best_heuristic"] = versus | {"margin": rs.gate_inferiority_margin}
     if current.note:
         meta["gate"]["current_note"] = current.note
     res.version = store_candidate(store, trained, meta, {"scores": scores, "transitions": len(train)})

@@ -11,7 +11,7 @@ model and the fallback rules:
   ``guardrail``               a guardrail tripped for the loaded model version (rollout.py).
 
 Without usable metrics the fallback is the request-based ``kube-default``; with metrics
-but no model it is ``settings.scheduler.fallback`` (default ``least-loaded``). Each
+but no model it is ``settings.scheduler.fallback`` (default ``capacity-balanced-overload``). Each
 fallback decision is counted in ``drs_fallback_decisions_total{reason}``.
 
 Which policy decides (the model or the heuristic arm in shadow/canary mode, or a
@@ -51,11 +51,11 @@ NO_METRICS_FALLBACK = "kube-default"
 METRICS_REASONS = ("prometheus_unreachable", "metrics_stale")
 
 
-def fallback_policy(name: str) -> Policy:
-    """A heuristic by its registry name (seeded, deterministic)."""
-    from drs_prom.registry import make_policy
+def fallback_policy(name: str, settings: Settings) -> Policy:
+    """A heuristic by its registry name (seeded, deterministic), built from the settings like the model."""
+    from drs_prom.registry import PolicySpec, make_policy
 
-    return make_policy(name, seed=0)
+    return make_policy(name, PolicySpec.from_settings(settings), seed=0)
 
 
 __all__ = ["Choice", "Decider", "fallback_policy"]
@@ -140,7 +140,7 @@ class Decider:
         if new is not None and new is not self.policy:
             self.policy = new
             self._set_model_info()
-            log.info("model switched to %s", getattr(new, "version", "?"))
+            log.info("model switched to %s", new.version or new.name)
 
     def reload_model_now(self) -> None:
         """Pick up a model store change (e.g. an automatic rollback) without waiting a refresh."""
@@ -156,14 +156,14 @@ class Decider:
         p = self.policy
         self.metrics.model.info(
             {
-                "version": str(getattr(p, "version", "") or "") if p else "",
-                "policy": str(getattr(p, "name", "")) if p else "",
+                "version": p.version if p else "",
+                "policy": p.name if p else "",
             }
         )
 
     @property
     def model_version(self) -> str | None:
-        return str(getattr(self.policy, "version", "") or "") or None
+        return (self.policy.version or None) if self.policy is not None else None
 
     # -- deciding ----------------------------------------------------------------
     def node_load(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -215,7 +215,7 @@ class Decider:
         """One shared instance per heuristic name (its recent-binds memory must see every bind it made)."""
         with self._lock:
             if name not in self._fallbacks:
-                self._fallbacks[name] = fallback_policy(name)
+                self._fallbacks[name] = fallback_policy(name, self.settings)
             return self._fallbacks[name]
 
     def decide(

@@ -357,7 +357,7 @@ class Scheduler:
         ranked = np.argsort(-scores, kind="stable")
         order = ranked[np.isfinite(scores[ranked])][:3].tolist()
         top = ", ".join(f"{names[i]}={scores[i]:.3f}" for i in order)
-        how = getattr(policy, "name", "?") + (f" (fallback: {reason})" if reason else "")
+        how = policy.name + (f" (fallback: {reason})" if reason else "")
         what = "top scores" if reason else "top Q-values"  # the model's scores are its Q-values
         return f"Successfully assigned {req.namespace}/{req.name} to {node} by {how}; {what}: {top}"
 
@@ -384,7 +384,7 @@ class Scheduler:
         if self.journal is None:
             return
         scores, policy, reason = choice.scores, choice.policy, choice.reason
-        model_version = (str(getattr(policy, "version", "") or "") or None) if reason is None else None
+        model_version = (policy.version or None) if reason is None else None
         shadow = choice.shadow
 
         def row() -> Decision:
@@ -407,7 +407,7 @@ class Scheduler:
                 feasible=np.asarray(feasible, dtype=bool)[order].tolist(),
                 chosen=node,
                 scores=aligned(scores),
-                policy=getattr(policy, "name", "?"),
+                policy=policy.name,
                 model_version=model_version,
                 fallback_reason=reason,
                 outcome=outcome,

@@ -43,7 +43,7 @@ GUARDRAIL = "guardrail"
 def _bind_memory_to(policy: Policy, ctx: DecisionContext, scored: int, bound: int) -> None:
     """A shadow policy remembered its own choice as bound (RecentBinds.remember in score());
     replace that entry by the node actually bound, so its recent-binds estimate stays true."""
-    recent = getattr(policy, "recent", None)
+    recent = policy.recent
     if recent is None or scored == bound or scored < 0 or not len(recent):
         return
     recent.forget_last()  # drop the entry score() just added
@@ -103,7 +103,7 @@ class ArmedDecisions:
             idx, scores = choose(primary, ctx)
             shadow_policy = model if compare_arms else None
         shadow = self._compare(arm, ctx, idx, shadow_policy) if shadow_policy is not None and idx >= 0 else None
-        self.metrics.decisions.labels(str(getattr(primary, "name", "?")), arm).inc()
+        self.metrics.decisions.labels(primary.name, arm).inc()
         if reason is not None:
             self.metrics.fallbacks.labels(reason).inc()
         return Choice(idx, scores, primary, reason, arm, shadow)
@@ -112,10 +112,10 @@ class ArmedDecisions:
         try:
             s_idx, s_scores = choose(other, ctx)
         except Exception as exc:  # noqa: BLE001 - a failing shadow must never affect the bind
-            log.debug("shadow %s failed: %s", getattr(other, "name", "?"), exc)
+            log.debug("shadow %s failed: %s", other.name, exc)
             return None
         _bind_memory_to(other, ctx, s_idx, bound)
-        rec = compare(arm, bound, str(getattr(other, "name", "?")), s_idx, s_scores, ctx.load, ctx.pod_load)
+        rec = compare(arm, bound, other.name, s_idx, s_scores, ctx.load, ctx.pod_load)
         m = self.metrics.rollout
         m.comparisons.labels("true" if rec.agree else "false").inc()
         with self._lock:

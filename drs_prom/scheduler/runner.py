@@ -37,11 +37,12 @@ def api_client(kubeconfig: str | None) -> Any:
 
 
 def load_policy(settings: Settings) -> Any:
-    """The configured model as a Policy, or None (logged) so the scheduler runs on its fallback."""
-    try:
-        from drs_prom.agent import load_policy as _load
+    """The configured model as a Policy, built from the settings like every policy (drs_prom.registry),
+    or None (logged) so the scheduler runs on its fallback."""
+    from drs_prom.registry import PolicySpec, make_policy
 
-        return _load(settings.scheduler.model_path or None)
+    try:
+        return make_policy("drs", PolicySpec.from_settings(settings))
     except ModelError as exc:
         log.warning("no valid model (%s); scheduling with the %s fallback", exc, settings.scheduler.fallback)
         return None
@@ -49,9 +50,11 @@ def load_policy(settings: Settings) -> Any:
 
 def model_watcher(settings: Settings) -> Any:
     """Hot reload from the retraining model store: a promoted version replaces the running model."""
-    from drs_prom.model_store import ModelStore, ModelWatcher, load_version_policy
+    from drs_prom.model_store import ModelStore, ModelWatcher
+    from drs_prom.registry import PolicySpec, stored_model_loader
 
-    return ModelWatcher(ModelStore(settings.retrain.model_store, settings.retrain.keep_versions), load_version_policy)
+    store = ModelStore(settings.retrain.model_store, settings.retrain.keep_versions)
+    return ModelWatcher(store, stored_model_loader(PolicySpec.from_settings(settings)))
 
 
 def prometheus_source(settings: Settings, node_names: Any = None) -> Any:

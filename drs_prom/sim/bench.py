@@ -12,25 +12,27 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from drs_prom.agent import default_model_path, load_policy
+from drs_prom.agent import default_model_path
 from drs_prom.errors import ConfigError, DrsError
 from drs_prom.policy import Policy
-from drs_prom.registry import HEURISTICS, LEARNED, make_policy, policies_by_name
+from drs_prom.registry import HEURISTICS, LEARNED, PolicySpec, make_policy, policies_by_name
 from drs_prom.sim.clairvoyant import CLAIRVOYANT, clairvoyant_run, migration_floor
-from drs_prom.sim.env import SchedulingEnv, fit_to_scenario, policy_norm
+from drs_prom.sim.env import SchedulingEnv, policy_norm, scenario_spec
 from drs_prom.sim.plot import plot_report
 from drs_prom.sim.report import METRICS, REFERENCE, BenchReport, PolicyRow
 from drs_prom.sim.scenario import Scenario, load_scenario
 
-PolicyBuilder = Callable[[str, int], Policy]
+PolicyBuilder = Callable[[str, int, PolicySpec], Policy]
+"""``builder(name, seed, spec) -> Policy``; drs_prom.registry.make_policy unless a caller builds its own."""
 
 
-def default_builder(name: str, seed: int) -> Policy:
-    return make_policy(name, seed)
+def default_builder(name: str, seed: int, spec: PolicySpec) -> Policy:
+    return make_policy(name, spec, seed)
 
 
 def run_bench(
@@ -39,10 +41,16 @@ def run_bench(
     policies: Sequence[str] = HEURISTICS,
     builder: PolicyBuilder = default_builder,
     progress: bool = True,
+    spec: PolicySpec | None = None,
 ) -> BenchReport:
-    """Run each policy on each seed's workload; policies failing with a DrsError are skipped."""
+    """Run each policy on each seed's workload; policies failing with a DrsError are skipped.
+
+    Every policy is built from ``spec`` (default: the configured one) on this scenario (sim.env.scenario_spec):
+    the memory of its recent binds spans the configured rate window, never shorter than the scenario's lag.
+    """
     from tqdm import tqdm
 
+    sspec = scenario_spec(scenario, spec)
     t0 = time.perf_counter()
     rows = [PolicyRow(p) for p in policies]
     total = len(rows) * len(seeds) * scenario.n_pods
@@ -55,18 +63,18 @@ def run_bench(
                 env: SchedulingEnv | None = None
                 try:
                     if row.policy == CLAIRVOYANT:
-                        result = clairvoyant_run(scenario, seed)
+                        result = clairvoyant_run(scenario, seed, spec=sspec)
                         bar.update(scenario.n_pods)
                         row.runs.append(result)
                         continue
-                    policy = fit_to_scenario(builder(row.policy, seed), scenario)
+                    policy = builder(row.policy, seed, sspec)
                     # a learned policy sees load on the scales it was trained with; metrics stay on the scenario's
                     env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))
                     result = env.run(policy, seed=seed, on_step=lambda _info: bar.update(1))
                 except DrsError as exc:
                     row.skipped = str(exc)
                     row.runs.clear()
-                    bar.update(scenario.n_pods - getattr(env, "decisions", 0))
+                    bar.update(scenario.n_pods - (env.decisions if env is not None else 0))
                     continue
                 row.runs.append(result)
     report = BenchReport(
@@ -157,10 +165,8 @@ def _json_default(value: object) -> object:
 def model_builder(model_path: str | None) -> PolicyBuilder:
     """Like default_builder, but ``drs`` loads ``model_path`` when one is given."""
 
-    def build(name: str, seed: int) -> Policy:
-        if name == "drs" and model_path:
-            return load_policy(model_path)
-        return make_policy(name, seed)
+    def build(name: str, seed: int, spec: PolicySpec) -> Policy:
+        return make_policy(name, replace(spec, model_path=model_path) if model_path else spec, seed)
 
     return build
 

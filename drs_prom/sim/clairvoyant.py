@@ -24,10 +24,10 @@ from collections.abc import Callable
 import numpy as np
 
 from drs_prom.errors import ConfigError
-from drs_prom.policy import DecisionContext, Policy, choose
-from drs_prom.registry import make_policy
+from drs_prom.policy import DecisionContext, Policy, PolicyBase, choose
+from drs_prom.registry import PolicySpec
 from drs_prom.sim.cluster import Nodes
-from drs_prom.sim.env import EpisodeResult, SchedulingEnv, fit_to_scenario, policy_norm, scaled_load
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv, policy_norm, scaled_load, sim_policy
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import generate
 
@@ -38,7 +38,7 @@ reports the migration floor (free re-placement at every instant), where the scen
 
 def told(policy: Policy, ctx: DecisionContext, node: int) -> Policy:
     """Tell ``policy``'s recent-bind memory (if it has one) that ``node`` was bound, chosen by it or not."""
-    memory = getattr(policy, "recent", None)
+    memory = policy.recent
     if memory is not None:
         memory.record(ctx, node)
     return policy
@@ -118,7 +118,7 @@ def clairvoyant_actions(
     return taken
 
 
-class FixedSchedule:
+class FixedSchedule(PolicyBase):
     """Binds a fixed sequence of node indices, one per decision (a schedule found beforehand)."""
 
     def __init__(self, actions: list[int], name: str = CLAIRVOYANT) -> None:
@@ -134,11 +134,17 @@ class FixedSchedule:
 
 
 def clairvoyant_run(
-    scenario: Scenario, seed: int, base: str = "balanced-load", cost: str = "composite", top_k: int | None = None
+    scenario: Scenario,
+    seed: int,
+    base: str = "balanced-load",
+    cost: str = "composite",
+    top_k: int | None = None,
+    spec: PolicySpec | None = None,
 ) -> EpisodeResult:
-    """The episode of ``seed`` under the clairvoyant rollout over ``base``, summarised like any benchmark run."""
+    """The episode of ``seed`` under the clairvoyant rollout over ``base`` (built from ``spec``, default the
+    configured one), summarised like any benchmark run."""
     wall0 = time.perf_counter()
-    policy = fit_to_scenario(make_policy(base, seed), scenario)
+    policy = sim_policy(base, scenario, seed, spec)
     env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))  # the base sees what bench shows it
     actions = clairvoyant_actions(env, seed, policy, cost, top_k)
     result = env.run(FixedSchedule(actions), seed=seed)

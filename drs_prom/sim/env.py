@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 
 import numpy as np
@@ -36,7 +36,8 @@ from drs_prom.config import Normalisation, ObjectiveSettings
 from drs_prom.filters import feasible_mask
 from drs_prom.objectives import EpisodeObjectives, Integrals, composite, demand_fraction, episode_objectives, horizon
 from drs_prom.objectives import segment as objective_segment
-from drs_prom.policy import DecisionContext, Policy, choose
+from drs_prom.policy import DecisionContext, Policy, choose, input_scales
+from drs_prom.registry import PolicySpec, configured_spec, make_policy
 from drs_prom.reward import composite_reward, cpu_mem_utilisation
 from drs_prom.sim.cluster import Cluster, Nodes
 from drs_prom.sim.scenario import Scenario
@@ -482,20 +483,27 @@ class SchedulingEnv:
         )
 
 
-def policy_norm(policy: Policy, scenario: Scenario) -> Normalisation | None:
-    """The scales a policy sees: a learned policy's own; unclipped for policies that read overload; else the
-    scenario's (None)."""
-    norm = getattr(policy, "normalisation", None)
-    if isinstance(norm, Normalisation):
-        return norm
-    if getattr(policy, "reads_unclipped_load", False):
-        return scenario.norm.model_copy(update={"clip": False})
-    return None
+def policy_norm(policy: Policy, scenario: Scenario) -> Normalisation:
+    """The scales a policy sees in the simulator: drs_prom.policy.input_scales over the scenario's."""
+    return input_scales(policy, scenario.norm)
+
+
+def scenario_spec(scenario: Scenario, spec: PolicySpec | None = None) -> PolicySpec:
+    """``spec`` (default: the configured one, drs_prom.registry.configured_spec) on a simulated scenario:
+    the scenario's scales, and the window never shorter than its metric lag (a memory at least as long as
+    the lag is also the stronger heuristic, see baselines)."""
+    base = configured_spec() if spec is None else spec
+    return replace(base.with_window_at_least(scenario.metric_window_seconds), normalisation=scenario.norm)
+
+
+def sim_policy(name: str, scenario: Scenario, seed: int, spec: PolicySpec | None = None) -> Policy:
+    """Policy ``name`` built (drs_prom.registry.make_policy) for a simulated scenario (scenario_spec)."""
+    return make_policy(name, scenario_spec(scenario, spec), seed)
 
 
 def fit_to_scenario(policy: Policy, scenario: Scenario) -> Policy:
-    """Give a policy's recent-bind memory the production default (the settings' 30 s rate window),
-    never shorter than the scenario's metric lag; a longer memory is also the stronger heuristic (see baselines)."""
-    if hasattr(policy, "metric_window_seconds"):
-        policy.metric_window_seconds = max(policy.metric_window_seconds, scenario.metric_window_seconds)
+    """A policy constructed directly (research code, tests) given the memory sim_policy would have built it with:
+    the configured rate window, never shorter than the scenario's metric lag."""
+    if policy.recent is not None:
+        policy.recent.window_seconds = scenario_spec(scenario).metric_window_seconds
     return policy

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -54,7 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from drs_prom.errors import ConfigError
 from drs_prom.features import N_FEATURES
-from drs_prom.sim.scenario import QUANTITY_KEYS, Scenario
+from drs_prom.sim.scenario import QUANTITY_KEYS, Scenario, load_scenario
 
 GIB = 2.0**30
 MB = 1e6
@@ -466,6 +467,14 @@ def eval_scenario(name: str) -> Scenario:
     if spec is None:
         raise ConfigError(f"unknown evaluation cluster {name!r}; known: {', '.join(EVAL_CLUSTERS)}")
     return generate_scenario(spec.seed, spec.params(), name=name, pattern=spec.pattern)
+
+
+def resolve_scenario(name_or_path: str) -> Scenario:
+    """A generated evaluation cluster by name (e.g. eval-diurnal-2), else load_scenario (packaged name or any
+    YAML path): how ``drs-prom bench`` and ``drs-prom testbed`` read ``--scenario``."""
+    if name_or_path in EVAL_CLUSTERS or (name_or_path.startswith("eval-") and not Path(name_or_path).exists()):
+        return eval_scenario(name_or_path)  # an unknown eval- name: ConfigError listing the evaluation clusters
+    return load_scenario(name_or_path)
 
 
 def eval_scenarios() -> list[Scenario]:

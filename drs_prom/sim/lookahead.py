@@ -25,9 +25,8 @@ import numpy as np
 
 from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext, Policy
-from drs_prom.registry import make_policy
 from drs_prom.sim.clairvoyant import FixedSchedule, branch_nodes, fork_env, play_out, told
-from drs_prom.sim.env import EpisodeResult, SchedulingEnv, fit_to_scenario, policy_norm
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv, policy_norm, sim_policy
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload, generate
 
@@ -230,7 +229,7 @@ def lookahead_run(
     if scenario.replay is not None:
         raise ConfigError(f"scenario {scenario.name} replays a trace: its futures cannot be sampled")
     wall0 = time.perf_counter()
-    policy = fit_to_scenario(make_policy(base, seed), scenario)
+    policy = sim_policy(base, scenario, seed)
     env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))
     actions = lookahead_actions(env, seed, policy, samples, top_k, gate=gate, veil=veil)
     result = env.run(FixedSchedule(actions, LOOKAHEAD), seed=seed)

@@ -14,17 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.corrector import TopKCorrection
 from drs_prom.agent.dqn import NodeDQN
 from drs_prom.agent.features import candidate_matrix
-from drs_prom.agent.policy import Layers, NodeAgentPolicy
+from drs_prom.agent.policy import Layers
 from drs_prom.agent.replay import NodeReplay
 from drs_prom.config import Settings
 from drs_prom.journal import Decision
 from drs_prom.objectives import score_episode
-from drs_prom.policy import DecisionContext, Policy
+from drs_prom.paired_stats import best_reference, relative_interval
+from drs_prom.policy import DecisionContext, Policy, input_scales
 from drs_prom.recent_binds import RecentBinds
-from drs_prom.registry import make_policy
+from drs_prom.registry import PolicySpec, make_candidate_policy, make_policy
 from drs_prom.retrain.rebuild import NodeHistory
 from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.demos import Demos, teacher_demonstrations
@@ -77,23 +77,50 @@ class SimulatorChecks:
             return None, f"no twin: {exc}"
         return SimulatorChecks(settings, twin), twin.description
 
+    @property
+    def spec(self) -> PolicySpec:
+        """What serving builds its policies from (drs_prom.registry), never a shorter window than the scenario's."""
+        return PolicySpec.from_settings(self.settings).with_window_at_least(self.scenario.metric_window_seconds)
+
+    def _episode(self, policy: Policy, seed: int, on_step: Any = None) -> EpisodeResult:
+        """One run of ``policy`` on the settings' scales as serving reads them (drs_prom.policy.input_scales)."""
+        env = SchedulingEnv(self.scenario, seed=seed, norm=input_scales(policy, self.settings.normalisation))
+        return env.run(policy, seed=seed, on_step=on_step)
+
     def _run(self, layers: Layers, head: dict[str, Any] | None) -> tuple[EpisodeResult, list[float]]:
         """One seeded greedy run of ``layers`` (the corrected heuristic under a top-k ``head``, on unclipped
         loads as it serves); the episode and the reward of every decision."""
         settings = self.settings
-        policy: Policy = NodeAgentPolicy(layers)
-        norm = settings.normalisation
-        if head:
-            policy = TopKCorrection.from_head(layers, head, metric_window_seconds=settings.prometheus.window_seconds)
-            norm = norm.model_copy(update={"clip": False})
-        env = SchedulingEnv(self.scenario, seed=settings.retrain.seed, norm=norm)
         rewards: list[float] = []
-        result = env.run(
-            policy,
-            seed=settings.retrain.seed,
-            on_step=lambda info: rewards.append(step_reward(info, settings.reward, settings.objectives)),
+        result = self._episode(
+            make_candidate_policy(layers, head, self.spec),
+            settings.retrain.seed,
+            lambda info: rewards.append(step_reward(info, settings.reward, settings.objectives)),
         )
         return result, rewards
+
+    def gate_seeds(self) -> list[int]:
+        """The paired seeds of the non-inferiority check (apart from the replay's, the teacher's and the gate's run)."""
+        base = self.settings.retrain.seed + 1_000_003
+        return [base + k for k in range(self.settings.retrain.gate_seeds)]
+
+    def versus_best_heuristic(self, layers: Layers, head: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The candidate against the best of ``retrain.gate_heuristics`` on ``retrain.gate_seeds`` paired seeds:
+        the heuristic with the lowest mean composite and the paired interval of (candidate - it) / it
+        (drs_prom.paired_stats.relative_interval, as the bench reports it)."""
+        settings, seeds = self.settings, self.gate_seeds()
+        composites: dict[str, dict[int, float]] = {}
+        for name in settings.retrain.gate_heuristics:
+            composites[name] = {
+                s: score_episode(self._episode(make_policy(name, self.spec, s), s), settings.objectives) for s in seeds
+            }
+        mine = {
+            s: score_episode(self._episode(make_candidate_policy(layers, head, self.spec), s), settings.objectives)
+            for s in seeds
+        }
+        best = best_reference(composites, seeds)
+        interval = relative_interval(mine, composites[best])
+        return {"against": best, **interval.to_json()}
 
     def score(self, layers: Layers, head: dict[str, Any] | None = None) -> float:
         """Mean reward per decision of the greedy policy in one seeded simulator run (higher is better)."""
@@ -110,7 +137,7 @@ class SimulatorChecks:
         seeds = [settings.retrain.seed + 104_729 + k for k in range(episodes)]
         return teacher_demonstrations(
             lambda seed: SchedulingEnv(self.scenario, seed=seed, norm=settings.normalisation),
-            make_policy(teacher, settings.retrain.seed),
+            make_policy(teacher, self.spec, settings.retrain.seed),
             seeds,
             replay,
             settings.reward,
@@ -121,7 +148,7 @@ class SimulatorChecks:
     def add_replay(self, learner: NodeDQN, replay: NodeReplay, episodes: int) -> int:
         """Add simulator experience of the model being trained (epsilon-greedy, seeded)."""
         settings = self.settings
-        recent = RecentBinds(settings.prometheus.window_seconds)  # as the serving policy sees it
+        recent = RecentBinds(self.spec.metric_window_seconds)  # as the serving policy sees it
         rng = np.random.default_rng(settings.retrain.seed)
         env = SchedulingEnv(self.scenario, seed=settings.retrain.seed + 7919, norm=settings.normalisation)
         added = 0

@@ -5,7 +5,10 @@ so per-seed differences are paired. The suite ranks policies by the composite sc
 (drs_prom.objectives) and, for every policy, reports the paired difference of its
 composite to the *best baseline* of that scenario (the heuristic with the lowest mean
 composite, the policy itself excluded) with a 95 % Student-t confidence interval over
-seeds: a learned policy "wins" a scenario only if that interval is below zero.
+seeds: a learned policy "wins" a scenario only if that interval is below zero. The candidate
+(``drs`` unless ``--candidate`` names another) is also judged (drs_prom.sim.verdicts): its paired
+interval relative to the best heuristic, the seeds used, and the "harm" and "inferior" flags;
+``--seeds auto`` runs each scenario until that interval is within +-2 % (10 to 100 seeds).
 
 Scenarios run in parallel processes with ``jobs`` > 1 (each process builds its own
 policies; results come back through the pool). cluster-500 (a speed scenario, 5000 pods
@@ -26,50 +29,15 @@ import numpy as np
 
 from drs_prom.errors import ConfigError
 from drs_prom.objectives import OBJECTIVES
+from drs_prom.paired_stats import paired_ci
 from drs_prom.registry import HEURISTICS
-from drs_prom.sim.bench import CLAIRVOYANT, LEARNED, REFERENCE, BenchReport, model_builder, run_bench
-from drs_prom.sim.generator import EVAL_CLUSTERS, eval_scenario
-from drs_prom.sim.scenario import Scenario, load_scenario, scenario_names
+from drs_prom.sim.bench import CLAIRVOYANT, LEARNED, REFERENCE, BenchReport, model_builder
+from drs_prom.sim.generator import EVAL_CLUSTERS, resolve_scenario
+from drs_prom.sim.scenario import scenario_names
+from drs_prom.sim.verdicts import CANDIDATE, interval_text, judge, run_judged
 
 LEFT_OUT = ("cluster-500",)
 """Packaged scenarios the suite skips (pure speed tests; minutes per policy)."""
-
-# two-sided 95 % Student-t quantiles by degrees of freedom (1..30); 1.96 beyond
-_T95: tuple[float, ...] = (
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-)
-_T95 += (2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
-def t95(df: int) -> float:
-    """Two-sided 95 % Student-t quantile."""
-    return _T95[df - 1] if 1 <= df <= len(_T95) else 1.96
-
-
-def paired_ci(diffs: Sequence[float]) -> tuple[float, float, float]:
-    """(mean, low, high) of a 95 % t interval of paired per-seed differences (NaN bounds with one seed)."""
-    d = np.asarray(diffs, dtype=np.float64)
-    if len(d) == 0:
-        return math.nan, math.nan, math.nan
-    mean = float(d.mean())
-    if len(d) < 2:
-        return mean, math.nan, math.nan
-    half = t95(len(d) - 1) * float(d.std(ddof=1)) / math.sqrt(len(d))
-    return mean, mean - half, mean + half
 
 
 def suite_names(only: Sequence[str] | None = None) -> list[str]:
@@ -81,13 +49,6 @@ def suite_names(only: Sequence[str] | None = None) -> list[str]:
         if name not in every and name not in scenario_names():
             raise ConfigError(f"unknown suite scenario {name!r}; known: {', '.join(every)}")
     return list(only)
-
-
-def resolve_scenario(name_or_path: str) -> Scenario:
-    """A generated evaluation cluster by name, else load_scenario (packaged name or any YAML path)."""
-    if name_or_path in EVAL_CLUSTERS:
-        return eval_scenario(name_or_path)
-    return load_scenario(name_or_path)
 
 
 @dataclass
@@ -105,6 +66,8 @@ class ScenarioSummary:
     vs_best_baseline: dict[str, dict[str, float]]  # policy -> mean, ci_low, ci_high, relative
     wall_seconds: float
     skipped: dict[str, str] = field(default_factory=dict)
+    seeds: int = 0  # seeds the scenario ran (with --seeds auto, per scenario)
+    judged: dict | None = None  # the candidate's Judgement (drs_prom.sim.verdicts), None if it did not run
 
     def to_json(self) -> dict:
         return self.__dict__.copy()
@@ -114,8 +77,8 @@ def _is_heuristic(policy: str) -> bool:
     return policy in HEURISTICS and policy not in LEARNED and policy != CLAIRVOYANT
 
 
-def summarise(report: BenchReport) -> ScenarioSummary:
-    """Composite ranking, ratios to kube-default and paired CIs against the best baseline."""
+def summarise(report: BenchReport, candidate: str = CANDIDATE) -> ScenarioSummary:
+    """Composite ranking, ratios to kube-default, paired CIs against the best baseline, the candidate judged."""
     rows = {r.policy: r for r in report.rows if r.runs and not r.skipped}
     comp = {p: float(np.mean([x.composite for x in r.runs])) for p, r in rows.items()}
     objs = {
@@ -155,24 +118,30 @@ def summarise(report: BenchReport) -> ScenarioSummary:
         vs_best_baseline=vs,
         wall_seconds=report.wall_seconds,
         skipped={r.policy: r.skipped for r in report.rows if r.skipped},
+        seeds=len(report.seeds),
+        judged=j.to_json() if (j := judge(report, candidate)) is not None else None,
     )
 
 
-def _bench_one(name: str, seeds: list[int], policies: list[str], model_path: str | None, pods: int | None) -> dict:
-    """One scenario in a worker process: the bench JSON and the summary (plain data across the pool)."""
+def _bench_one(
+    name: str, seeds: list[int] | None, policies: list[str], model_path: str | None, pods: int | None, candidate: str
+) -> dict:
+    """One scenario in a worker process: the bench JSON and the summary (plain data across the pool);
+    ``seeds`` None: --seeds auto (drs_prom.sim.verdicts.run_judged)."""
     sc = resolve_scenario(name)
     if pods:
         sc = sc.truncated(pods)
-    report = run_bench(sc, seeds, policies, model_builder(model_path), progress=False)
-    return {"bench": report.to_json(), "summary": summarise(report).to_json()}
+    report = run_judged(sc, seeds, policies, model_builder(model_path), candidate=candidate, progress=False)
+    return {"bench": report.to_json(), "summary": summarise(report, candidate).to_json()}
 
 
 @dataclass
 class SuiteResult:
-    seeds: list[int]
+    seeds: list[int] | None  # None: --seeds auto (each scenario's seeds are in its summary)
     policies: list[str]
     scenarios: list[dict]  # per scenario: {"bench": ..., "summary": ...}
     wall_seconds: float
+    candidate: str = CANDIDATE
 
     def summaries(self) -> list[dict]:
         return [s["summary"] for s in self.scenarios]
@@ -182,7 +151,8 @@ class SuiteResult:
         for s in self.summaries():
             wins[s["best"]] = wins.get(s["best"], 0) + 1
         return {
-            "seeds": self.seeds,
+            "seeds": "auto" if self.seeds is None else self.seeds,
+            "candidate": self.candidate,
             "policies": self.policies,
             "reference": REFERENCE,
             "wall_seconds": self.wall_seconds,
@@ -193,21 +163,24 @@ class SuiteResult:
 
 def run_suite(
     names: Sequence[str],
-    seeds: Sequence[int],
+    seeds: Sequence[int] | None,
     policies: Sequence[str],
     model_path: str | None = None,
     jobs: int = 1,
     pods: int | None = None,
     echo: Callable[[str], None] | None = None,
     partial_dir: str | Path | None = None,
+    candidate: str = CANDIDATE,
 ) -> SuiteResult:
     """Bench every scenario of ``names`` (in ``jobs`` processes); ``echo`` gets one line per finished scenario.
+    ``seeds`` None: --seeds auto, per scenario (drs_prom.sim.verdicts.run_judged); ``candidate``: the policy judged.
 
     ``partial_dir``: each finished scenario is also written there at once (``<name>.json``),
     so a long suite that is interrupted keeps what it measured.
     """
     t0 = time.perf_counter()
-    args = [(n, list(seeds), list(policies), model_path, pods) for n in names]
+    given = None if seeds is None else list(seeds)
+    args = [(n, given, list(policies), model_path, pods, candidate) for n in names]
     done: dict[str, dict] = {}
 
     def note(name: str, res: dict) -> None:
@@ -220,7 +193,7 @@ def run_suite(
             s = res["summary"]
             echo(
                 f"[{len(done)}/{len(names)}] {name}: best {s['best']} ({s['composite'].get(s['best'], math.nan):.3f}), "
-                f"{s['wall_seconds']:.0f} s"
+                f"{s['seeds']} seeds, {s['wall_seconds']:.0f} s"
             )
 
     if jobs <= 1:
@@ -231,7 +204,7 @@ def run_suite(
             futures = {pool.submit(_bench_one, *a): a[0] for a in args}
             for fut in as_completed(futures):
                 note(futures[fut], fut.result())
-    return SuiteResult(list(seeds), list(policies), [done[n] for n in names], time.perf_counter() - t0)
+    return SuiteResult(given, list(policies), [done[n] for n in names], time.perf_counter() - t0, candidate)
 
 
 TABLE_POLICIES = (
@@ -247,12 +220,16 @@ TABLE_POLICIES = (
 
 def format_suite(result: SuiteResult) -> str:
     """Per scenario: the best policy by composite, then each listed policy's composite ratio to kube-default,
-    and for drs (when run) its paired difference to the best baseline with the 95 % CI."""
+    for drs (when run) its paired difference to the best baseline with the 95 % CI, and the candidate judged:
+    the seeds used, its paired 95 % interval relative to the best heuristic and its flags (harm, inferior)."""
     cols = [p for p in TABLE_POLICIES if p in result.policies]
+    cand = result.candidate
     head = ["scenario", "best (composite)", *cols]
     if "drs" in result.policies:
         head.append("drs - best baseline [95% CI]")
+    head += ["seeds", f"{cand} vs best heuristic [95% CI]", "flags"]
     lines = [head]
+    ratios, harmed, inferior, judged = [], [], [], 0
     for s in result.summaries():
         comp = s["composite"]
         best = f"{s['best']} ({comp[s['best']]:.3f})" if s["best"] else "-"
@@ -267,19 +244,40 @@ def format_suite(result: SuiteResult) -> str:
                 if not v
                 else f"{100 * v['relative']:+.1f}% [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}] vs {v['against']}"
             )
+        j = s.get("judged")
+        cells.append(str(s.get("seeds", "-")))
+        if j:
+            judged += 1
+            ratios.append(1.0 + j["mean"])
+            harmed += [s["scenario"]] if j["harm"] else []
+            inferior += [s["scenario"]] if j["inferior"] else []
+            cells.append(f"{interval_text(j['mean'], j['low'], j['high'])} vs {j['against']}")
+            cells.append(", ".join(f for f in ("harm", "inferior") if j[f]) or "-")
+        else:
+            cells += ["-", "-"]
         lines.append(cells)
     widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
     out = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in lines]
     out.insert(1, "  ".join("-" * w for w in widths))
     wins = result.to_json()["wins"]
+    seeds = "auto (10-100 per scenario, see seeds)" if result.seeds is None else str(len(result.seeds))
     title = (
-        f"suite: {len(result.scenarios)} scenarios x {len(result.seeds)} seeds; columns: composite (lower is better) "
+        f"suite: {len(result.scenarios)} scenarios x {seeds} seeds; columns: composite (lower is better) "
         f"as a ratio to {REFERENCE}"
     )
     tally = "best composite per scenario: " + ", ".join(
         f"{p} {n}" for p, n in sorted(wins.items(), key=lambda x: -x[1])
     )
-    return "\n".join([title, *out, tally, f"wall {result.wall_seconds:.0f} s"])
+    verdict = []
+    if judged:
+        verdict.append(
+            f"{cand} judged on {judged} scenarios: median {cand} / best heuristic {float(np.median(ratios)):.3f}; "
+            f"harm on {len(harmed)}{' (' + ', '.join(harmed) + ')' if harmed else ''}; "
+            f"inferior on {len(inferior)}{' (' + ', '.join(inferior) + ')' if inferior else ''} "
+            "(harm: composite > 1.02x or p95 slowdown > 1.05x kube-default; inferior: upper end of the paired 95% "
+            "interval against the best heuristic above +3%)"
+        )
+    return "\n".join([title, *out, tally, *verdict, f"wall {result.wall_seconds:.0f} s"])
 
 
 def format_scenario(summary: dict) -> str:

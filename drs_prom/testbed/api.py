@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from drs_prom.errors import ConfigError
-from drs_prom.sim.scenario import Scenario, load_scenario
+from drs_prom.sim.generator import resolve_scenario
+from drs_prom.sim.scenario import Scenario
 from drs_prom.testbed import report as rep
 from drs_prom.testbed.process import handle_termination, live_processes, stop_all
 from drs_prom.testbed.runner import RunConfig, Testbed, workload_for
@@ -71,7 +72,7 @@ def run_testbed(
     ``kubeconfig``: an existing cluster instead of the testbed's own control plane (Testbed)."""
     import tempfile
 
-    sc = load_scenario(scenario) if isinstance(scenario, str) else scenario
+    sc = resolve_scenario(scenario) if isinstance(scenario, str) else scenario  # as bench: eval clusters by name
     if nodes_scale:
         sc = scale_scenario(sc, nodes_scale)
     if speed <= 0:

@@ -35,17 +35,18 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent import load_model, load_policy
+from drs_prom.agent import load_model
 from drs_prom.agent.policy import NodeAgentPolicy
 from drs_prom.config import Settings
 from drs_prom.journal import Journal
 from drs_prom.model_store import MODEL_FILE, ModelStore
 from drs_prom.objectives import score_episode
 from drs_prom.prometheus import PrometheusSource
-from drs_prom.registry import make_policy
+from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.retrain.run import run_once
 from drs_prom.sim.backfill import create_blocks, write_openmetrics
 from drs_prom.sim.bench import run_bench
+from drs_prom.sim.env import scenario_spec
 from drs_prom.sim.generator import EVAL_SEED_BASE, TRAIN_SEEDS, generate_scenario
 from drs_prom.sim.retrain_checks import SimulatorChecks
 from drs_prom.sim.scenario import Scenario
@@ -161,7 +162,8 @@ def _demonstrate(
     sc = own_cluster(cluster_seed)
     echo(f"cluster {sc.name}: {sc.description}")
     shipped = load_model()
-    run = run_sim(history_scenario(sc, hours), shipped.policy(), seed=HISTORY_SEED)
+    history = history_scenario(sc, hours)
+    run = run_sim(history, shipped.policy(scenario_spec(history).metric_window_seconds), seed=HISTORY_SEED)
     tail = 600.0  # the cluster idles on after the last pod, so the last rewards settle
     end = run.duration + tail
     run.epoch = float(np.floor((time.time() - end - 1800.0) / step) * step)  # blocks well before the head
@@ -218,6 +220,7 @@ def _demonstrate(
                 "transitions": res.transitions,
                 "twin": meta.get("training", {}).get("twin", ""),
                 "gate": res.scores,
+                "versus_best_heuristic": meta.get("gate", {}).get("versus_best_heuristic"),
                 "seconds": round(time.perf_counter() - t, 1),
             }
             report.retrains.append(entry)
@@ -234,16 +237,15 @@ def _demonstrate(
     names = [*BASELINES, SHIPPED, SHIPPED_OWN_SCALES, *models]
     loaded = {name: load_model(path) for name, path in models.items()}  # once, not per seed
 
-    def build(name: str, seed: int) -> Any:
-        if name == SHIPPED:
-            return load_policy()  # as `drs-prom bench` runs it: on the scales it was trained with
-        if name == SHIPPED_OWN_SCALES:
-            return NodeAgentPolicy(shipped.layers, name=name)  # as the scheduler runs it here: the cluster's scales
-        if name in loaded:
-            p = loaded[name].policy()  # a fresh policy per run: its recent-bind memory starts empty
-            p.name = name
-            return p
-        return make_policy(name, seed)
+    def build(name: str, seed: int, spec: PolicySpec) -> Any:
+        window = spec.metric_window_seconds
+        if name == SHIPPED:  # as `drs-prom bench` runs it: on the scales it was trained with
+            return shipped.policy(window, name=name)
+        if name == SHIPPED_OWN_SCALES:  # as the scheduler runs it here: the cluster's scales
+            return NodeAgentPolicy(shipped.layers, window, name=name, version=shipped.version)
+        if name in loaded:  # a fresh policy per run: its recent-bind memory starts empty
+            return loaded[name].policy(window, name=name)
+        return make_policy(name, spec, seed)
 
     bench = run_bench(sc, seeds, names, build, progress=False)
     for row in bench.rows:

@@ -78,7 +78,9 @@ def save_correction(
         weights += [kernel, bias]
     model.set_weights(weights)
     meta = base_metadata("drs", Normalisation())
-    meta["head"] = TopKCorrection(result.layers, base, k, result.margin).head
+    meta["head"] = TopKCorrection(
+        result.layers, base, k, result.margin, metric_window_seconds=0.0
+    ).head  # only its head
     curve = [
         {**p, "ratio_by_margin": {str(m): round(r, 5) for m, r in p["ratio_by_margin"].items()}} for p in result.curve
     ]

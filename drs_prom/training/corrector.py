@@ -26,7 +26,7 @@ import numpy as np
 from drs_prom.agent.corrector import TARGET_SCALE, TopKCorrection, block_ensemble
 from drs_prom.agent.networks import configure_tf, export_dense, node_scorer
 from drs_prom.agent.policy import Layers
-from drs_prom.sim.env import fit_to_scenario
+from drs_prom.sim.env import fit_to_scenario, sim_policy
 from drs_prom.sim.generator import training_scenario
 from drs_prom.training.rollouts import Samples, unclipped_env
 
@@ -112,14 +112,12 @@ def composite_ratio(
     policy_factory: Callable[[], Any], base: str, seeds: Sequence[int], base_scores: dict[int, float] | None = None
 ) -> tuple[float, dict[int, float]]:
     """Mean over ``seeds`` (training clusters) of composite(policy) / composite(base) on the same workload."""
-    from drs_prom.agent.corrector import BASES
-
     ratios = []
     base_scores = dict(base_scores or {})
     for s in seeds:
         sc = training_scenario(s)
         if s not in base_scores:
-            base_scores[s] = unclipped_env(sc, s).run(fit_to_scenario(BASES[base](s), sc), seed=s).composite
+            base_scores[s] = unclipped_env(sc, s).run(sim_policy(base, sc, s), seed=s).composite
         mine = unclipped_env(sc, s).run(fit_to_scenario(policy_factory(), sc), seed=s).composite
         ratios.append(mine / base_scores[s])
     return float(np.mean(ratios)), base_scores
@@ -170,7 +168,8 @@ def fit(
         layers = fold_standardisation(block_ensemble([export_dense(net) for _, net, _ in members]), mu, sd)
         scores = {}
         for margin in MARGINS[:-1]:
-            make = partial(TopKCorrection, layers, base, k, margin)
+            # fit_to_scenario (in composite_ratio) gives its memory the scenario's window
+            make = partial(TopKCorrection, layers, base, k, margin, metric_window_seconds=0.0)
             ratio, base_cache = composite_ratio(make, base, selection_seeds, base_cache)
             scores[margin] = ratio
         point = {"epoch": epoch, "loss": round(float(np.mean(losses)), 5), "ratio_by_margin": scores}

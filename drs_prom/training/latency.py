@@ -21,8 +21,8 @@ from drs_prom.agent import load_model
 from drs_prom.agent.features import candidate_matrix
 from drs_prom.agent.networks import configure_tf
 from drs_prom.features import N_FEATURES
-from drs_prom.policy import DecisionContext, Policy, choose
-from drs_prom.registry import make_policy
+from drs_prom.policy import DecisionContext, Policy, PolicyBase, choose
+from drs_prom.registry import configured_spec, make_policy
 from drs_prom.types import NodeInfo, PodRequest
 
 
@@ -66,14 +66,15 @@ def measure(policy: Policy, sizes: Sequence[int] = (4, 50, 500), repeats: int = 
 
 def main(argv: Sequence[str] = ()) -> None:
     loaded = load_model(argv[0] if argv else None)
-    policy = loaded.policy()
+    spec = configured_spec()
+    policy = loaded.policy(spec.metric_window_seconds)
     tf = configure_tf()
     import keras
 
     model = keras.saving.load_model(loaded.path, compile=False)
     call = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
 
-    class TFPolicy:
+    class TFPolicy(PolicyBase):
         name = "drs (tf.function)"
 
         def score(self, ctx: DecisionContext) -> np.ndarray:
@@ -82,8 +83,8 @@ def main(argv: Sequence[str] = ()) -> None:
     # TF last: its thread pool keeps spinning after calls and would slow whatever runs next.
     rows = [
         (policy.name + " (numpy)", policy),
-        ("balanced-load", make_policy("balanced-load")),
-        ("kube-default", make_policy("kube-default")),
+        ("balanced-load", make_policy("balanced-load", spec)),
+        ("kube-default", make_policy("kube-default", spec)),
         ("drs (tf.function)", TFPolicy()),
     ]
     print(f"{'policy':<22}" + "".join(f"{f'{n} nodes med/p99 us':>26}" for n in (4, 50, 500)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -22,8 +22,8 @@ from drs_prom.agent.replay import FlatReplay, NodeReplay
 from drs_prom.config import ObjectiveSettings, RewardSettings
 from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext
-from drs_prom.recent_binds import RecentBinds, default_window
-from drs_prom.registry import make_policy
+from drs_prom.recent_binds import RecentBinds
+from drs_prom.registry import PolicySpec, configured_spec, make_policy
 from drs_prom.sim.demos import teacher_demonstrations
 from drs_prom.sim.step_reward import step_reward
 from drs_prom.state import imbalance
@@ -71,7 +71,8 @@ class TrainConfig:
     """Episodes between greedy evaluations on held-out seeds; the best-scoring weights are
     kept (RL curves are noisy: the last episode is rarely the best). 0 keeps the last."""
     eval_seeds: int = 8
-    recent_window_seconds: float = field(default_factory=default_window)
+    recent_window_seconds: float = field(default_factory=lambda: configured_spec().metric_window_seconds)
+    """The policies' recent-bind memory (``drs-prom train`` passes the settings' prometheus.window)."""
     """Memory of our own binds (the metrics' rate window; the policy's default too)."""
     reward: RewardSettings = field(default_factory=RewardSettings)
     objectives: ObjectiveSettings = field(default_factory=ObjectiveSettings)
@@ -197,6 +198,7 @@ class _Selector:
 
     def __init__(self, make_env: EnvFactory, cfg: TrainConfig) -> None:
         self.make_env = make_env
+        self.window = cfg.recent_window_seconds
         self.seeds = [900_000 + cfg.seed * 101 + k for k in range(cfg.eval_seeds)]
         self.history: list[float] = []
         self.ref: tuple[float, float] | None = None
@@ -204,7 +206,7 @@ class _Selector:
         if env is None or not hasattr(env, "run"):
             self.seeds = []
             return
-        self.ref = self._measure(make_policy("kube-default", cfg.seed))
+        self.ref = self._measure(make_policy("kube-default", _spec(cfg), cfg.seed))
 
     def _measure(self, policy: Any) -> tuple[float, float]:
         rs = [self.make_env(s).run(policy, seed=s) for s in self.seeds]  # type: ignore[attr-defined]
@@ -213,10 +215,15 @@ class _Selector:
     def score(self, model: Any) -> float | None:
         if not self.seeds or self.ref is None:
             return None
-        imb, comp = self._measure(NodeAgentPolicy(export_dense(model)))
+        imb, comp = self._measure(NodeAgentPolicy(export_dense(model), self.window))
         score = imb / self.ref[0] + 2.0 * max(0.0, comp / self.ref[1] - 1.02)
         self.history.append(round(score, 4))
         return score
+
+
+def _spec(cfg: TrainConfig) -> PolicySpec:
+    """The configured spec with the training run's window (what the teacher and the reference are built from)."""
+    return replace(configured_spec(), metric_window_seconds=cfg.recent_window_seconds)
 
 
 def _imitate(
@@ -225,7 +232,7 @@ def _imitate(
     """Warm start: roll out the teacher heuristic, fill the replay with its transitions and
     fit a large-margin loss so the net ranks the teacher's choice first (DQfD-style)."""
     seeds = [_episode_seed(cfg, ep + 500_000) for ep in range(cfg.imitate_episodes)]
-    teacher = make_policy(cfg.imitate, cfg.seed)
+    teacher = make_policy(cfg.imitate, _spec(cfg), cfg.seed)
     c, m, a = teacher_demonstrations(
         make_env, teacher, seeds, replay, cfg.reward, cfg.recent_window_seconds, cfg.objectives
     )

@@ -29,7 +29,7 @@ from drs_prom.agent.corrector import BASES, top_k
 from drs_prom.agent.features import N_CANDIDATE, candidate_matrix
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.sim.clairvoyant import fork_env, play_out
-from drs_prom.sim.env import SchedulingEnv, fit_to_scenario
+from drs_prom.sim.env import SchedulingEnv, scenario_spec
 from drs_prom.sim.generator import GeneratorParams, training_scenario
 from drs_prom.sim.scenario import Scenario
 
@@ -107,8 +107,7 @@ def label_episode(
     further out but not the far future's chaos (one different bind reshuffles every later one).
     """
     env = unclipped_env(scenario, seed)
-    policy = BASES[base](seed)
-    fit_to_scenario(policy, scenario)
+    policy = BASES[base](seed, scenario_spec(scenario).metric_window_seconds)  # as sim_policy builds it
     ctx: DecisionContext | None = env.reset(seed)
     n_total = len(env.workload.arrival)
     window = None if horizon is None else horizon * float(np.mean(env.workload.work))

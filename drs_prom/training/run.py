@@ -87,7 +87,11 @@ def run(
     echo(f"learning curve: {Path(out).with_suffix('.png')}")
     if bench_seeds and not drs_scales:
         layers = export_dense(result.model)
-        policy = NodeAgentPolicy(layers) if cfg.policy == "drs" else DRSOriginalPolicy(layers, result.n_nodes)
+        policy = (
+            NodeAgentPolicy(layers, cfg.recent_window_seconds)
+            if cfg.policy == "drs"
+            else DRSOriginalPolicy(layers, result.n_nodes)
+        )
         trained_on = [name.strip() for name in cfg.scenario.split(",") if name.strip()]
         bench = {name: benchmark_summary(policy, name, bench_seeds) for name in trained_on}
         if cfg.policy == "drs":

@@ -29,7 +29,8 @@ import numpy as np
 from drs_prom.agent.corrector import block_ensemble
 from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, ClusterFeatures, HeuristicSelector
 from drs_prom.policy import DecisionContext, choose
-from drs_prom.sim.env import fit_to_scenario
+from drs_prom.registry import configured_spec
+from drs_prom.sim.env import scenario_spec, sim_policy
 from drs_prom.sim.generator import EVAL_CLUSTERS, EVAL_SEED_BASE, training_scenario
 from drs_prom.training.rollouts import unclipped_env
 
@@ -69,12 +70,10 @@ class ArmLabels:
 def label_cluster(seed: int, arms: Sequence[str] = tuple(ARMS), decisions: int = 10) -> ArmLabels:
     """Every arm on the training cluster ``seed``; features along the default arm's run at ``decisions`` decisions."""
     sc = training_scenario(seed)
-    comp = np.array(
-        [unclipped_env(sc, seed).run(fit_to_scenario(ARMS[a](seed), sc), seed=seed).composite for a in arms]
-    )
+    comp = np.array([unclipped_env(sc, seed).run(sim_policy(a, sc, seed), seed=seed).composite for a in arms])
     env = unclipped_env(sc, seed)
-    policy = fit_to_scenario(ARMS[DEFAULT_ARM](seed), sc)
-    window = float(getattr(policy, "metric_window_seconds", 0.0))
+    policy = sim_policy(DEFAULT_ARM, sc, seed)
+    window = policy.metric_window_seconds
     tracker = ClusterFeatures()
     ctx: DecisionContext | None = env.reset(seed)
     seen: list[np.ndarray] = []
@@ -165,8 +164,9 @@ def selection_ratio(
     for s in seeds:
         sc = training_scenario(s)
         if s not in base:
-            base[s] = unclipped_env(sc, s).run(fit_to_scenario(ARMS[DEFAULT_ARM](s), sc), seed=s).composite
-        policy = fit_to_scenario(make(s), sc)
+            base[s] = unclipped_env(sc, s).run(sim_policy(DEFAULT_ARM, sc, s), seed=s).composite
+        policy = make(s)
+        policy.metric_window_seconds = scenario_spec(sc).metric_window_seconds  # its arms' memory, as sim_policy
         arms_used: dict[str, int] = {}
 
         def count(_: Any, p: Any = policy, seen: dict[str, int] = arms_used) -> None:
@@ -179,7 +179,9 @@ def selection_ratio(
 
 
 def _selector(layers: list, arms: tuple[str, ...], margin: float, seed: int) -> HeuristicSelector:
-    return HeuristicSelector(layers, arms, margin, seed=seed)
+    return HeuristicSelector(
+        layers, arms, margin, seed=seed, metric_window_seconds=configured_spec().metric_window_seconds
+    )
 
 
 def fit_selector(
@@ -310,7 +312,9 @@ def save_selector(
     model = node_scorer(len(CLUSTER_FEATURES), hidden, outputs=len(arms))
     model.set_weights([w for k, b, _ in fit.layers for w in (k, b)])
     meta = base_metadata("drs", Normalisation())
-    meta["head"] = HeuristicSelector(fit.layers, tuple(arms), fit.margin).head
+    meta["head"] = HeuristicSelector(
+        fit.layers, tuple(arms), fit.margin, metric_window_seconds=0.0
+    ).head  # only its head
     seeds = sorted({int(c) for c in labels.cluster})
     meta["training"] = {
         "learner": "selector",

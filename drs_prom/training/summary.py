@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drs_prom.policy import Policy
-from drs_prom.registry import make_policy
+from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.sim.bench import run_bench
 from drs_prom.sim.scenario import load_scenario
 
@@ -18,8 +18,8 @@ def benchmark_summary(
 ) -> dict[str, Any]:
     """The trained policy against heuristics on bench seeds 0..seeds-1, for the model's metadata."""
 
-    def build(name: str, seed: int) -> Policy:
-        return policy if name == policy.name else make_policy(name, seed)
+    def build(name: str, seed: int, spec: PolicySpec) -> Policy:
+        return policy if name == policy.name else make_policy(name, spec, seed)
 
     report = run_bench(load_scenario(scenario), list(range(seeds)), [*others, policy.name], build, progress=False)
     out: dict[str, Any] = {"scenario": scenario, "seeds": seeds, "policies": {}}

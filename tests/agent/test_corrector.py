@@ -18,6 +18,7 @@ from drs_prom.sim.clairvoyant import fork_env, play_out
 from drs_prom.sim.env import fit_to_scenario
 from drs_prom.sim.generator import training_scenario
 from drs_prom.training.rollouts import label_episode, unclipped_env
+from tests.specs import WINDOW
 
 
 def _net(rng, hidden=8, n_in=N_CANDIDATE):
@@ -57,8 +58,8 @@ def test_infinite_margin_schedules_exactly_like_the_base_heuristic():
     sc = training_scenario(42)
     net = _net(np.random.default_rng(1))
     ref = unclipped_env(sc, 42)
-    base = fit_to_scenario(CapacityBalancedOverload(42), sc)
-    mine = fit_to_scenario(TopKCorrection(net, margin=float("inf")), sc)
+    base = fit_to_scenario(CapacityBalancedOverload(42, WINDOW), sc)
+    mine = fit_to_scenario(TopKCorrection(net, margin=float("inf"), metric_window_seconds=WINDOW), sc)
     env_b = unclipped_env(sc, 42)
     ctx_a, ctx_b = ref.reset(42), env_b.reset(42)
     while ctx_a is not None:
@@ -72,8 +73,10 @@ def test_infinite_margin_schedules_exactly_like_the_base_heuristic():
 def test_a_correction_only_ever_binds_one_of_the_top_k_feasible_nodes():
     sc = training_scenario(7)
     env = unclipped_env(sc, 7)
-    pol = fit_to_scenario(TopKCorrection(_net(np.random.default_rng(2)), k=2, margin=0.0), sc)
-    shadow = fit_to_scenario(CapacityBalancedOverload(7), sc)
+    pol = fit_to_scenario(
+        TopKCorrection(_net(np.random.default_rng(2)), k=2, margin=0.0, metric_window_seconds=WINDOW), sc
+    )
+    shadow = fit_to_scenario(CapacityBalancedOverload(7, WINDOW), sc)
     ctx, moved = env.reset(7), 0
     while ctx is not None:
         allowed = top_k(shadow.node_scores(ctx), ctx.feasible, 2)
@@ -93,7 +96,7 @@ def test_rollout_labels_are_the_episode_costs_of_each_candidate():
     # Re-derive one label by hand: replay the heuristic to that decision, fork, bind the candidate, play out.
     d = int(samples.decision[-1])
     env = unclipped_env(sc, 11)
-    pol = fit_to_scenario(CapacityBalancedOverload(11), sc)
+    pol = fit_to_scenario(CapacityBalancedOverload(11, WINDOW), sc)
     ctx = env.reset(11)
     for _ in range(d):
         ctx, _, _ = env.step(choose(pol, ctx)[0])
@@ -128,7 +131,7 @@ def test_tiny_rollout_training_run_saves_a_model_that_loads_as_a_correction(tmp_
     assert meta["training"]["labelled_decisions"] > 0
     assert "never_used" in meta["data"] and "evaluation" in meta["data"]["never_used"]
     assert path.with_suffix(".png").stat().st_size > 0
-    pol = load_policy(path)
+    pol = load_policy(path, WINDOW)
     assert isinstance(pol, TopKCorrection) and pol.normalisation is None
     res = unclipped_env(training_scenario(3), 3).run(fit_to_scenario(pol, training_scenario(3)), seed=3)
     assert res.decisions > 0

@@ -74,7 +74,7 @@ def test_other_graphs_are_left_to_keras(tmp_path):
 
 def test_the_scheduler_loads_the_shipped_model_without_tensorflow():
     code = (
-        "import sys; from drs_prom.agent import load_policy; p = load_policy(None); "
+        "import sys; from drs_prom.agent import load_policy; p = load_policy(None, 30.0); "
         "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'TensorFlow imported'; print(p.name)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -6,11 +6,12 @@ from drs_prom.agent import load_policy
 from drs_prom.policy import choose
 from drs_prom.registry import make_policy
 from drs_prom.training.latency import measure, synthetic_context
+from tests.specs import SPEC, WINDOW
 
 
 def test_decision_latency_printed_and_choices_feasible(capsys):
-    drs = load_policy()
-    heur = make_policy("balanced-load")
+    drs = load_policy(None, WINDOW)
+    heur = make_policy("balanced-load", SPEC)
     mine, base = measure(drs, repeats=100), measure(heur, repeats=100)
     with capsys.disabled():
         for n in mine:

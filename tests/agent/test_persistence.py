@@ -13,6 +13,7 @@ from drs_prom.agent.persistence import base_metadata, load_model, meta_path, rea
 from drs_prom.agent.policy import forward
 from drs_prom.config import Normalisation
 from drs_prom.errors import ModelError
+from tests.specs import WINDOW
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,7 @@ def test_round_trip_keeps_weights_and_numpy_forward_matches_keras(saved, scorer)
     x = np.random.default_rng(0).uniform(0, 1, (7, N_CANDIDATE)).astype(np.float32)
     np.testing.assert_allclose(forward(loaded.layers, x), scorer(x).numpy(), rtol=1e-5, atol=1e-5)
     assert loaded.policy_name == "drs" and loaded.normalisation == Normalisation()
-    assert load_policy(saved).version.startswith("m@")
+    assert load_policy(saved, WINDOW).version.startswith("m@")
 
 
 def test_writes_are_atomic_no_temp_files_left(saved):

@@ -6,6 +6,7 @@ from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
 from drs_prom.errors import ModelError
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.types import NodeInfo, PodRequest
+from tests.specs import WINDOW
 
 
 def layers(n_in, n_out, seed=0):
@@ -29,7 +30,7 @@ def ctx(n, feasible):
 
 @pytest.mark.parametrize("n", [1, 4, 50])
 def test_node_policy_scores_any_size_and_never_picks_infeasible(n):
-    pol = NodeAgentPolicy(layers(N_CANDIDATE, 1))
+    pol = NodeAgentPolicy(layers(N_CANDIDATE, 1), WINDOW)
     for seed in range(20):
         feasible = np.random.default_rng(seed).random(n) < 0.4
         feasible[seed % n] = True

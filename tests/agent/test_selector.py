@@ -22,6 +22,7 @@ from drs_prom.sim.env import fit_to_scenario
 from drs_prom.sim.generator import training_scenario
 from drs_prom.training.rollouts import unclipped_env
 from drs_prom.training.selector_run import SelectorConfig, label_cluster, log_ratios, run_selector_training
+from tests.specs import WINDOW
 
 
 def _net(bias: np.ndarray) -> list:
@@ -54,8 +55,8 @@ def test_features_are_finite_named_and_see_node_sizes():
 
 def test_a_selector_that_predicts_no_gain_is_exactly_its_default_arm():
     zero = _net(np.zeros(len(ARMS)))
-    mine = _episode(HeuristicSelector(zero, margin=0.0))
-    ref = _episode(ARMS[DEFAULT_ARM](5))
+    mine = _episode(HeuristicSelector(zero, margin=0.0, metric_window_seconds=WINDOW))
+    ref = _episode(ARMS[DEFAULT_ARM](5, WINDOW))
     assert mine.composite == ref.composite and mine.decisions == ref.decisions
 
 
@@ -63,18 +64,20 @@ def test_a_selector_follows_the_arm_it_predicts_best_beyond_the_margin():
     arms = tuple(ARMS)
     bias = np.zeros(len(arms))
     bias[arms.index("kube-default")] = -0.5  # predicted 40 % lower composite than the default arm
-    sel = HeuristicSelector(_net(bias), arms, margin=0.1, seed=5)
-    assert _episode(sel).composite == _episode(ARMS["kube-default"](5)).composite
+    sel = HeuristicSelector(_net(bias), arms, margin=0.1, seed=5, metric_window_seconds=WINDOW)
+    assert _episode(sel).composite == _episode(ARMS["kube-default"](5, WINDOW)).composite
     assert sel.last_arm == "kube-default"
-    shy = HeuristicSelector(_net(bias), arms, margin=1.0, seed=5)  # the gain is below the margin: stay on the default
-    assert _episode(shy).composite == _episode(ARMS[DEFAULT_ARM](5)).composite
+    shy = HeuristicSelector(
+        _net(bias), arms, margin=1.0, seed=5, metric_window_seconds=WINDOW
+    )  # the gain is below the margin: stay on the default
+    assert _episode(shy).composite == _episode(ARMS[DEFAULT_ARM](5, WINDOW)).composite
 
 
 def test_every_arm_is_told_every_bind():
     arms = tuple(ARMS)
     bias = np.zeros(len(arms))
     bias[arms.index("least-loaded")] = -1.0
-    sel = HeuristicSelector(_net(bias), arms, margin=0.0)
+    sel = HeuristicSelector(_net(bias), arms, margin=0.0, metric_window_seconds=WINDOW)
     sc = training_scenario(8)
     env = unclipped_env(sc, 8)
     fit_to_scenario(sel, sc)
@@ -91,7 +94,7 @@ def test_labels_are_each_arms_paired_episode_score():
     assert lab.features.shape == (3, len(CLUSTER_FEATURES))
     y = log_ratios(lab, tuple(ARMS))
     assert np.allclose(y[:, list(ARMS).index(DEFAULT_ARM)], 0.0)
-    ref = _episode(ARMS["kube-default"](4), seed=4).composite
+    ref = _episode(ARMS["kube-default"](4, WINDOW), seed=4).composite
     assert lab.composite[0, list(ARMS).index("kube-default")] == pytest.approx(ref)
 
 
@@ -113,7 +116,7 @@ def test_tiny_selector_training_saves_a_model_that_loads_and_schedules(tmp_path)
     assert meta["training"]["selection"]["ratio_to_default_arm"] <= 1.0
     assert "evaluation" in meta["data"]["never_used"]
     assert path.with_suffix(".png").stat().st_size > 0
-    pol = load_policy(path)
+    pol = load_policy(path, WINDOW)
     assert isinstance(pol, HeuristicSelector) and pol.normalisation is None
     assert _episode(pol, seed=6).decisions > 0
     if meta["head"]["margin"] is None:

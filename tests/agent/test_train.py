@@ -13,6 +13,7 @@ from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.training.loop import TrainConfig, train
 from drs_prom.training.run import save_result, scenario_env_factory
+from tests.specs import WINDOW
 
 TINY = load_scenario("drs-paper").truncated(25)
 
@@ -38,7 +39,7 @@ def test_tiny_drs_training_saves_a_model_that_schedules(tmp_path):
     assert path.with_suffix(".png").stat().st_size > 1000
     meta = json.loads(path.with_suffix(".json").read_text())
     assert meta["training"]["steps"] == 75 and meta["training"]["config"]["reward"]["imbalance_mode"] == "delta"
-    policy = load_policy(path)
+    policy = load_policy(path, WINDOW)
     res = SchedulingEnv(TINY, seed=7).run(policy)
     assert res.decisions == 25 and policy.name == "drs"
 
@@ -59,7 +60,7 @@ def test_tiny_drs_original_training(tmp_path):
     result = train(make, cfg, progress=False)
     assert result.steps == 120 and result.notes["drs_config"]["replay"] == 100
     path = save_result(result, cfg, tmp_path / "orig.keras", norm)
-    policy = load_policy(path)
+    policy = load_policy(path, WINDOW)
     assert policy.name == "drs-original" and policy.n_nodes == 4
     assert SchedulingEnv(TINY, seed=1).run(policy).decisions == 25
 

@@ -177,6 +177,25 @@ def test_configmap_is_a_valid_settings_file_with_every_section(helm_bin: str, tm
     assert {v["name"]: v for v in cron["volumes"]}["state"] == vols["state"]
 
 
+def test_chart_and_example_config_ship_safe_defaults(helm_bin: str, tmp_path: Path) -> None:
+    """With the chart's defaults and with deploy/k8s's example config, the scheduler falls back to (and shadows
+    with) capacity-balanced-overload and the guardrails are on, with the rules and thresholds config.py gives."""
+    docs = _docs(_render(helm_bin, tmp_path))
+    chart = tmp_path / "chart-config.yaml"
+    chart.write_text(docs[("ConfigMap", "drs-scheduler-config")]["data"]["config.yaml"])
+    plain_map = yaml.safe_load((K8S / "20-configmap.yaml").read_text())
+    plain = tmp_path / "plain-config.yaml"
+    plain.write_text(plain_map["data"]["config.yaml"])
+    defaults = load_settings(None).rollout.guardrails
+    for path in (chart, plain):
+        s = load_settings(path)
+        assert s.scheduler.fallback == "capacity-balanced-overload", path
+        assert s.rollout.heuristic in ("", "capacity-balanced-overload") and s.rollout.mode == "normal", path
+        g = s.rollout.guardrails
+        assert g.enabled, path
+        assert g.model_dump(exclude={"enabled"}) == defaults.model_dump(exclude={"enabled"}), path
+
+
 def test_monitoring_objects_come_from_the_promql_source(helm_bin: str, tmp_path: Path) -> None:
     """One source of truth: the PrometheusRule and the dashboard are promql.py's output, as in deploy/prometheus."""
     assert (CHART / "files" / "drs.rules.yml").read_text() == promql.rules_yaml(), (

@@ -38,6 +38,7 @@ from drs_prom.sim.trace import journal_rows, run_sim
 from tests.prom.fixtures import start_prometheus
 from tests.prom.victoria import PROMETHEUS_LOOKBACK, openmetrics_to_prometheus, start_victoria_metrics
 from tests.retrain.test_retrain_tsdb import STEP, WINDOW, scenario, settings_for
+from tests.specs import SPEC
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +55,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory):
 
     tmp = tmp_path_factory.mktemp("any-store")
     sc = scenario().with_changes(arrivals=[{"pods": 90, "rate_per_second": 0.02, "process": "poisson"}])
-    run = run_sim(sc, make_policy("least-loaded", 0), seed=3, epsilon=0.3)
+    run = run_sim(sc, make_policy("least-loaded", SPEC, 0), seed=3, epsilon=0.3)
     end = run.duration + 900.0
     run.epoch = float(np.floor((time.time() - end - 1200.0) / STEP) * STEP)
     times = np.arange(0.0, end + STEP / 2, STEP)

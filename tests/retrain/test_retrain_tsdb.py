@@ -39,6 +39,7 @@ from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.trace import REQUEST_COLUMNS, journal_rows, run_sim
 from drs_prom.state import node_matrix
 from tests.prom.fixtures import start_prometheus
+from tests.specs import SPEC
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -88,7 +89,7 @@ def world(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("retrain-tsdb")
     sc = scenario()
     (tmp / "scenario.yaml").write_text(yaml.safe_dump(json.loads(sc.model_dump_json())))
-    run = run_sim(sc, make_policy("least-loaded", 0), seed=3, epsilon=0.3)
+    run = run_sim(sc, make_policy("least-loaded", SPEC, 0), seed=3, epsilon=0.3)
     tail = 900.0  # the cluster idles on after the last pod, so the last rewards settle
     end = run.duration + tail
     run.epoch = float(np.floor((time.time() - end - 1200.0) / STEP) * STEP)  # blocks well before the head
@@ -332,8 +333,9 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     from apscheduler.triggers.interval import IntervalTrigger
     from prometheus_client import CollectorRegistry
 
-    from drs_prom.model_store import ModelWatcher, load_version_policy
+    from drs_prom.model_store import ModelWatcher
     from drs_prom.policy import choose
+    from drs_prom.registry import stored_model_loader
     from drs_prom.retrain.run import run_once
     from drs_prom.retrain_job import RetrainJob
     from drs_prom.sim.env import SchedulingEnv
@@ -368,7 +370,7 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
 
     # the "scheduler": one decision context scored per cycle with whatever model is loaded
     ctx = SchedulingEnv(world["sc"], seed=1).reset()
-    watcher = ModelWatcher(store, load_version_policy)
+    watcher = ModelWatcher(store, stored_model_loader(SPEC))
     seen: list[tuple[str | None, int]] = []
     cycles = [0]
     stop = threading.Event()
@@ -403,7 +405,7 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     assert watcher.version == store.current() == results[0].version
     # the loaded model is the promoted one: the same weights as a fresh load of that version
     # (scores are not compared: the policy remembers its own recent binds across calls)
-    fresh = load_version_policy(store.current_path())
+    fresh = stored_model_loader(SPEC)(store.current_path())
     assert len(watcher.model.layers) == len(fresh.layers)
     for (k1, b1, a1), (k2, b2, a2) in zip(watcher.model.layers, fresh.layers):
         assert a1 == a2 and np.array_equal(k1, k2) and np.array_equal(b1, b2)

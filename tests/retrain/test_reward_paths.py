@@ -19,6 +19,7 @@ from drs_prom.retrain.rebuild import NodeHistory, Transition, rebuild_transition
 from drs_prom.sim.env import SchedulingEnv, StepInfo
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.step_reward import step_reward
+from tests.specs import SPEC
 
 KINDS = [
     RewardSettings(),
@@ -58,7 +59,7 @@ class _Step:
 def _episode(settings: Settings) -> tuple[SchedulingEnv, list[_Step]]:
     scenario = load_scenario("drs-paper").truncated(60)
     env = SchedulingEnv(scenario, seed=3, norm=settings.normalisation)
-    policy = make_policy("kube-default", 0)  # spreads by requests: net and disk pods contend
+    policy = make_policy("kube-default", SPEC, 0)  # spreads by requests: net and disk pods contend
     steps: list[_Step] = []
     ctx = env.reset()
     while ctx is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from drs_prom.config import load_settings
 from drs_prom.features import FEATURES
+from drs_prom.policy import PolicyBase
 from drs_prom.scheduler.decide import Decider
 from drs_prom.scheduler.metrics import SchedulerMetrics
 from drs_prom.state import NodeSnapshot
@@ -32,7 +33,7 @@ class Snap:
         return NodeSnapshot(features=frame, taken_at=time.time(), stale=frozenset(self.stale))
 
 
-class Prefers:
+class Prefers(PolicyBase):
     """A policy that wants node b; raises when told to (a model failing mid-run)."""
 
     name = "prefers-b"
@@ -73,8 +74,8 @@ def test_model_decides_when_metrics_are_fresh():
         (None, Prefers(), "prometheus_unreachable", "kube-default"),
         (Snap([[0.1] * 6, [0.1] * 6], stale={"b"}), Prefers(), "metrics_stale", "kube-default"),
         (Snap([[0.1] * 6]), Prefers(), "metrics_stale", "kube-default"),  # b has no row at all
-        (Snap([[0.1] * 6, [0.1] * 6]), None, "no_model", "least-loaded"),
-        (Snap([[0.1] * 6, [0.1] * 6]), Prefers(fail=True), "model_error", "least-loaded"),
+        (Snap([[0.1] * 6, [0.1] * 6]), None, "no_model", "capacity-balanced-overload"),
+        (Snap([[0.1] * 6, [0.1] * 6]), Prefers(fail=True), "model_error", "capacity-balanced-overload"),
     ],
 )
 def test_fallback_reasons(source, policy, reason, fallback_name):

@@ -12,6 +12,7 @@ import pytest
 from drs_prom.features import FEATURES
 from drs_prom.state import NodeSnapshot
 from tests.scheduler.conftest import list_pods, pod_body
+from tests.specs import SPEC
 from tests.waiting import wait_for
 
 NODES = ("ex-a", "ex-b", "ex-c")
@@ -37,7 +38,7 @@ def _extender(settings_overrides=None, cache=None, source=None):
     from drs_prom.scheduler.metrics import SchedulerMetrics
 
     settings = load_settings(None, settings_overrides or {})
-    decider = Decider(settings, SchedulerMetrics(), source=source, policy=make_policy("least-loaded"))
+    decider = Decider(settings, SchedulerMetrics(), source=source, policy=make_policy("least-loaded", SPEC))
     return ExtenderServer(Extender(decider, cache), "127.0.0.1:0"), decider
 
 

@@ -18,10 +18,12 @@ from click.testing import CliRunner
 from drs_prom import promql
 from drs_prom.agent.persistence import load_model
 from drs_prom.cli import cli
-from drs_prom.model_store import MODEL_FILE, ModelStore, ModelWatcher, load_version_policy
+from drs_prom.model_store import MODEL_FILE, ModelStore, ModelWatcher
+from drs_prom.registry import stored_model_loader
 from drs_prom.scheduler.arms import HEURISTIC, MODEL, assign_arm
 from tests.scheduler.closed_loop import balancing_model, piling_model, start_loop
 from tests.scheduler.conftest import journalled, scheduled_message
+from tests.specs import SPEC, WINDOW
 from tests.waiting import wait_for
 
 
@@ -39,9 +41,7 @@ def loop(tmp_path, fake_nodes):
 
 
 def _policy(path, version):
-    p = load_model(path).policy()
-    p.version = version
-    return p
+    return load_model(path).policy(WINDOW, version)
 
 
 def _report(sched, loop, tmp_path, store=None):
@@ -93,7 +93,12 @@ def test_shadow_mode_binds_like_the_heuristic_and_journals_both_choices(core, ns
     rows = journalled(sched, 30, bound_row)
     assert len(rows) == 30
     for r in rows:
-        assert (r.arm, r.policy, r.fallback_reason, r.model_version) == (HEURISTIC, "least-loaded", None, None)
+        assert (r.arm, r.policy, r.fallback_reason, r.model_version) == (
+            HEURISTIC,
+            "capacity-balanced-overload",
+            None,
+            None,
+        )
         # the bound node is the heuristic's own argmax: the model's scores did not move it
         best = max((s, -i) for i, s in enumerate(r.scores) if s is not None)
         assert r.chosen == r.candidates[-best[1]]
@@ -104,7 +109,7 @@ def test_shadow_mode_binds_like_the_heuristic_and_journals_both_choices(core, ns
     shadow_nodes = Counter(r.shadow_choice for r in rows)
     bound_nodes = Counter(r.chosen for r in rows)
     agree = sum(r.chosen == r.shadow_choice for r in rows)
-    # least-loaded reads lagging metrics plus its recent-bind memory: when metrics arrive late one node takes more
+    # the heuristic reads lagging metrics plus its recent-bind memory: when metrics arrive late one node takes more
     # (11 and 13 of 30 seen in CI), but every node gets pods and none takes half
     assert len(bound_nodes) == 4 and max(bound_nodes.values()) < 15
     # the model wants the most loaded node, the heuristic the least loaded: they rarely agree
@@ -118,9 +123,11 @@ def test_shadow_mode_binds_like_the_heuristic_and_journals_both_choices(core, ns
     reg = sched.metrics.registry
     assert (reg.get_sample_value("drs_shadow_comparisons_total", {"agree": "true"}) or 0) == agree
     assert (reg.get_sample_value("drs_shadow_comparisons_total", {"agree": "false"}) or 0) == 30 - agree
-    assert reg.get_sample_value("drs_decisions_total", {"policy": "least-loaded", "arm": "heuristic"}) == 30
+    assert (
+        reg.get_sample_value("drs_decisions_total", {"policy": "capacity-balanced-overload", "arm": "heuristic"}) == 30
+    )
     msg = scheduled_message(core, ns, "s000")
-    assert "by least-loaded" in msg and "arm heuristic; model drs would pick " in msg
+    assert "by capacity-balanced-overload" in msg and "arm heuristic; model drs would pick " in msg
     numbers = _report(sched, loop, tmp_path)
     assert numbers["compared"] == 30 and numbers["agreement"] == agree / 30 and numbers["by_arm"] == {"heuristic": 30}
     # the agreement rate as Prometheus computes it from the scraped counters (generated PromQL)
@@ -147,16 +154,17 @@ def test_canary_half_splits_decisions_within_binomial_bounds(core, ns, loop, mak
     assert abs(arms[MODEL] - n / 2) <= 4 * sd and arms[MODEL] + arms[HEURISTIC] == n
     for r in rows:  # each pod in the arm its uid hashes to, decided by that arm's policy
         assert r.arm == assign_arm(sched.settings.rollout, r.pod_uid, ns, {})
-        assert r.policy == ("drs" if r.arm == MODEL else "least-loaded") and r.fallback_reason is None
-        assert r.shadow_policy == ("least-loaded" if r.arm == MODEL else "drs")
+        assert r.policy == ("drs" if r.arm == MODEL else "capacity-balanced-overload") and r.fallback_reason is None
+        assert r.shadow_policy == ("capacity-balanced-overload" if r.arm == MODEL else "drs")
     reg = sched.metrics.registry
     assert reg.get_sample_value("drs_decisions_total", {"policy": "drs", "arm": "model"}) == arms[MODEL]
     assert (
-        reg.get_sample_value("drs_decisions_total", {"policy": "least-loaded", "arm": "heuristic"}) == arms[HEURISTIC]
+        reg.get_sample_value("drs_decisions_total", {"policy": "capacity-balanced-overload", "arm": "heuristic"})
+        == arms[HEURISTIC]
     )
     model_pod = next(r.pod_name for r in rows if r.arm == MODEL)
     msg = scheduled_message(core, ns, model_pod)
-    assert "by drs;" in msg and "arm model; heuristic least-loaded would pick" in msg
+    assert "by drs;" in msg and "arm model; heuristic capacity-balanced-overload would pick" in msg
 
 
 GUARD = {
@@ -204,7 +212,9 @@ def test_piling_model_trips_the_guardrail_and_falls_back_without_losing_pods(cor
     )
     assert before and {(r.policy, r.fallback_reason) for r in before} == {("drs", None)}
     assert Counter(r.chosen for r in before).most_common(1)[0][1] == len(before)  # it piled onto one node
-    assert after and {(r.policy, r.fallback_reason, r.arm) for r in after} == {("least-loaded", "guardrail", MODEL)}
+    assert after and {(r.policy, r.fallback_reason, r.arm) for r in after} == {
+        ("capacity-balanced-overload", "guardrail", MODEL)
+    }
     assert len({r.chosen for r in after}) >= 3  # the fallback spreads again
     reg = sched.metrics.registry
     assert reg.get_sample_value("drs_guardrail_tripped", {"rule": d["rule"]}) == 1
@@ -236,7 +246,7 @@ def test_bad_promotion_is_rolled_back_automatically(core, ns, loop, make_schedul
         return info.name
 
     good = add(balancing_model(tmp_path / "bal.keras"))
-    watcher = ModelWatcher(store, load_version_policy)
+    watcher = ModelWatcher(store, stored_model_loader(SPEC))
     watcher.reload_if_changed()
 
     def loader():

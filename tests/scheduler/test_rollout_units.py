@@ -21,6 +21,7 @@ from drs_prom.scheduler.guardrails import BreachTracker, breaches, rules_for
 from drs_prom.scheduler.metrics import SchedulerMetrics
 from drs_prom.types import PodRequest
 from tests.scheduler.test_decide import DEMAND, FEASIBLE, NODES, Prefers, Snap
+from tests.specs import SPEC
 
 
 def rollout(**kw):
@@ -149,11 +150,11 @@ def test_decider_in_shadow_binds_the_heuristic_and_scores_the_model():
     d.refresh()
     pod = PodRequest(name="p", cpu_m=500, mem_bytes=1 << 28, uid="u-1")
     c = d.decide(pod, DEMAND, NODES, FEASIBLE)
-    assert c.arm == HEURISTIC and c.policy.name == "least-loaded" and c.reason is None
-    assert c.index == 0  # least-loaded takes the idle node a; the model wanted b
+    assert c.arm == HEURISTIC and c.policy.name == "capacity-balanced-overload" and c.reason is None
+    assert c.index == 0  # the default heuristic arm takes the idle node a; the model wanted b
     assert c.shadow is not None and c.shadow.shadow_index == 1 and not c.shadow.agree
     r = d.metrics.registry
-    assert r.get_sample_value("drs_decisions_total", {"policy": "least-loaded", "arm": "heuristic"}) == 1
+    assert r.get_sample_value("drs_decisions_total", {"policy": "capacity-balanced-overload", "arm": "heuristic"}) == 1
     assert r.get_sample_value("drs_shadow_comparisons_total", {"agree": "false"}) == 1
     assert r.get_sample_value("drs_shadow_agreement_ratio") == 0.0
     assert r.get_sample_value("drs_shadow_counterfactual_imbalance_count", {"arm": "model"}) == 1
@@ -172,7 +173,7 @@ def test_shadow_policy_remembers_the_node_actually_bound():
     from drs_prom.registry import make_policy
     from drs_prom.scheduler.rollout import _bind_memory_to
 
-    shadow = make_policy("least-loaded", seed=0)
+    shadow = make_policy("least-loaded", SPEC, 0)
     load = np.array([[0.1] * 6, [0.5] * 6])
     pod_load = np.array([[0.2] * 6, [0.2] * 6])
     ctx = DecisionContext(PodRequest(name="p"), NODES, FEASIBLE, load, pod_load, now=100.0)

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from drs_prom.errors import ConfigError
-from drs_prom.policy import DecisionContext
+from drs_prom.policy import DecisionContext, PolicyBase
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import parse_scenario
 from drs_prom.sim.workload import generate
 from tests.sim.helpers import tiny
 
 
-class _First:
+class _First(PolicyBase):
     name = "first"
 
     def score(self, ctx: DecisionContext) -> np.ndarray:

@@ -16,6 +16,7 @@ from drs_prom.policy import DecisionContext, choose
 from drs_prom.registry import make_policy, policies_by_name
 from drs_prom.state import imbalance
 from drs_prom.types import NodeInfo, PodRequest
+from tests.specs import SPEC, WINDOW
 
 GI = 2**30
 
@@ -68,14 +69,14 @@ def test_least_loaded_adds_the_incoming_pod_and_prefers_the_lowest_bottleneck():
     nodes = [NodeInfo(f"n{i}", 4000, 8 * GI) for i in range(3)]
     load = [[0.5, 0.2, 0, 0, 0, 0], [0.1, 0.1, 0.6, 0, 0, 0], [0.3, 0.3, 0.1, 0, 0, 0]]
     pod_load = np.tile([0.0, 0.0, 0.5, 0, 0, 0], (3, 1))  # a network-heavy pod
-    idx, _ = choose(LeastLoaded(), _ctx(nodes, load=load, pod_load=pod_load))
+    idx, _ = choose(LeastLoaded(0, WINDOW), _ctx(nodes, load=load, pod_load=pod_load))
     assert idx == 0  # n1 would reach 1.1 on net, n2 0.6; n0 reaches 0.5 cpu / 0.5 net
 
 
 def test_node_without_metrics_is_last_resort_not_excluded():
     nodes = [NodeInfo(f"n{i}", 4000, 8 * GI) for i in range(2)]
     load = [[np.nan] * 6, [0.9] * 6]
-    for policy in (LeastLoaded(), BalancedLoad()):
+    for policy in (LeastLoaded(0, WINDOW), BalancedLoad(0, WINDOW)):
         assert choose(policy, _ctx(nodes, load=load))[0] == 1
         assert choose(policy, _ctx(nodes, load=load, feasible=[True, False]))[0] == 0
 
@@ -103,9 +104,9 @@ def test_registry():
     assert {"kube-default", "least-loaded", "balanced-load", "random", "round-robin", "drs", "drs-original"} <= set(
         names
     )
-    assert make_policy("random", 1).name == "random"
+    assert make_policy("random", SPEC, 1).name == "random"
     with pytest.raises(ConfigError, match="unknown policy 'nope'"):
-        make_policy("nope")
+        make_policy("nope", SPEC)
 
 
 def test_least_loaded_counts_its_own_placements_the_metrics_do_not_show_yet():
@@ -123,7 +124,7 @@ def test_least_loaded_counts_its_own_placements_the_metrics_do_not_show_yet():
         )
 
     idle = [[0.0] * 6, [0.05, 0, 0, 0, 0, 0]]
-    lagging, blind = LeastLoaded(metric_window_seconds=30), LeastLoaded(metric_window_seconds=0)
+    lagging, blind = LeastLoaded(0, metric_window_seconds=30), LeastLoaded(0, metric_window_seconds=0)
     assert choose(lagging, ctx_at(0.0, idle))[0] == 0 and choose(blind, ctx_at(0.0, idle))[0] == 0
     # 3 s later the 30 s window shows only a tenth of the first pod on n0: without correction
     # it still looks emptier than n1 and the next pod herds there too

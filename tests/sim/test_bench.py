@@ -69,12 +69,12 @@ def test_bench_cli_errors_are_one_line(tmp_path):
 def test_unavailable_policy_is_skipped_with_its_reason():
     from drs_prom.errors import ModelError
 
-    def builder(name, seed):
+    def builder(name, seed, spec):
         if name == "drs":
             raise ModelError("no trained model")
         from drs_prom.registry import make_policy
 
-        return make_policy(name, seed)
+        return make_policy(name, spec, seed)
 
     report = run_bench(load_scenario("drs-paper").truncated(5), [0], ["kube-default", "drs"], builder, progress=False)
     assert report.row("drs").skipped == "no trained model"
@@ -107,8 +107,8 @@ def test_a_policy_sees_its_own_scales_but_metrics_stay_on_the_scenarios():
             seen.append(ctx.pod_load[0, 0])
             return super().score(ctx)
 
-    def builder(name, seed):
-        return DrsScaled() if name == "drs-scaled" else make_policy(name, seed)
+    def builder(name, seed, spec):
+        return DrsScaled() if name == "drs-scaled" else make_policy(name, spec, seed)
 
     sc = load_scenario("drs-paper").truncated(20)
     report = run_bench(sc, [0], ["round-robin", "drs-scaled"], builder, progress=False)

@@ -9,11 +9,12 @@ from drs_prom.sim.clairvoyant import clairvoyant_run, migration_floor
 from drs_prom.sim.env import SchedulingEnv, fit_to_scenario, policy_norm
 from drs_prom.sim.scenario import load_scenario
 from tests.sim.helpers import tiny
+from tests.specs import SPEC
 
 
 def _run(name, scenario, seed):
     """The policy's episode as bench runs it (on the scales it reads)."""
-    policy = fit_to_scenario(make_policy(name, seed), scenario)
+    policy = fit_to_scenario(make_policy(name, SPEC, seed), scenario)
     return SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario)).run(policy, seed=seed)
 
 

@@ -5,13 +5,14 @@ import numpy as np
 import pytest
 
 from drs_prom.filters import feasible_mask
-from drs_prom.policy import choose
+from drs_prom.policy import PolicyBase, choose
 from drs_prom.registry import HEURISTICS, make_policy
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.source import SimSource
 from drs_prom.state import node_matrix, pod_matrix
 from tests.sim.helpers import tiny
+from tests.specs import SPEC
 
 
 def _comparable(result):
@@ -28,14 +29,14 @@ def paper():
 
 @pytest.mark.parametrize("name", HEURISTICS)
 def test_same_seed_same_results(paper, name):
-    a = SchedulingEnv(paper, seed=3).run(make_policy(name, 3))
-    b = SchedulingEnv(paper, seed=3).run(make_policy(name, 3))
+    a = SchedulingEnv(paper, seed=3).run(make_policy(name, SPEC, 3))
+    b = SchedulingEnv(paper, seed=3).run(make_policy(name, SPEC, 3))
     assert _comparable(a) == _comparable(b)
 
 
 def test_different_seeds_different_workloads(paper):
-    a = SchedulingEnv(paper, seed=0).run(make_policy("kube-default", 0))
-    b = SchedulingEnv(paper, seed=1).run(make_policy("kube-default", 0))
+    a = SchedulingEnv(paper, seed=0).run(make_policy("kube-default", SPEC, 0))
+    b = SchedulingEnv(paper, seed=1).run(make_policy("kube-default", SPEC, 0))
     assert a.completion_mean != b.completion_mean
 
 
@@ -53,7 +54,7 @@ def test_context_is_built_like_production(paper):
     env = SchedulingEnv(paper, seed=0)
     ctx = env.reset()
     for _ in range(10):
-        ctx, _, _ = env.step(choose(make_policy("round-robin"), ctx)[0])
+        ctx, _, _ = env.step(choose(make_policy("round-robin", SPEC), ctx)[0])
     snap = SimSource(env.cluster).snapshot()
     np.testing.assert_array_equal(ctx.load, node_matrix(snap.features, env.norm, env.node_names))
     np.testing.assert_array_equal(
@@ -79,8 +80,8 @@ def test_step_info_shows_the_pod_on_its_node_after_settling():
 
 
 def test_settle_look_ahead_does_not_change_the_timeline(paper):
-    a = SchedulingEnv(paper, seed=2).run(make_policy("least-loaded"))
-    b = SchedulingEnv(paper.with_changes(settle_seconds=0.0), seed=2).run(make_policy("least-loaded"))
+    a = SchedulingEnv(paper, seed=2).run(make_policy("least-loaded", SPEC))
+    b = SchedulingEnv(paper.with_changes(settle_seconds=0.0), seed=2).run(make_policy("least-loaded", SPEC))
     assert _comparable(a) == _comparable(b)
 
 
@@ -104,7 +105,7 @@ def test_pods_never_land_on_infeasible_nodes_and_queue_when_nothing_fits():
         placed.append(info.node_index)
         assert info.requested_after[:, 0].max() <= 1.0
 
-    result = env.run(make_policy("random", 1), on_step=check)
+    result = env.run(make_policy("random", SPEC, 1), on_step=check)
     assert result.decisions == 8 and len(placed) == 8
     assert result.max_queue >= 6
     c = env.cluster
@@ -122,7 +123,7 @@ def test_every_choice_is_feasible_on_a_tight_heterogeneous_cluster(name):
     sc = load_scenario("heterogeneous").truncated(60)
     env = SchedulingEnv(sc, seed=0)
     ctx = env.reset()
-    policy = make_policy(name, 0)
+    policy = make_policy(name, SPEC, 0)
     while ctx is not None:
         np.testing.assert_array_equal(ctx.feasible, feasible_mask(ctx.pod, ctx.nodes))  # fast path == filters
         idx, _ = choose(policy, ctx)
@@ -134,14 +135,14 @@ def test_bad_placement_costs_completion_time():
     # all pods on one node (what "always node 0" does) vs spread: same work, longer completion
     sc = tiny(nodes=4, cores=1, cpu=1.0, pods=8, rate=2, work=20)
 
-    class First:
+    class First(PolicyBase):
         name = "first"
 
         def score(self, ctx):
             return -np.arange(len(ctx.nodes), dtype=float)
 
     packed = SchedulingEnv(sc, seed=0).run(First())
-    spread = SchedulingEnv(sc, seed=0).run(make_policy("round-robin"))
+    spread = SchedulingEnv(sc, seed=0).run(make_policy("round-robin", SPEC))
     assert packed.completion_mean > 2 * spread.completion_mean
     assert packed.imbalance > spread.imbalance
 
@@ -158,7 +159,8 @@ def test_node_selectors_go_through_the_filters():
     env = SchedulingEnv(tiny(nodes=3, pods=30, rate=2, extra_profiles=pinned), seed=0)
     landed = {}
     env.run(
-        make_policy("random", 0), on_step=lambda info: landed.setdefault(info.pod.split("-")[0], set()).add(info.node)
+        make_policy("random", SPEC, 0),
+        on_step=lambda info: landed.setdefault(info.pod.split("-")[0], set()).add(info.node),
     )
     assert landed["pinned"] == {"n-2"}
     assert landed["job"] == {"n-1", "n-2", "n-3"}

@@ -18,6 +18,7 @@ from drs_prom.registry import HEURISTICS, make_policy
 from drs_prom.sim.bench import run_bench
 from drs_prom.types import NodeInfo, PodRequest
 from tests.sim.helpers import tiny
+from tests.specs import SPEC
 
 GI = 2**30
 
@@ -97,6 +98,6 @@ def test_capacity_balanced_reads_loads_relative_to_each_node():
 
 def test_registered_and_run_in_the_bench():
     for name in ("trimaran-tlp", "trimaran-lvrb", "capacity-balanced", "capacity-balanced-overload"):
-        assert name in HEURISTICS and make_policy(name, 0).name == name
+        assert name in HEURISTICS and make_policy(name, SPEC, 0).name == name
     report = run_bench(tiny(nodes=3, pods=12, rate=2.0), [0], ["kube-default", "trimaran-tlp", "capacity-balanced"])
     assert all(len(r.runs) == 1 and r.runs[0].decisions == 12 for r in report.rows)

@@ -19,12 +19,13 @@ from drs_prom.sim.lookahead import (
 )
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.workload import generate
+from tests.specs import SPEC
 
 BASE = "capacity-balanced-overload"
 
 
 def _mid_episode(scenario, seed, decisions):
-    policy = fit_to_scenario(make_policy(BASE, seed), scenario)
+    policy = fit_to_scenario(make_policy(BASE, SPEC, seed), scenario)
     env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))
     env.reset(seed)
     for _ in range(decisions):
@@ -63,7 +64,7 @@ def test_a_sampled_future_keeps_the_past_and_the_background_and_draws_the_rest()
 
 def test_lookahead_places_every_pod_and_with_one_branch_is_its_base():
     scenario = load_scenario("heterogeneous").truncated(24)
-    policy = fit_to_scenario(make_policy(BASE, 0), scenario)
+    policy = fit_to_scenario(make_policy(BASE, SPEC, 0), scenario)
     base = SchedulingEnv(scenario, seed=0, norm=policy_norm(policy, scenario)).run(policy, seed=0)
     one = lookahead_run(scenario, 0, BASE, samples=2, top_k=1)
     assert one.policy == LOOKAHEAD and one.decisions == 24
@@ -86,7 +87,7 @@ def test_the_gate_leaves_the_base_only_for_a_saving_beyond_its_noise():
 
 def test_the_bases_own_choice_leads_the_candidates():
     scenario = load_scenario("heterogeneous").truncated(40)
-    policy = fit_to_scenario(make_policy(BASE, 0), scenario)
+    policy = fit_to_scenario(make_policy(BASE, SPEC, 0), scenario)
     env = SchedulingEnv(scenario, seed=0, norm=policy_norm(policy, scenario))
     env.reset(0)
     led = 0
@@ -107,7 +108,7 @@ def test_the_bases_own_choice_leads_the_candidates():
 
 def test_a_gated_lookahead_that_never_finds_a_confident_saving_is_its_base():
     scenario = load_scenario("heterogeneous").truncated(24)
-    policy = fit_to_scenario(make_policy(BASE, 0), scenario)
+    policy = fit_to_scenario(make_policy(BASE, SPEC, 0), scenario)
     base = SchedulingEnv(scenario, seed=0, norm=policy_norm(policy, scenario)).run(policy, seed=0)
     never = lookahead_run(scenario, 0, BASE, samples=2, top_k=3, gate=float("inf"))
     assert never.composite == pytest.approx(base.composite, abs=1e-12)

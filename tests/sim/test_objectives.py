@@ -17,13 +17,13 @@ from drs_prom.objectives import (
     instant,
     score_episode,
 )
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policy import DecisionContext, PolicyBase, choose
 from drs_prom.reward import composite_reward
 from drs_prom.sim.env import SchedulingEnv
 from tests.sim.helpers import tiny
 
 
-class _First:
+class _First(PolicyBase):
     """Always node 0: a fixed schedule, so the timeline can be computed by hand."""
 
     name = "first"
@@ -94,7 +94,7 @@ def test_more_contention_scores_worse() -> None:
     assert spread.composite < piled.composite
 
 
-class _RoundRobin:
+class _RoundRobin(PolicyBase):
     name = "rr"
 
     def __init__(self) -> None:

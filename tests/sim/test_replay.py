@@ -19,6 +19,7 @@ from drs_prom.sim.replay import draw_durations, materialise, sample_nodes
 from drs_prom.sim.scenario import GPU_MODEL_LABEL, GPU_RESOURCE, Scenario, parse_scenario
 from drs_prom.sim.trace_formats import TraceNode, read_trace
 from drs_prom.sim.workload import generate
+from tests.specs import SPEC
 
 NODE_HEAD = "sn,cpu_milli,memory_mib,gpu,model\n"
 POD_HEAD = (
@@ -251,7 +252,7 @@ def test_the_simulator_never_gives_a_node_more_gpus_than_it_has(tmp_path: Path) 
     sc, _ = materialise(spec(openb(tmp_path, nodes, pods)), 0)
     for policy in ("kube-default", "least-loaded", "random"):
         env = SchedulingEnv(sc, seed=0)
-        result = env.run(make_policy(policy, 0))
+        result = env.run(make_policy(policy, SPEC, 0))
         wl, c = env.workload, env.cluster
         assert result.decisions == 18 and not np.isnan(c.finish).any()
         assert wl.scalar is not None
@@ -337,7 +338,7 @@ def test_generic_trace_runs_with_taints_selectors_and_tolerations(tmp_path: Path
     sc, _ = materialise(spec(path), 0)
     assert sorted(t.name for t in sc.nodes) == ["cpu-8c-32g", "cpu-8c-32g-2", "cpu-8c-32g-3"]
     env = SchedulingEnv(sc, seed=0)
-    env.run(make_policy("least-loaded", 0))
+    env.run(make_policy("least-loaded", SPEC, 0))
     wl, c = env.workload, env.cluster
     tainted = next(i for i, labels in enumerate(env.nodes.labels) if env.nodes.taints[i])
     zone_x = next(i for i, labels in enumerate(env.nodes.labels) if labels.get("zone") == "x")

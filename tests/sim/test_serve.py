@@ -8,6 +8,7 @@ from drs_prom.prometheus import PrometheusSource
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.serve import LiveCluster, SimExporter
 from tests.prom.fixtures import start_prometheus, wait_until
+from tests.specs import SPEC
 
 
 def test_live_cluster_counts_monotonic_totals_consistent_with_rates():
@@ -32,7 +33,7 @@ def test_replay_reproduces_the_simulated_episode():
 
     sc = load_scenario("drs-paper").truncated(10)
     now = [0.0]
-    live = LiveCluster.replay(sc, make_policy("round-robin"), seed=0, speed=1.0, clock=lambda: now[0])
+    live = LiveCluster.replay(sc, make_policy("round-robin", SPEC), seed=0, speed=1.0, clock=lambda: now[0])
     now[0] = 1e6
     assert live.sim_time == pytest.approx(1e6)
     wl_finish = live.cluster.finish[:10]
@@ -102,7 +103,7 @@ def test_serve_scenario_prints_a_scrape_config_and_stops_on_request():
     sc = load_scenario("drs-paper").truncated(5)
     thread = threading.Thread(
         target=serve_scenario,
-        args=(sc, make_policy("round-robin")),
+        args=(sc, make_policy("round-robin", SPEC)),
         kwargs={"speed": 50.0, "mode": "paths", "stop": stop, "echo": lines.append},
     )
     thread.start()

@@ -5,13 +5,14 @@ import pytest
 from drs_prom.registry import make_policy
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import load_scenario
+from tests.specs import SPEC
 
 
 @pytest.mark.parametrize(("scenario", "pods"), [("drs-paper", 100), ("cluster-50", 500), ("cluster-500", 500)])
 def test_placements_per_second(benchmark, scenario, pods):
     sc = load_scenario(scenario).truncated(pods)
     result = benchmark.pedantic(
-        lambda: SchedulingEnv(sc, seed=0).run(make_policy("least-loaded")), rounds=1, iterations=1
+        lambda: SchedulingEnv(sc, seed=0).run(make_policy("least-loaded", SPEC)), rounds=1, iterations=1
     )
     assert result.decisions == pods
     rate = result.placements_per_second

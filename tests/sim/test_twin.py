@@ -11,6 +11,7 @@ from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.trace import journal_rows, run_sim
 from drs_prom.sim.twin import SET_LABEL, TwinError, link_capacity, twin_scenario
+from tests.specs import SPEC
 
 NORM = Normalisation(
     net_rx_full_bytes=100e6, net_tx_full_bytes=100e6, disk_read_full_bytes=200e6, disk_write_full_bytes=200e6
@@ -62,7 +63,7 @@ def cluster() -> Scenario:
 @pytest.fixture(scope="module")
 def history():
     sc = cluster()
-    run = run_sim(sc, make_policy("least-loaded", 0), seed=4)
+    run = run_sim(sc, make_policy("least-loaded", SPEC, 0), seed=4)
     run.epoch = 1.7e9
     return sc, run
 
@@ -95,7 +96,7 @@ def test_the_twin_has_the_clusters_nodes_owners_and_arrivals(history):
     small = next(n for n in twin.nodes if n.cpu_cores == 4.0)
     assert big.disk_read_bytes == pytest.approx(150e6, rel=0.02) and small.disk_read_bytes == 200e6
     # the twin is a scenario like any other: every pod of it is scheduled and completes
-    result = SchedulingEnv(twin, seed=1).run(make_policy("capacity-balanced", 0), seed=1)
+    result = SchedulingEnv(twin, seed=1).run(make_policy("capacity-balanced", SPEC, 0), seed=1)
     assert result.decisions == twin.n_pods
 
 
