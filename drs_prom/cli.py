@@ -462,13 +462,16 @@ def retrain_cmd(
     log_format: str,
     verbose: bool,
 ) -> None:
-    """Retrain the policy from the journal and Prometheus history; gate and promote it."""
+    """Retrain the policy from the journal and Prometheus history; gate and promote it (needs drs-prom[train])."""
     import json
     import signal
     import threading
     from dataclasses import asdict
 
     from drs_prom.config import load_settings
+    from drs_prom.extras import require_train
+
+    require_train("drs-prom retrain")
 
     settings = load_settings(
         config_path, {"prometheus.url": url, "scheduler.journal_path": journal_path, "retrain.model_store": store_path}
@@ -755,11 +758,14 @@ def train_cmd(
     samples_path: str | None,
     no_progress: bool,
 ) -> None:
-    """Train drs (or DRS's original DQN) on the simulator; writes .keras + .json + learning-curve .png."""
+    """Train drs (or DRS's original DQN) on the simulator; writes .keras + .json + learning-curve .png (needs drs-prom[train])."""
     import shlex
 
     from drs_prom.config import load_settings
     from drs_prom.errors import ConfigError
+    from drs_prom.extras import require_train
+
+    require_train("drs-prom train")
     from drs_prom.training.loop import TrainConfig
     from drs_prom.training.run import run
 
