@@ -427,6 +427,34 @@ def bench_cmd(
     click.echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
 
 
+@cli.command("check-install")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML.")
+@click.option(
+    "--scheduler",
+    "scheduler_url",
+    required=True,
+    help="Base URL of the scheduler's (or extender's) port, e.g. https://drs-scheduler-metrics.drs-system.svc:10259.",
+)
+@click.option("--ca-file", default="", help="CA that signed the scheduler's serving certificate.")
+@click.option(
+    "--insecure-skip-verify", is_flag=True, help="Do not verify the scheduler's certificate (self-signed serving)."
+)
+@click.option("--prometheus", "url", default=None, help="Prometheus base URL (default: from config).")
+def check_install_cmd(
+    config_path: str | None, scheduler_url: str, ca_file: str, insecure_skip_verify: bool, url: str | None
+) -> None:
+    """Check an install (what `helm test` runs): the scheduler's /readyz, and Prometheus has drs-prom's recorded
+    node series. One line per check; exit 1 when any fails."""
+    from drs_prom.config import load_settings
+    from drs_prom.install_check import check_install
+
+    settings = load_settings(config_path, {"prometheus.url": url})
+    checks = check_install(settings.prometheus, scheduler_url, ca_file, insecure_skip_verify)
+    for c in checks:
+        click.echo(c.line())
+    sys.exit(0 if all(c.ok for c in checks) else 1)
+
+
 @cli.command("demo")
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--out", "out_dir", default="out/demo", show_default=True, type=click.Path(file_okay=False))
