@@ -10,6 +10,7 @@ finder really blocks. (docs/install.md measures the real base venv.)
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -135,3 +136,57 @@ def test_bench_runs_on_a_base_install(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "drs-original" in out.stdout
     assert "Traceback" not in out.stderr
+
+
+EXPORTER_ONLY = textwrap.dedent(
+    """
+    import importlib.abc, sys
+
+    ALLOWED = {"click", "psutil", "prometheus_client", "drs_prom", "exporters"}
+
+    class _ExporterImage(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            top = name.split(".")[0]
+            if top in ALLOWED or top in sys.stdlib_module_names:
+                return None
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    sys.meta_path.insert(0, _ExporterImage())
+    """
+)
+"""What the exporter image installs: click, psutil and prometheus-client beside the drs-prom wheel; every other
+third-party import fails as it would there (a fake for the same reason as BLOCK_TRAIN)."""
+
+
+def test_export_serves_with_only_the_exporter_images_packages() -> None:
+    import requests
+
+    from tests.waiting import wait_for
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", EXPORTER_ONLY + RUN_CLI, "export", "--listen", "127.0.0.1:0", "--node-name", "lean"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/metrics", first)
+        assert url, first + proc.stderr.read(2000) if proc.poll() is not None else first
+
+        def scrape() -> str | None:
+            try:
+                return requests.get(url.group(0), timeout=5).text
+            except requests.RequestException:
+                return None
+
+        body = wait_for(scrape, 30, "the exporter's /metrics")
+        assert 'nodename="lean"' in body and "node_cpu_seconds_total" in body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        proc.stderr.close()
