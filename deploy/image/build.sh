@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the drs-prom images (one per role: exporter, scheduler, retrain) from deploy/image/Containerfile with
 # Debian's buildah, from nothing a registry serves: the Containerfile's BASE is a minimal Debian bookworm root
-# (debootstrap from the Debian mirror apt uses) with python3, imported once as localhost/drs-prom-base:bookworm and
+# (debootstrap from the Debian mirror apt uses) with python3, imported once as localhost/drs-prom-base:bookworm-2 and
 # cached as a tarball in ${DRS_IMAGE_CACHE:-~/.cache/drs-prom/image}. Python packages come from PyPI.
 # Hosts that can pull images need none of this: `podman build -f deploy/image/Containerfile --target ROLE .`
 #
@@ -25,21 +25,22 @@ for tool in debootstrap buildah podman; do
   command -v "$tool" >/dev/null || die "$tool not found (apt-get install debootstrap buildah podman)"
 done
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/pyproject.toml" | head -1)"
-base=localhost/drs-prom-base:bookworm
-base_tar="$cache/base-bookworm.tar"
+base=localhost/drs-prom-base:bookworm-2   # -N: the recipe below; a new N rebuilds it
+base_tar="$cache/base-bookworm-2.tar"
 if ! podman image exists "$base"; then
   if [ ! -s "$base_tar" ]; then
     log "debootstrap bookworm (minbase + python3) from $mirror"
     root="$cache/root.tmp"; rm -rf "$root"
     debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates bookworm "$root" "$mirror" >&2 \
       || die "debootstrap failed"
-    # no apt lists, docs or caches in the image
-    rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/usr/share/doc/* "$root"/usr/share/man/*
+    # no apt lists, caches, docs, man/info pages or message translations (33 MB: a fifth of the base) in the image
+    rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/usr/share/doc/* "$root"/usr/share/man/* \
+      "$root"/usr/share/info/* "$root"/usr/share/locale/* "$root"/usr/share/lintian "$root"/usr/share/bash-completion
     tar -C "$root" -cf "$base_tar.tmp" . && mv "$base_tar.tmp" "$base_tar" && rm -rf "$root"
   fi
   podman import --change 'CMD ["/bin/bash"]' "$base_tar" "$base" >/dev/null
 fi
-stamp="$( (cd "$repo" && cat pyproject.toml README.md .dockerignore deploy/image/Containerfile \
+stamp="$( (cd "$repo" && cat pyproject.toml README.md .dockerignore deploy/image/Containerfile deploy/image/build.sh \
   && git ls-files -s drs_prom exporters models) | sha256sum | cut -d' ' -f1)"
 ca_args=()
 host_ca="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
