@@ -9,10 +9,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# the base install: serving, exporting and benchmarking need no TensorFlow (docs/install.md)
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
+# everything: the [test] extra pulls in [train] (TensorFlow) and the linters
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(VENV)/.installed $@
@@ -23,7 +25,8 @@ venv: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/drs-prom demo
 
-## test-deps: Prometheus, node_exporter, etcd (Debian) and kube-apiserver/kube-scheduler/kubectl (built once, cached)
+## test-deps: Prometheus, node_exporter, etcd (Debian; root for apt-get) and kube-apiserver/kube-scheduler/kubectl/helm
+## (built once with Go >= 1.26 into ~/.cache/drs-prom; about 5 GB); never stops or starts a service of the host
 test-deps:
 	scripts/install-test-deps.sh
 

@@ -600,6 +600,34 @@ def _trace_bench(
     click.echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
 
 
+@cli.command("check-install")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML.")
+@click.option(
+    "--scheduler",
+    "scheduler_url",
+    required=True,
+    help="Base URL of the scheduler's (or extender's) port, e.g. https://drs-scheduler-metrics.drs-system.svc:10259.",
+)
+@click.option("--ca-file", default="", help="CA that signed the scheduler's serving certificate.")
+@click.option(
+    "--insecure-skip-verify", is_flag=True, help="Do not verify the scheduler's certificate (self-signed serving)."
+)
+@click.option("--prometheus", "url", default=None, help="Prometheus base URL (default: from config).")
+def check_install_cmd(
+    config_path: str | None, scheduler_url: str, ca_file: str, insecure_skip_verify: bool, url: str | None
+) -> None:
+    """Check an install (what `helm test` runs): the scheduler's /readyz, and Prometheus has drs-prom's recorded
+    node series. One line per check; exit 1 when any fails."""
+    from drs_prom.config import load_settings
+    from drs_prom.install_check import check_install
+
+    settings = load_settings(config_path, {"prometheus.url": url})
+    checks = check_install(settings.prometheus, scheduler_url, ca_file, insecure_skip_verify)
+    for c in checks:
+        click.echo(c.line())
+    sys.exit(0 if all(c.ok for c in checks) else 1)
+
+
 @cli.command("demo")
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--out", "out_dir", default="out/demo", show_default=True, type=click.Path(file_okay=False))
@@ -635,13 +663,16 @@ def retrain_cmd(
     log_format: str,
     verbose: bool,
 ) -> None:
-    """Retrain the policy from the journal and Prometheus history; gate and promote it."""
+    """Retrain the policy from the journal and Prometheus history; gate and promote it (needs drs-prom[train])."""
     import json
     import signal
     import threading
     from dataclasses import asdict
 
     from drs_prom.config import load_settings
+    from drs_prom.extras import require_train
+
+    require_train("drs-prom retrain")
 
     settings = load_settings(
         config_path, {"prometheus.url": url, "scheduler.journal_path": journal_path, "retrain.model_store": store_path}
@@ -934,11 +965,14 @@ def train_cmd(
     samples_path: str | None,
     no_progress: bool,
 ) -> None:
-    """Train drs (or DRS's original DQN) on the simulator; writes .keras + .json + learning-curve .png."""
+    """Train drs (or DRS's original DQN) on the simulator; writes .keras + .json + learning-curve .png (needs drs-prom[train])."""
     import shlex
 
     from drs_prom.config import load_settings
     from drs_prom.errors import ConfigError
+    from drs_prom.extras import require_train
+
+    require_train("drs-prom train")
     from drs_prom.training.loop import TrainConfig
     from drs_prom.training.run import run
 

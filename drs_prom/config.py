@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from drs_prom.devices import DISK_DEVICE_EXCLUDE, NET_DEVICE_EXCLUDE
 from drs_prom.errors import ConfigError
 
 
@@ -89,11 +90,11 @@ class PrometheusSettings(_Section):
     )
     node_selector: str = Field("", description='Extra PromQL label matchers for node series, e.g. job="node".')
     device_exclude: str = Field(
-        "^(lo|veth.*|docker.*|cni.*|flannel.*|cali.*|cilium.*|lxc.*|virbr.*|br-.*|tunl.*|vxlan.*|genev.*|ifb.*|kube-ipvs.*)$",
+        NET_DEVICE_EXCLUDE,
         description="Network devices left out of node traffic, like node_exporter's device-exclude flag.",
     )
     disk_device_exclude: str = Field(
-        r"^(z?ram|loop|fd|sr|dm-|md|(h|s|v|xv)d[a-z]|nvme\d+n\d+p|mmcblk\d+p)\d+$",
+        DISK_DEVICE_EXCLUDE,
         description="Block devices left out of disk IO: virtual devices and partitions (their whole disk is counted).",
     )
 

@@ -26,3 +26,7 @@ class MetricsError(DrsError):
 
 class ModelError(DrsError):
     """A model file is missing, corrupt, or was built for another feature schema."""
+
+
+class MissingExtraError(DrsError):
+    """A command needs an optional dependency group that is not installed (e.g. TensorFlow for training)."""

@@ -127,6 +127,45 @@ class EpisodeObjectives:
 OBJECTIVES: tuple[str, ...] = tuple(f.name for f in fields(EpisodeObjectives))
 """Objective names in report order."""
 
+OBJECTIVE_TITLES: dict[str, str] = {
+    "slowdown_mean": "mean pod slowdown",
+    "slowdown_p95": "p95 pod slowdown",
+    "slo_miss": "share of pods over the slowdown SLO",
+    "overload": "overload",
+    "hot_time": "hot-node time",
+    "demand_imbalance": "demand imbalance",
+    "drs_imbalance": "DRS imbalance",
+    "utilisation": "utilisation",
+}
+"""What each objective is called where a person reads it (tables, plots, the composite's definition)."""
+
+
+def composite_definition(settings: ObjectiveSettings | None = None) -> str:
+    """The composite score spelled out with its weights, for the line printed under a table that shows it.
+
+    Terms weighted 0 are left out; utilisation, when weighted, is subtracted.
+    """
+    s = settings or ObjectiveSettings()
+    terms = []
+    for name, weight in s.weights.items():
+        if weight == 0:
+            continue
+        title = OBJECTIVE_TITLES[name]
+        if name == "slo_miss":
+            title = f"share of pods over {s.slo_slowdown:g}x slowdown"
+        elif name == "hot_time":
+            title = f"hot-node time (demand > {s.hot_fraction:g} of capacity)"
+        sign = "-" if weight < 0 else "+"
+        terms.append(f"{sign} {abs(weight):g} x {title}")
+    return f"composite score = {' '.join(terms).removeprefix('+ ')} (lower is better)"
+
+
+TERMS = (
+    "pod slowdown = completion time (queueing included) / run time alone on an idle node; "
+    "overload = demand above each node's own capacity, averaged over nodes and time"
+)
+"""The two words every bench table uses that a reader cannot guess, defined once under it."""
+
 
 def episode_objectives(
     slowdowns: Sequence[float] | np.ndarray,

@@ -8,6 +8,8 @@ simulator passes its own reader (simulated cumulative counters) and reuses the s
 exposition through ``build_registry``/``multi_node_app``.
 
 The process is started by ``drs-prom export`` (drs_prom.cli); this module knows nothing of the CLI.
+It imports only psutil, prometheus-client and dependency-free drs_prom modules (errors, devices), so
+the exporter image carries no pydantic, numpy or TensorFlow.
 """
 
 from __future__ import annotations
@@ -26,15 +28,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from drs_prom.config import PrometheusSettings
+from drs_prom.devices import DISK_DEVICE_EXCLUDE, NET_DEVICE_EXCLUDE
 from drs_prom.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-_DEFAULTS = PrometheusSettings()
-DEFAULT_NET_EXCLUDE = _DEFAULTS.device_exclude
+DEFAULT_NET_EXCLUDE = NET_DEVICE_EXCLUDE
 """Loopback and virtual interfaces (same default as the PromQL side)."""
-DEFAULT_DISK_EXCLUDE = _DEFAULTS.disk_device_exclude
+DEFAULT_DISK_EXCLUDE = DISK_DEVICE_EXCLUDE
 """Virtual block devices and partitions (node_exporter's diskstats default, plus zram/dm/md/sr)."""
 
 CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")

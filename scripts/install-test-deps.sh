@@ -12,12 +12,25 @@ done
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
+  # The tests start their own Prometheus, node exporter and VictoriaMetrics as private processes on free loopback
+  # ports; they need only the binaries. Debian's packages would also start a system service on install, so for the
+  # packages installed HERE (and only those) a policy-rc.d (Debian's invoke-rc.d policy hook) refuses that first
+  # start during this apt-get call; it is removed right after. A service already running on this host (installed
+  # before, by someone else) is never stopped or touched: its package is not in the list.
+  deny=()
+  for svc in prometheus prometheus-node-exporter victoria-metrics; do
+    printf '%s\n' "${need[@]}" | grep -qx "$svc" && deny+=("$svc")
+  done
+  policy=/usr/sbin/policy-rc.d; ours=""
+  if [ ${#deny[@]} -gt 0 ] && [ ! -e "$policy" ]; then
+    # 101: action forbidden for the services named; 104: no opinion for every other service
+    printf '#!/bin/sh\ncase "$1" in %s) exit 101;; esac\nexit 104\n' "$(IFS='|'; echo "${deny[*]}")" \
+      | $SUDO tee "$policy" >/dev/null && $SUDO chmod 755 "$policy" && ours=1
+    trap '[ -n "$ours" ] && $SUDO rm -f "$policy"' EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
+  if [ -n "$ours" ]; then $SUDO rm -f "$policy"; ours=""; fi
 fi
-# Debian starts the packaged services; the tests run their own on free loopback ports.
-for svc in prometheus prometheus-node-exporter victoria-metrics; do
-  systemctl stop "$svc" >/dev/null 2>&1 || true
-done
 # Debian's promtool is built without kubernetes_sd_configs; the config check needs upstream's.
 bash "$here/tests/prom/promtool/build.sh"
 bash "$here/drs_prom/testbed/k8s_recipe/build.sh"

@@ -12,7 +12,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from drs_prom.errors import ModelError
+from drs_prom.errors import MissingExtraError, ModelError
+from drs_prom.extras import TRAIN_MODULES, train_missing_message
 
 _configured = False
 
@@ -26,7 +27,12 @@ def configure_tf(threads: int = 1) -> Any:
     global _configured
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    import tensorflow as tf
+    try:
+        import tensorflow as tf
+    except ModuleNotFoundError as exc:  # a base install (no [train] extra): one line, not a traceback
+        if exc.name not in TRAIN_MODULES:
+            raise
+        raise MissingExtraError(train_missing_message("building or fitting a network")) from None
 
     if not _configured:
         try:

@@ -25,7 +25,8 @@ from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_sta
 from drs_prom.agent.policy import DRSOriginalPolicy, Layers, NodeAgentPolicy
 from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, SELECTOR, HeuristicSelector
 from drs_prom.config import Normalisation
-from drs_prom.errors import ConfigError, ModelError
+from drs_prom.errors import ConfigError, MissingExtraError, ModelError
+from drs_prom.extras import train_missing_message
 from drs_prom.features import FEATURE_SCHEMA_VERSION
 
 LearnedPolicy = NodeAgentPolicy | DRSOriginalPolicy | TopKCorrection | HeuristicSelector
@@ -262,6 +263,10 @@ def load_model(path: str | Path | None = None) -> LoadedModel:
     try:
         # the networks drs-prom trains are plain Dense chains: read without importing TensorFlow
         layers = read_dense_chain(path) or _keras_layers(path)
+    except MissingExtraError:
+        raise MissingExtraError(
+            train_missing_message(f"model file {path} is not a plain Dense chain; reading it")
+        ) from None
     except Exception as exc:  # noqa: BLE001 - h5py/keras raise many types for damaged archives: all become ModelError
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"model file {path} could not be loaded: {first[:200]}") from None

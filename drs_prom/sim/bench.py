@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from drs_prom.agent import default_model_path
+from drs_prom.config import ObjectiveSettings
 from drs_prom.errors import ConfigError, DrsError
+from drs_prom.objectives import TERMS, composite_definition
 from drs_prom.policy import Policy
 from drs_prom.registry import HEURISTICS, LEARNED, PolicySpec, make_policy, policies_by_name
 from drs_prom.sim.clairvoyant import CLAIRVOYANT, clairvoyant_run, migration_floor
@@ -26,6 +28,7 @@ from drs_prom.sim.env import SchedulingEnv, policy_norm, scenario_spec
 from drs_prom.sim.plot import plot_report
 from drs_prom.sim.report import METRICS, REFERENCE, BenchReport, PolicyRow
 from drs_prom.sim.scenario import Scenario, load_scenario
+from drs_prom.sim.table import format_columns
 
 PolicyBuilder = Callable[[str, int, PolicySpec], Policy]
 """``builder(name, seed, spec) -> Policy``; drs_prom.registry.make_policy unless a caller builds its own."""
@@ -105,32 +108,28 @@ def _fmt(value: float, key: str) -> str:
 
 
 def format_table(report: BenchReport) -> str:
-    """Plain text table: mean over seeds, with (ratio to kube-default) beside each value."""
+    """Plain text table: mean over seeds, with (ratio to kube-default) beside each value; the composite score
+    and the terms a reader cannot guess are defined once under it."""
     head = ["policy"] + [title for _, title, _ in METRICS]
-    lines = [head]
+    rows = []
     for row in report.rows:
         if row.skipped:
-            lines.append([row.policy, f"skipped: {row.skipped}"])
+            rows.append([row.policy, f"skipped: {row.skipped}"])
             continue
         cells = [row.policy]
         for key, _, _ in METRICS:
             r = report.ratio(row.policy, key)
             cells.append(f"{_fmt(row.mean(key), key)} ({r:.2f}x)" if not math.isnan(r) else _fmt(row.mean(key), key))
-        lines.append(cells)
-    widths = [max(len(row[i]) for row in lines if len(row) > i and len(row) == len(head)) for i in range(len(head))]
-    out = []
-    for i, cells in enumerate(lines):
-        if len(cells) != len(head):
-            out.append(f"{cells[0]:<{widths[0]}}  {cells[1]}")
-        else:
-            out.append("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))))
-        if i == 0:
-            out.append("  ".join("-" * w for w in widths))
-    better = ", ".join(f"{t} {d}" for _, t, d in METRICS)
+        rows.append(cells)
+    higher = " and ".join(t for _, t, d in METRICS if d == "higher")
     title = (
         f"scenario {report.scenario}: {report.n_nodes} nodes, {report.pods} pods x {len(report.seeds)} seeds "
-        f"(mean over seeds; (x) = ratio to {REFERENCE}; better: {better})"
+        f"(mean over seeds; (x) = ratio to {REFERENCE})"
     )
+    out = [title, *format_columns(head, rows)]
+    out.append(f"lower is better in every column but {higher}")
+    out.append(composite_definition(ObjectiveSettings()))
+    out.append(TERMS)
     if report.migration_floor is not None:
         ref = report.row(REFERENCE)
         r = report.migration_floor / ref.mean("imbalance") if ref is not None and ref.runs else math.nan
@@ -138,7 +137,7 @@ def format_table(report: BenchReport) -> str:
             f"migration floor (imbalance if running pods could be re-placed at every instant, "
             f"contention-free): {report.migration_floor:.3f} ({r:.2f}x)"
         )
-    return "\n".join([title, *out])
+    return "\n".join(out)
 
 
 def write_report(report: BenchReport, out_dir: str | Path) -> tuple[Path, Path]:

@@ -16,16 +16,16 @@ from drs_prom.sim.env import EpisodeResult
 
 REFERENCE = "kube-default"
 METRICS: tuple[tuple[str, str, str], ...] = (
-    # key, column title, which direction is better
-    ("composite", "composite", "lower"),
-    ("slowdown_p95", "sd p95", "lower"),
+    # key, column title (in full: the table wraps it), which direction is better
+    ("composite", "composite score", "lower"),
+    ("slowdown_p95", "p95 pod slowdown", "lower"),
     ("overload", "overload", "lower"),
-    ("imbalance", "imbalance", "lower"),
-    ("utilisation", "util", "higher"),
-    ("completion_mean", "ct mean s", "lower"),
-    ("completion_p95", "ct p95 s", "lower"),
-    ("makespan", "makespan s", "lower"),
-    ("decisions_per_s", "decisions/s", "higher"),
+    ("imbalance", "DRS imbalance", "lower"),
+    ("utilisation", "utilisation", "higher"),
+    ("completion_mean", "mean completion time (s)", "lower"),
+    ("completion_p95", "p95 completion time (s)", "lower"),
+    ("makespan", "makespan (s)", "lower"),
+    ("decisions_per_s", "decisions per second", "higher"),
 )
 
 

@@ -16,17 +16,22 @@ from typing import Any
 
 import numpy as np
 
+from drs_prom.objectives import TERMS
 from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.table import format_columns
 from drs_prom.testbed.schedulers import KUBE, KUBE_EXTENDER
 
 METRICS: tuple[tuple[str, str, str], ...] = (
-    ("imbalance", "imbalance", "lower"),
-    ("utilisation", "util", "higher"),
-    ("hot_node_time", "hot", "lower"),
-    ("completion_p95", "ct p95 s", "lower"),
-    ("slowdown_p95", "slow p95", "lower"),
-    ("start_delay_p95", "start p95 s", "lower"),
+    # key, column title (in full: the table wraps it), which direction is better
+    ("imbalance", "DRS imbalance", "lower"),
+    ("utilisation", "utilisation", "higher"),
+    ("hot_node_time", "hot-node time", "lower"),
+    ("completion_p95", "p95 completion time (s)", "lower"),
+    ("slowdown_p95", "p95 pod slowdown", "lower"),
+    ("start_delay_p95", "p95 start delay (s)", "lower"),
 )
+COUNT_TITLES = ("pods bound", "pods completed", "pods lost", "pods bound twice", "pods infeasible")
+"""Column titles of COUNTS, in order."""
 EXTRA = ("completion_mean", "slowdown_mean", "start_delay_mean", "makespan")
 COUNTS = ("bound", "completed", "lost", "double_bound", "infeasible")
 AGREEMENT_METRICS = ("imbalance", "utilisation", "completion_p95")
@@ -124,8 +129,8 @@ def _fmt(v: float, key: str) -> str:
 def format_table(report: dict[str, Any]) -> str:
     per = report["schedulers"]
     ref = per.get(REFERENCE)
-    head = ["scheduler", *(t for _, t, _ in METRICS), "bound", "done", "lost", "2x", "infeas"]
-    lines = [head]
+    head = ["scheduler", *(t for _, t, _ in METRICS), *COUNT_TITLES]
+    rows = []
     for name, row in per.items():
         cells = [name]
         for k, _, _ in METRICS:
@@ -134,18 +139,14 @@ def format_table(report: dict[str, Any]) -> str:
                 cell += f" ({row[k] / ref[k]:.2f}x)"
             cells.append(cell)
         cells += [str(row[k]) for k in COUNTS]
-        lines.append(cells)
-    widths = [max(len(ln[i]) for ln in lines) for i in range(len(head))]
+        rows.append(cells)
     title = (
         f"testbed {report['scenario']}: {report['n_nodes']} nodes, {report['pods']} pods x {len(report['seeds'])} "
         f"seeds, speed {report['speed']:g}x, scrape {report['scrape_seconds']:g}s (mean over seeds; "
         f"(x) = ratio to the real {REFERENCE}; judged by PromQL + apiserver pod times)"
     )
-    out = [title]
-    for i, cells in enumerate(lines):
-        out.append("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))))
-        if i == 0:
-            out.append("  ".join("-" * w for w in widths))
+    out = [title, *format_columns(head, rows)]
+    out.append(TERMS.split(";")[0] + "; start delay = pod creation to running on a node")
     agr = report.get("bench_agreement")
     if agr:
         out.append("simulator fidelity (closed loop vs bench, same policy/seeds; % difference):")
@@ -188,18 +189,21 @@ def _plot(series: dict[str, Any], path: Path, scenario: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from drs_prom.sim.plot import policy_styles
+
+    styles = policy_styles(list(series))
     fig, (a, b) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     for name, s in series.items():
-        a.plot(s["t"], s["imbalance"], label=name, lw=1)
-        b.plot(s["t"], s["utilisation"], label=name, lw=1)
+        a.plot(s["t"], s["imbalance"], label=name, **styles[name])
+        b.plot(s["t"], s["utilisation"], **styles[name])
     a.set_ylabel("imbalance (PromQL)")
     b.set_ylabel("utilisation (PromQL)")
     b.set_xlabel("wall seconds since the first pod")
     a.set_title(f"testbed {scenario}: first seed")
-    a.legend(fontsize=8)
     fig.tight_layout()
+    fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False, handlelength=3)
     tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=100)
+    fig.savefig(tmp, dpi=100, bbox_inches="tight")  # the canvas grows to the legend right of the panels
     plt.close(fig)
     tmp.replace(path)
 

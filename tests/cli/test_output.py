@@ -104,9 +104,12 @@ def test_demo_prints_progress_table_and_paths_only(tmp_path: Path) -> None:
     ]
     assert all(Path(p.split(": ", 1)[1]).is_file() for p in paths)
     table = [line for line in table_and_after if line not in paths]
-    header = table[1].split()
-    assert header[0] == "policy" and "imbalance" in header
-    rows = table[3:]
+    rule = next(i for i, line in enumerate(table) if line.startswith("---"))
+    header = " ".join(table[1:rule]).split()  # column titles in full, wrapped over several lines
+    assert table[rule - 1].startswith("policy") and "imbalance" in header
+    notes = ("lower is better", "composite score = ", "pod slowdown = ")
+    assert [line.startswith(n) for line, n in zip(table[-len(notes) :], notes)] == [True] * len(notes)
+    rows = table[rule + 1 : -len(notes)]
     assert {row.split()[0] for row in rows} >= {"kube-default", "drs"}
     assert all(re.fullmatch(r"[\w-]+(\s+[\d.,]+ \([\d.]+x\))+", row) for row in rows), rows
 

@@ -34,7 +34,12 @@ ALL_ON = {
     "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
     "grafanaDashboard": {"enabled": True, "folder": "drs-prom"},
     "model": {"path": "/opt/drs/custom-model/mine.keras", "volume": {"configMap": {"name": "my-model"}}},
-    "image": {"repository": "registry.example/drs-prom", "tag": "dev", "pullPolicy": "Always"},
+    "image": {
+        "scheduler": {"repository": "registry.example/drs-prom-scheduler", "tag": "dev"},
+        "exporter": {"repository": "registry.example/drs-prom-exporter", "tag": "dev"},
+        "retrain": {"repository": "registry.example/drs-prom-retrain", "tag": "dev"},
+        "pullPolicy": "Always",
+    },
     "promStoreSecret": "drs-prom-store",
     "settings": {
         "prometheus": {"url": "https://mimir.example/", "path_prefix": "/prometheus", "node_selector": 'job="node"'},
@@ -169,12 +174,15 @@ def test_configmap_is_a_valid_settings_file_with_every_section(helm_bin: str, tm
     assert s.scheduler.lease_namespace == NS and s.scheduler.model_path == "/opt/drs/custom-model/mine.keras"
     assert s.scheduler.journal_path == "/var/lib/drs/journal.sqlite" and s.retrain.model_store == "/var/lib/drs/models"
     dep = docs[("Deployment", "drs-scheduler")]["spec"]["template"]["spec"]
-    assert dep["containers"][0]["image"] == "registry.example/drs-prom:dev"
+    assert dep["containers"][0]["image"] == "registry.example/drs-prom-scheduler:dev"
+    ds = docs[("DaemonSet", "drs-node-exporter")]["spec"]["template"]["spec"]
+    assert ds["containers"][0]["image"] == "registry.example/drs-prom-exporter:dev"
     vols = {v["name"]: v for v in dep["volumes"]}
     assert vols["state"]["persistentVolumeClaim"]["claimName"] == "drs-journal"
     assert vols["model"] == {"name": "model", "configMap": {"name": "my-model"}}
     cron = docs[("CronJob", "drs-retrain")]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     assert {v["name"]: v for v in cron["volumes"]}["state"] == vols["state"]
+    assert cron["containers"][0]["image"] == "registry.example/drs-prom-retrain:dev"
 
 
 def test_chart_and_example_config_ship_safe_defaults(helm_bin: str, tmp_path: Path) -> None:
@@ -293,3 +301,156 @@ def test_helm_install_gives_the_scheduler_its_rbac(helm_bin: str, helm_ns, tmp_p
         30,
         "the ClusterRoleBinding's removal to take effect",
     )
+
+
+def _settings_of(docs: dict, tmp_path: Path):
+    path = tmp_path / "config.yaml"
+    path.write_text(docs[("ConfigMap", "drs-scheduler-config")]["data"]["config.yaml"])
+    return load_settings(path)
+
+
+def test_defaults_serve_https_with_delegated_auth_and_the_rbac_it_needs(helm_bin: str, tmp_path: Path) -> None:
+    """Like kube-scheduler's 10259: TLS, /metrics behind TokenReview + SubjectAccessReview, probes over HTTPS."""
+    docs = _docs(_render(helm_bin, tmp_path))
+    serving = _settings_of(docs, tmp_path).serving
+    assert serving.tls == "self-signed" and serving.authenticate_metrics
+    container = docs[("Deployment", "drs-scheduler")]["spec"]["template"]["spec"]["containers"][0]
+    assert container["livenessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics", "scheme": "HTTPS"}
+    delegator = docs[("ClusterRoleBinding", "drs-scheduler-auth-delegator-drs")]
+    assert delegator["roleRef"]["name"] == "system:auth-delegator"  # tokenreviews + subjectaccessreviews create
+    assert delegator["subjects"] == [{"kind": "ServiceAccount", "name": "drs-scheduler", "namespace": NS}]
+    reader = docs[("ClusterRole", "drs-metrics-reader-drs")]
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert docs[("Deployment", "drs-scheduler")]["spec"]["template"]["spec"]["containers"][0]["image"] == (
+        "localhost/drs-prom-scheduler:0.1.0"  # the name deploy/image builds, the tag the chart's appVersion
+    )
+
+
+def test_service_monitor_scrapes_over_https_with_prometheus_token(helm_bin: str, tmp_path: Path) -> None:
+    docs = _docs(_render(helm_bin, tmp_path, {"serviceMonitor": {"enabled": True}}))
+    (endpoint,) = docs[("ServiceMonitor", "drs-scheduler")]["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    values = {
+        "serviceMonitor": {"enabled": True},
+        "serving": {
+            "tls": "secret",
+            "tlsSecret": "drs-serving",
+            "metricsReaders": [{"name": "prom", "namespace": "mon"}],
+        },
+    }
+    docs = _docs(_render(helm_bin, tmp_path, values))
+    (endpoint,) = docs[("ServiceMonitor", "drs-scheduler")]["spec"]["endpoints"]
+    assert endpoint["tlsConfig"] == {
+        "ca": {"secret": {"name": "drs-serving", "key": "ca.crt"}},
+        "serverName": f"drs-scheduler-metrics.{NS}.svc",
+    }
+    serving = _settings_of(docs, tmp_path).serving
+    assert (serving.tls, serving.cert_file, serving.key_file) == (
+        "files",
+        "/etc/drs/tls/tls.crt",
+        "/etc/drs/tls/tls.key",
+    )
+    pod = docs[("Deployment", "drs-scheduler")]["spec"]["template"]["spec"]
+    assert {"name": "tls", "secret": {"secretName": "drs-serving"}} in pod["volumes"]
+    binding = docs[("ClusterRoleBinding", "drs-metrics-reader-drs")]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "prom", "namespace": "mon"}]
+
+
+def test_plain_http_only_when_the_values_say_so(helm_bin: str, tmp_path: Path) -> None:
+    plain = {"serving": {"tls": "off", "authenticateMetrics": False}, "serviceMonitor": {"enabled": True}}
+    docs = _docs(_render(helm_bin, tmp_path, plain))
+    serving = _settings_of(docs, tmp_path).serving
+    assert serving.tls == "off" and not serving.authenticate_metrics
+    container = docs[("Deployment", "drs-scheduler")]["spec"]["template"]["spec"]["containers"][0]
+    assert container["readinessProbe"]["httpGet"]["scheme"] == "HTTP"
+    (endpoint,) = docs[("ServiceMonitor", "drs-scheduler")]["spec"]["endpoints"]
+    assert "scheme" not in endpoint and "bearerTokenFile" not in endpoint
+    assert not [k for k in docs if k[1].startswith("drs-scheduler-auth-delegator")]
+    # tokens over plain HTTP are refused at render time, with what to change
+    out = _helm(helm_bin, "template", "drs", str(CHART), "-f", str(_values(tmp_path, {"serving": {"tls": "off"}})),
+                tmp=tmp_path)  # fmt: skip
+    assert out.returncode != 0 and "serving.authenticateMetrics sends bearer tokens" in out.stderr
+
+
+@pytest.mark.parametrize("mode", ["scheduler", "extender"])
+def test_helm_test_hook_checks_readyz_and_the_recording_rules(helm_bin: str, tmp_path: Path, mode: str) -> None:
+    docs = _docs(_render(helm_bin, tmp_path, {"mode": mode, "promStoreSecret": "prom-creds"}))
+    pod = docs[("Pod", "drs-prom-test")]
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == "localhost/drs-prom-scheduler:0.1.0"
+    url = (
+        f"https://drs-scheduler-metrics.{NS}.svc:10259"
+        if mode == "scheduler"
+        else f"https://drs-extender.{NS}.svc:8888"
+    )
+    assert container["args"] == ["check-install", "--config", "/etc/drs/config.yaml", "--scheduler", url,
+                                 "--insecure-skip-verify"]  # fmt: skip
+    mounts = {m["name"] for m in container["volumeMounts"]}
+    assert mounts == {"config", "tmp", "prom-store"}  # the settings and Prometheus' credentials; no journal volume
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert not [k for k in _docs(_render(helm_bin, tmp_path, {"tests": {"enabled": False}})) if k[0] == "Pod"]
+
+
+def test_metrics_of_a_scheduler_served_with_the_charts_settings_need_a_token(
+    helm_bin: str, helm_ns, tmp_path: Path
+) -> None:
+    """helm install (defaults, plus a metrics reader) on the harness apiserver; then the scheduler's port served
+    with the installed settings and as the installed ServiceAccount: no token 401, a token without the binding
+    403, the bound reader's token 200, probes open."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    from drs_prom.scheduler.metrics import HealthServer, SchedulerMetrics
+
+    kubeconfig = helm_ns.admin_kubeconfig
+    release = "drs-auth"
+    values = {"exporter": {"enabled": False}, "serving": {"metricsReaders": [{"name": "prom", "namespace": NS}]}}
+    out = _helm(helm_bin, "install", release, str(CHART), "--namespace", NS, "-f", str(_values(tmp_path, values)),
+                kubeconfig=kubeconfig, tmp=tmp_path)  # fmt: skip
+    api = None
+    server = None
+    try:
+        assert out.returncode == 0, out.stderr
+        cm = helm_ns.kubectl("get", "configmap", "drs-scheduler-config", "-n", NS, "-o", "json", check=True)
+        config = tmp_path / "installed.yaml"
+        config.write_text(json.loads(cm.stdout)["data"]["config.yaml"])
+        serving = load_settings(config).serving
+        assert serving.tls == "self-signed" and serving.authenticate_metrics
+
+        def token(sa: str) -> str:
+            return yaml.safe_load(helm_ns.make_sa_kubeconfig(NS, sa).read_text())["users"][0]["user"]["token"]
+
+        api = helm_ns.api_client(helm_ns.make_sa_kubeconfig(NS, "drs-scheduler"))  # who the scheduler pod runs as
+        server = HealthServer("127.0.0.1:0", SchedulerMetrics().registry, lambda: True, lambda: True, serving, api)
+        server.start()
+        ctx = ssl.create_default_context(cafile=str(server.cert_file))
+        base = f"https://127.0.0.1:{server.port}"
+
+        def status(path: str, bearer: str | None = None) -> int:
+            req = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {bearer}"} if bearer else {})
+            try:
+                with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+                    return r.status
+            except urllib.error.HTTPError as exc:
+                return exc.code
+
+        assert status("/metrics") == 401
+        assert status("/readyz") == 200 and status("/healthz") == 200
+        stranger, reader = token("stranger"), token("prom")
+        # the apiserver's RBAC authorizer sees the chart's new bindings (auth-delegator for the scheduler, the
+        # reader's) through an informer: allow it to catch up
+        wait_for(lambda: status("/metrics", reader) == 200, 30, "the chart's bindings to take effect")
+        assert status("/metrics", stranger) == 403
+        assert status("/metrics", "not-a-token") == 401
+    finally:
+        if server is not None:
+            server.stop()
+        if api is not None:
+            api.close()
+        un = _helm(helm_bin, "uninstall", release, "--namespace", NS, kubeconfig=kubeconfig, tmp=tmp_path)
+        assert un.returncode == 0, un.stderr

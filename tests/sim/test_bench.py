@@ -1,3 +1,4 @@
+import itertools
 import json
 import re
 import subprocess
@@ -34,7 +35,7 @@ def test_bench_cli_smoke(tmp_path):
     lines = result.output.splitlines()
     assert lines[0].startswith("scenario drs-paper: 4 nodes, 12 pods x 2 seeds")
     kube = next(line for line in lines if line.startswith("kube-default"))  # added as the reference
-    assert kube.count("(1.00x)") == len(METRICS)  # composite, sd p95, overload + the six historical columns
+    assert kube.count("(1.00x)") == len(METRICS)  # composite score, p95 pod slowdown, overload + six historical columns
     data = json.loads((out / "bench-drs-paper.json").read_text())
     assert set(data["policies"]) == {"kube-default", "random", "round-robin"}
     rr = data["policies"]["round-robin"]
@@ -115,3 +116,56 @@ def test_a_policy_sees_its_own_scales_but_metrics_stay_on_the_scenarios():
     assert max(seen) == 1.0  # a video pod's 1 core reads as 100 on DRS's x4 CPU scale (0.25 on the scenario's)
     a, b = report.row("round-robin").runs[0], report.row("drs-scaled").runs[0]
     assert a.imbalance == b.imbalance and a.completion_mean == b.completion_mean
+
+
+def _header_column(table: str, title: str) -> bool:
+    """Whether ``title`` is written in full as one column of the (wrapped) header above the rule."""
+    lines = table.splitlines()
+    rule = next(i for i, line in enumerate(lines) if set(line) <= {"-", " "} and "--" in line)
+    spans, start = [], 0
+    for part in lines[rule].split("  "):
+        spans.append((start, start + len(part)))
+        start += len(part) + 2
+    for lo, hi in spans:
+        words = " ".join(line[lo:hi].strip() for line in lines[1:rule] if line[lo:hi].strip())
+        if words == title:
+            return True
+    return False
+
+
+def test_bench_table_names_its_columns_in_full_and_defines_the_composite_once():
+    report = run_bench(load_scenario("drs-paper").truncated(10), [0], ["kube-default", "balanced-load"], progress=False)
+    table = format_table(report)
+    for _, title, _ in METRICS:
+        assert _header_column(table, title), title
+    assert "sd p95" not in table
+    assert table.count("composite score = ") == 1
+    definition = next(line for line in table.splitlines() if line.startswith("composite score = "))
+    assert "0.5 x p95 pod slowdown" in definition and "(lower is better)" in definition
+    assert "pod slowdown = completion time (queueing included) / run time alone" in table
+
+
+def test_every_policy_gets_its_own_colour_and_neighbours_differ_in_line_style():
+    from drs_prom.registry import HEURISTICS, LEARNED
+    from drs_prom.sim.plot import policy_styles
+
+    names = [*HEURISTICS, *LEARNED, "clairvoyant"]
+    styles = policy_styles(names)
+    assert len({s["color"] for s in styles.values()}) == len(names) <= 12
+    for a, b in itertools.pairwise(names):
+        assert styles[a]["linestyle"] != styles[b]["linestyle"]
+
+
+def test_bench_plot_keeps_the_legend_off_the_data(tmp_path):
+    """The legend sits right of both panels: the saved image is wider than the panels' figure."""
+    import matplotlib.image
+
+    from drs_prom.sim.plot import plot_report
+
+    report = run_bench(
+        load_scenario("drs-paper").truncated(10), [0], ["kube-default", "random", "round-robin"], progress=False
+    )
+    png = plot_report(report, tmp_path / "p.png")
+    height, width = matplotlib.image.imread(png).shape[:2]
+    assert width > 9 * 110 * 1.15  # 9-inch panels at 110 dpi plus the legend column
+    assert height < 6.5 * 110 * 1.05

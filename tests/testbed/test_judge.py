@@ -84,3 +84,26 @@ def test_scheduler_names_are_checked_and_have_bench_twins():
     assert bench_twin("kube-scheduler") == "kube-default"
     assert bench_twin("kube-scheduler+drs") is None
     assert bench_twin("least-loaded") == "least-loaded"
+
+
+def test_testbed_table_names_its_columns_in_full():
+    from drs_prom.testbed.report import COUNT_TITLES, COUNTS, METRICS, format_table
+
+    row = {k: 0.5 for k, _, _ in METRICS} | dict.fromkeys(COUNTS, 3)
+    report = {
+        "scenario": "drs-paper",
+        "n_nodes": 4,
+        "pods": 3,
+        "seeds": [0],
+        "speed": 10.0,
+        "scrape_seconds": 0.5,
+        "schedulers": {"kube-scheduler": row, "drs": row | {"slowdown_p95": 0.25}},
+    }
+    table = format_table(report)
+    header = " ".join(
+        table.splitlines()[1 : table.splitlines().index(next(ln for ln in table.splitlines() if ln.startswith("---")))]
+    )
+    for title in [*(t for _, t, _ in METRICS), *COUNT_TITLES]:
+        assert all(word in header.split() for word in title.split()), title
+    assert "0.250 (0.50x)" in table
+    assert "pod slowdown = completion time" in table

@@ -5,7 +5,27 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
-{{- define "drs.image" -}}{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}{{- end -}}
+{{/* The image of one role: include "drs.image" (list . "scheduler"|"exporter"|"retrain") */}}
+{{- define "drs.image" -}}
+{{- $root := index . 0 -}}{{- $img := index $root.Values.image (index . 1) -}}
+{{- $img.repository }}:{{ $img.tag | default $root.Chart.AppVersion }}
+{{- end -}}
+{{/* The serving section of the settings file, from the chart's serving values (the one place that says it). */}}
+{{- define "drs.serving" -}}
+{{- $v := .Values.serving -}}
+{{- if and $v.authenticateMetrics (eq $v.tls "off") -}}
+{{- fail "serving.authenticateMetrics sends bearer tokens: it needs serving.tls self-signed or secret (plain HTTP: tls off and authenticateMetrics false)" -}}
+{{- end -}}
+{{- if and (eq $v.tls "secret") (not $v.tlsSecret) -}}
+{{- fail "serving.tls secret needs serving.tlsSecret (a kubernetes.io/tls Secret)" -}}
+{{- end -}}
+{{- if eq $v.tls "secret" -}}
+{{- dict "tls" "files" "cert_file" "/etc/drs/tls/tls.crt" "key_file" "/etc/drs/tls/tls.key" "authenticate_metrics" $v.authenticateMetrics | toYaml -}}
+{{- else -}}
+{{- dict "tls" $v.tls "authenticate_metrics" $v.authenticateMetrics | toYaml -}}
+{{- end -}}
+{{- end -}}
+{{- define "drs.scheme" -}}{{ ternary "HTTP" "HTTPS" (eq .Values.serving.tls "off") }}{{- end -}}
 {{- define "drs.persistence" -}}{{ or .Values.persistence.enabled .Values.retrain.cronjob.enabled }}{{- end -}}
 {{/* The settings file: the user's sections plus what the chart owns (namespace, state paths). */}}
 {{- define "drs.settings" -}}
@@ -19,6 +39,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $retrain := $s.retrain | default dict -}}
 {{- $_ := set $retrain "model_store" "/var/lib/drs/models" -}}
 {{- $_ := set $s "retrain" $retrain -}}
+{{- $_ := set $s "serving" (include "drs.serving" . | fromYaml) -}}
 {{- range $k, $v := $s }}{{ if not $v }}{{ $_ := unset $s $k }}{{ end }}{{ end -}}
 {{- toYaml $s -}}
 {{- end -}}
@@ -41,6 +62,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - name: prom-store
   secret: {secretName: {{ .Values.promStoreSecret }}}
 {{- end }}
+{{- if eq .Values.serving.tls "secret" }}
+- name: tls
+  secret: {secretName: {{ .Values.serving.tlsSecret }}}
+{{- end }}
 {{- end -}}
 {{- define "drs.volumeMounts" -}}
 - {name: config, mountPath: /etc/drs, readOnly: true}
@@ -51,5 +76,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 {{- if .Values.promStoreSecret }}
 - {name: prom-store, mountPath: /var/run/secrets/drs-prom, readOnly: true}
+{{- end }}
+{{- if eq .Values.serving.tls "secret" }}
+- {name: tls, mountPath: /etc/drs/tls, readOnly: true}
 {{- end }}
 {{- end -}}
