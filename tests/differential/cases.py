@@ -12,6 +12,7 @@ switch the CI test and the command use by default.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -169,11 +170,39 @@ def _dedupe(items: Iterable[dict[str, Any]], key: Any) -> list[dict[str, Any]]:
     return out
 
 
-pod_labels = st.dictionaries(
-    st.sampled_from(POD_LABEL_KEYS), st.sampled_from(("web", "db", "front", "back")), max_size=2
-).map(lambda d: {k: v for k, v in d.items() if v in POD_LABEL_VALUES[k]})
+# Every strategy factory is cached: building a strategy per draw costs more than the draw itself.
+@functools.cache
+def _lists(elements: st.SearchStrategy[Any], min_size: int, max_size: int) -> st.SearchStrategy[list[Any]]:
+    return st.lists(elements, min_size=min_size, max_size=max_size)
 
 
+_HOST_PORTS = st.lists(
+    st.fixed_dictionaries(
+        {"hostPort": st.sampled_from((8080, 9090)), "protocol": st.sampled_from(("TCP", "UDP"))},
+        optional={"hostIP": st.sampled_from(("127.0.0.1", "0.0.0.0"))},
+    ),
+    max_size=2,
+)
+_TAINTS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "key": st.sampled_from(("dedicated", "gpu")),
+            "value": st.sampled_from(("a", "b", "")),
+            "effect": st.sampled_from(("NoSchedule", "PreferNoSchedule", "NoExecute")),
+        }
+    ),
+    max_size=2,
+)
+_NODE_LABELS = st.dictionaries(st.sampled_from(("disk", "tier")), st.sampled_from(("ssd", "1", "10")))
+_NODE_SELECTOR = st.dictionaries(st.sampled_from((ZONE, "disk", "tier")), st.sampled_from(("a", "ssd")))
+_SELECTOR_VALUES = {
+    k: st.lists(st.sampled_from(v), min_size=1, max_size=2, unique=True) for k, v in POD_LABEL_VALUES.items()
+}
+_NODE_VALUES = st.lists(st.sampled_from(("a", "b", "ssd", "1")), min_size=1, max_size=2, unique=True)
+pod_labels = st.fixed_dictionaries({}, optional={k: st.sampled_from(v) for k, v in POD_LABEL_VALUES.items()})
+
+
+@functools.cache
 @st.composite
 def label_selector(draw: st.DrawFn) -> dict[str, Any]:
     """matchLabels and matchExpressions over the pods' small label alphabet (never empty: an
@@ -184,10 +213,11 @@ def label_selector(draw: st.DrawFn) -> dict[str, Any]:
     op = draw(st.sampled_from(("In", "NotIn", "Exists", "DoesNotExist")))
     expr: dict[str, Any] = {"key": key, "operator": op}
     if op in ("In", "NotIn"):
-        expr["values"] = draw(st.lists(st.sampled_from(POD_LABEL_VALUES[key]), min_size=1, max_size=2, unique=True))
+        expr["values"] = draw(_SELECTOR_VALUES[key])
     return {"matchExpressions": [expr]}
 
 
+@functools.cache
 @st.composite
 def affinity_term(draw: st.DrawFn, features: frozenset[str]) -> dict[str, Any]:
     term: dict[str, Any] = {
@@ -207,44 +237,35 @@ def affinity_term(draw: st.DrawFn, features: frozenset[str]) -> dict[str, Any]:
     return term
 
 
-def _resources(features: frozenset[str], cpu: tuple[str, ...], memory: tuple[str, ...]) -> st.SearchStrategy[dict]:
-    @st.composite
-    def build(draw: st.DrawFn) -> dict[str, Any]:
-        requests: dict[str, Any] = {}
-        limits: dict[str, Any] = {}
-        if c := draw(st.sampled_from(("", *cpu))):
-            requests["cpu"] = c
-        if m := draw(st.sampled_from(("", *memory))):
-            requests["memory"] = m
-        if GPU in features and (g := draw(st.sampled_from(("", "", "1", "2")))):
-            requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = g  # extended resources: requests == limits
-        if EPHEMERAL_STORAGE in features and (e := draw(st.sampled_from(("", "", "512Mi", "2Gi", "20Gi")))):
-            requests["ephemeral-storage"] = e
-        out: dict[str, Any] = {"requests": requests}
-        if limits:
-            out["limits"] = limits
-        return out
-
-    return build()
+@functools.cache
+@st.composite
+def resources(draw: st.DrawFn, features: frozenset[str]) -> dict[str, Any]:
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    if c := draw(st.sampled_from(("", "100m", "500m", "1", "1500m"))):
+        requests["cpu"] = c
+    if m := draw(st.sampled_from(("", "128Mi", "512Mi", "1Gi"))):
+        requests["memory"] = m
+    if GPU in features and (g := draw(st.sampled_from(("", "", "1", "2")))):
+        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = g  # extended resources: requests == limits
+    if EPHEMERAL_STORAGE in features and (e := draw(st.sampled_from(("", "", "512Mi", "2Gi", "20Gi")))):
+        requests["ephemeral-storage"] = e
+    out: dict[str, Any] = {"requests": requests}
+    if limits:
+        out["limits"] = limits
+    return out
 
 
+@functools.cache
 @st.composite
 def container(draw: st.DrawFn, features: frozenset[str], name: str, ports: bool) -> dict[str, Any]:
     c: dict[str, Any] = {
         "name": name,
         "image": "registry.k8s.io/pause:3.10",
-        "resources": draw(_resources(features, ("100m", "500m", "1", "1500m"), ("128Mi", "512Mi", "1Gi"))),
+        "resources": draw(resources(features)),
     }
     if ports and HOST_PORTS in features:
-        chosen = draw(
-            st.lists(
-                st.fixed_dictionaries(
-                    {"hostPort": st.sampled_from((8080, 9090)), "protocol": st.sampled_from(("TCP", "UDP"))},
-                    optional={"hostIP": st.sampled_from(("127.0.0.1", "0.0.0.0"))},
-                ),
-                max_size=2,
-            )
-        )
+        chosen = draw(_HOST_PORTS)
         if chosen:
             c["ports"] = [{"containerPort": p["hostPort"], **p} for p in chosen]
     return c
@@ -266,13 +287,14 @@ def _unique_ports(containers: list[dict[str, Any]]) -> None:
             c.pop("ports", None)
 
 
+@functools.cache
 @st.composite
 def node(draw: st.DrawFn, features: frozenset[str], index: int) -> dict[str, Any]:
     name = f"@n{index}"
     labels = {HOSTNAME: name}
     if zone := draw(st.sampled_from(("a", "a", "b", "c", ""))):
         labels[ZONE] = zone
-    labels.update(draw(st.dictionaries(st.sampled_from(("disk", "tier")), st.sampled_from(("ssd", "1", "10")))))
+    labels.update(draw(_NODE_LABELS))
     allocatable = {
         "cpu": draw(st.sampled_from(("1", "2", "4"))),
         "memory": draw(st.sampled_from(("1Gi", "2Gi", "4Gi"))),
@@ -284,18 +306,7 @@ def node(draw: st.DrawFn, features: frozenset[str], index: int) -> dict[str, Any
         allocatable["ephemeral-storage"] = e
     spec: dict[str, Any] = {}
     if TAINTS in features:
-        taints = draw(
-            st.lists(
-                st.fixed_dictionaries(
-                    {
-                        "key": st.sampled_from(("dedicated", "gpu")),
-                        "value": st.sampled_from(("a", "b", "")),
-                        "effect": st.sampled_from(("NoSchedule", "PreferNoSchedule", "NoExecute")),
-                    }
-                ),
-                max_size=2,
-            )
-        )
+        taints = draw(_TAINTS)
         if taints := _dedupe(taints, lambda t: (t["key"], t["effect"])):
             spec["taints"] = taints
     if UNSCHEDULABLE in features and draw(st.integers(0, 4)) == 0:
@@ -313,6 +324,7 @@ def node(draw: st.DrawFn, features: frozenset[str], index: int) -> dict[str, Any
     }
 
 
+@functools.cache
 @st.composite
 def bound_pod(draw: st.DrawFn, features: frozenset[str], index: int, n_nodes: int) -> dict[str, Any]:
     spec: dict[str, Any] = {
@@ -336,6 +348,7 @@ def bound_pod(draw: st.DrawFn, features: frozenset[str], index: int, n_nodes: in
     }
 
 
+@functools.cache
 @st.composite
 def toleration(draw: st.DrawFn) -> dict[str, Any]:
     kind = draw(st.sampled_from(("all", "exists", "equal", "equal", "unschedulable")))
@@ -354,22 +367,24 @@ def toleration(draw: st.DrawFn) -> dict[str, Any]:
     return tol
 
 
+@functools.cache
 @st.composite
 def node_requirement(draw: st.DrawFn) -> dict[str, Any]:
     key = draw(st.sampled_from((ZONE, "disk", "tier")))
     op = draw(st.sampled_from(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")))
     req: dict[str, Any] = {"key": key, "operator": op}
     if op in ("In", "NotIn"):
-        req["values"] = draw(st.lists(st.sampled_from(("a", "b", "ssd", "1")), min_size=1, max_size=2, unique=True))
+        req["values"] = draw(_NODE_VALUES)
     elif op in ("Gt", "Lt"):
         req["values"] = [draw(st.sampled_from(("0", "1", "5", "10")))]
     return req
 
 
+@functools.cache
 @st.composite
 def node_selector_term(draw: st.DrawFn, n_nodes: int) -> dict[str, Any]:
     term: dict[str, Any] = {}
-    if exprs := draw(st.lists(node_requirement(), max_size=2)):
+    if exprs := draw(_lists(node_requirement(), 0, 2)):
         term["matchExpressions"] = exprs
     if draw(st.integers(0, 3)) == 0:
         term["matchFields"] = [
@@ -382,6 +397,7 @@ def node_selector_term(draw: st.DrawFn, n_nodes: int) -> dict[str, Any]:
     return term
 
 
+@functools.cache
 @st.composite
 def spread_constraint(draw: st.DrawFn) -> dict[str, Any]:
     c: dict[str, Any] = {
@@ -399,6 +415,7 @@ def spread_constraint(draw: st.DrawFn) -> dict[str, Any]:
     return c
 
 
+@functools.cache
 @st.composite
 def incoming_pod(draw: st.DrawFn, features: frozenset[str], n_nodes: int) -> dict[str, Any]:
     spec: dict[str, Any] = {
@@ -415,26 +432,26 @@ def incoming_pod(draw: st.DrawFn, features: frozenset[str], n_nodes: int) -> dic
     if OVERHEAD in features and draw(st.booleans()):
         spec["runtimeClassName"] = RUNTIME_CLASS
     if TAINTS in features or UNSCHEDULABLE in features:
-        tols = draw(st.lists(toleration(), max_size=2))
+        tols = draw(_lists(toleration(), 0, 2))
         if TAINTS not in features:
             tols = [t for t in tols if t.get("key") == "node.kubernetes.io/unschedulable"]
         if tols:
             spec["tolerations"] = tols
     affinity: dict[str, Any] = {}
     if NODE_AFFINITY in features:
-        if selector := draw(st.dictionaries(st.sampled_from((ZONE, "disk", "tier")), st.sampled_from(("a", "ssd")))):
+        if selector := draw(_NODE_SELECTOR):
             spec["nodeSelector"] = selector
         if draw(st.booleans()):
-            terms = draw(st.lists(node_selector_term(n_nodes), min_size=1, max_size=2))
+            terms = draw(_lists(node_selector_term(n_nodes), 1, 2))
             affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
     for feature, kind in ((POD_AFFINITY, "podAffinity"), (POD_ANTI_AFFINITY, "podAntiAffinity")):
         if feature in features and draw(st.booleans()):
-            terms = draw(st.lists(affinity_term(features), min_size=1, max_size=2))
+            terms = draw(_lists(affinity_term(features), 1, 2))
             affinity[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": terms}
     if affinity:
         spec["affinity"] = affinity
     if TOPOLOGY_SPREAD in features and draw(st.booleans()):
-        constraints = _dedupe(draw(st.lists(spread_constraint(), min_size=1, max_size=2)), lambda c: c["topologyKey"])
+        constraints = _dedupe(draw(_lists(spread_constraint(), 1, 2)), lambda c: c["topologyKey"])
         spec["topologySpreadConstraints"] = constraints
     return {
         "apiVersion": "v1",
@@ -444,6 +461,7 @@ def incoming_pod(draw: st.DrawFn, features: frozenset[str], n_nodes: int) -> dic
     }
 
 
+@functools.cache
 @st.composite
 def namespace(draw: st.DrawFn, name: str, features: frozenset[str]) -> dict[str, Any]:
     labels = {}
@@ -452,6 +470,7 @@ def namespace(draw: st.DrawFn, name: str, features: frozenset[str]) -> dict[str,
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 
+@functools.cache
 @st.composite
 def cases(draw: st.DrawFn, features: frozenset[str] = ENABLED_FEATURES) -> Case:
     """2-8 nodes, 0-12 bound pods, two namespaces and the incoming pod, with the ``features`` asked for."""
