@@ -3,7 +3,7 @@
 A ``Case`` is valid Kubernetes JSON (the apiserver takes every object as generated) written with
 placeholders, so that Hypothesis examples read short and one case can be created under any name
 prefix: ``@ns`` and ``@ons`` are the case's two namespaces, ``@n0``..``@n7`` its nodes (names and
-``kubernetes.io/hostname`` labels). Alphabets are small on purpose: labels, zones, taints, ports
+``kubernetes.io/hostname`` labels), ``@pv0``.. its PersistentVolumes and ``@sc-…`` its StorageClasses. Alphabets are small on purpose: labels, zones, taints, ports
 and selectors collide often, which is where filters disagree.
 
 Which kinds of constraint are generated is a set of feature names. ``ENABLED_FEATURES`` is the
@@ -20,6 +20,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from tests.differential.volumes import HOSTNAME, STORAGE_CLASS_NAMES, ZONE, claims, storage_classes
+
 CORE = "core"
 """Always on: labels, zones, hostnames; cpu, memory and pod-count allocatable; bound pods with cpu/memory requests."""
 TAINTS = "taints"
@@ -35,6 +37,7 @@ POD_ANTI_AFFINITY = "pod_anti_affinity"
 EXISTING_ANTI_AFFINITY = "existing_anti_affinity"
 NAMESPACE_SELECTOR = "namespace_selector"
 TOPOLOGY_SPREAD = "topology_spread"
+VOLUMES = "volumes"
 
 ALL_FEATURES = frozenset(
     {
@@ -51,6 +54,7 @@ ALL_FEATURES = frozenset(
         EXISTING_ANTI_AFFINITY,
         NAMESPACE_SELECTOR,
         TOPOLOGY_SPREAD,
+        VOLUMES,
     }
 )
 ADAPTER_FEATURES = frozenset({TAINTS, UNSCHEDULABLE, NODE_AFFINITY, INIT_CONTAINERS, OVERHEAD})
@@ -66,8 +70,6 @@ RUNTIME_CLASS = "drs-diff-overhead"
 RUNTIME_OVERHEAD = {"cpu": "250m", "memory": "128Mi"}
 """The RuntimeClass the oracle creates once; pods naming it get this overhead from admission."""
 
-ZONE = "topology.kubernetes.io/zone"
-HOSTNAME = "kubernetes.io/hostname"
 GPU_RESOURCE = "nvidia.com/gpu"
 TOPOLOGY_KEYS = (ZONE, HOSTNAME, "disk")
 POD_LABEL_KEYS = ("app", "tier")
@@ -95,6 +97,9 @@ class Case:
     nodes: tuple[dict[str, Any], ...]
     pods: tuple[dict[str, Any], ...]
     pod: dict[str, Any]
+    storage_classes: tuple[dict[str, Any], ...] = ()
+    pvs: tuple[dict[str, Any], ...] = ()
+    pvcs: tuple[dict[str, Any], ...] = ()
 
     def __repr__(self) -> str:
         return summary(self)
@@ -115,6 +120,8 @@ def placeholders(case: Case, prefix: str) -> dict[str, str]:
     """Placeholder -> real name for a case created under ``prefix``."""
     names = {"@ns": prefix, "@ons": f"{prefix}-o"}
     names.update({f"@n{i}": f"{prefix}-n{i}" for i in range(len(case.nodes))})
+    names.update({f"@pv{i}": f"{prefix}-pv{i}" for i in range(len(case.pvs))})
+    names.update({sc: f"{prefix}-{sc[4:]}" for sc in STORAGE_CLASS_NAMES})
     return names
 
 
@@ -133,6 +140,19 @@ def summary(case: Case) -> str:
         )
     for pod in case.pods:
         lines.append(f"bound {_pod_text(pod)}")
+    for pv in case.pvs:
+        spec = pv["spec"]
+        lines.append(
+            f"pv {pv['metadata']['name']} labels={pv['metadata']['labels']} class={spec['storageClassName']} "
+            f"size={spec['capacity']['storage']} claimRef={spec.get('claimRef', {}).get('name')} "
+            f"nodeAffinity={spec['nodeAffinity']['required']['nodeSelectorTerms'][0]['matchExpressions'][0]}"
+        )
+    for pvc in case.pvcs:
+        spec = pvc["spec"]
+        lines.append(
+            f"pvc {pvc['metadata']['name']} class={spec['storageClassName']} "
+            f"size={spec['resources']['requests']['storage']} volumeName={spec.get('volumeName')}"
+        )
     lines.append(f"pod {_pod_text(case.pod)}")
     return "\n".join(lines)
 
@@ -473,10 +493,24 @@ def namespace(draw: st.DrawFn, name: str, features: frozenset[str]) -> dict[str,
 @functools.cache
 @st.composite
 def cases(draw: st.DrawFn, features: frozenset[str] = ENABLED_FEATURES) -> Case:
-    """2-8 nodes, 0-12 bound pods, two namespaces and the incoming pod, with the ``features`` asked for."""
+    """2-8 nodes, 0-12 bound pods, two namespaces, the incoming pod and its claims, with the ``features`` asked for."""
     n_nodes = draw(st.integers(2, 8))
     nodes = tuple(draw(node(features, i)) for i in range(n_nodes))
     n_pods = draw(st.integers(0, 12))
     pods = tuple(draw(bound_pod(features, i, n_nodes)) for i in range(n_pods))
     namespaces = (draw(namespace("@ns", features)), draw(namespace("@ons", features)))
-    return Case(namespaces=namespaces, nodes=nodes, pods=pods, pod=draw(incoming_pod(features, n_nodes)))
+    pod = draw(incoming_pod(features, n_nodes))
+    if VOLUMES not in features:
+        return Case(namespaces=namespaces, nodes=nodes, pods=pods, pod=pod)
+    volumes = draw(claims(n_nodes))
+    if volumes.pvcs:
+        pod = {**pod, "spec": {**pod["spec"], "volumes": volumes.pod_volumes()}}
+    return Case(
+        namespaces=namespaces,
+        nodes=nodes,
+        pods=pods,
+        pod=pod,
+        storage_classes=storage_classes() if volumes.pvcs else (),
+        pvs=volumes.pvs,
+        pvcs=volumes.pvcs,
+    )

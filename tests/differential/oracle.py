@@ -307,6 +307,7 @@ class Oracle:
                 body = materialize(body, names)
                 body["metadata"]["labels"][CASE_LABEL] = prefix
                 nodes.append(self._create_node(body))
+            storage = self._create_storage(case, names)
             pods = [
                 self.rest.call("POST", f"/api/v1/namespaces/{p['metadata']['namespace']}/pods", p)
                 for p in (materialize(p, names) for p in case.pods)
@@ -322,7 +323,7 @@ class Oracle:
             stale = {n for n, rv in seen.items() if n in case_nodes and rv != case_nodes[n]}
             if stale:
                 raise RuntimeError(f"kube-scheduler decided on stale versions of {sorted(stale)}")
-            reasons = dict((feasible or self.feasible)(pod, nodes, pods, namespaces=namespaces))
+            reasons = dict((feasible or self.feasible)(pod, nodes, pods, namespaces=namespaces, **storage))
             return Outcome(
                 kube=frozenset(n for n in seen if n in case_nodes),
                 drs=frozenset(n for n, r in reasons.items() if not r),
@@ -332,12 +333,54 @@ class Oracle:
                 seconds=time.monotonic() - t0,
             )
         finally:
-            self._delete(prefix, (ns, ons))
+            self._delete(prefix, (ns, ons), case, names)
 
-    def _delete(self, prefix: str, namespaces: tuple[str, ...]) -> None:
+    def _create_storage(self, case: Case, names: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+        """StorageClasses, volumes and claims with the status the PV controller would write (no
+        controller runs here); the replies, as ``feasible_nodes`` takes them."""
+        classes = [
+            self.rest.call("POST", "/apis/storage.k8s.io/v1/storageclasses", materialize(sc, names))
+            for sc in case.storage_classes
+        ]
+        pvs = []
+        for body in case.pvs:
+            body = materialize(body, names)
+            self.rest.call("POST", "/api/v1/persistentvolumes", body)
+            pvs.append(self._patch_status(f"/api/v1/persistentvolumes/{body['metadata']['name']}", body["status"]))
+        pvcs = []
+        for body in case.pvcs:
+            body = materialize(body, names)
+            path = f"/api/v1/namespaces/{body['metadata']['namespace']}/persistentvolumeclaims"
+            self.rest.call("POST", path, body)
+            pvcs.append(self._patch_status(f"{path}/{body['metadata']['name']}", body["status"]))
+        return {"pvcs": pvcs, "pvs": pvs, "storage_classes": classes}
+
+    def _patch_status(self, path: str, status: Mapping[str, Any]) -> dict[str, Any]:
+        return self.rest.call(
+            "PATCH", f"{path}/status", {"status": status}, headers={"Content-Type": "application/merge-patch+json"}
+        )
+
+    def _delete(self, prefix: str, namespaces: tuple[str, ...], case: Case, names: Mapping[str, str]) -> None:
         for ns in namespaces:
             self.rest.call("DELETE", f"/api/v1/namespaces/{ns}/pods", params={"gracePeriodSeconds": "0"}, ok=(404,))
         self.rest.call("DELETE", "/api/v1/nodes", params={"labelSelector": f"{CASE_LABEL}={prefix}"})
+        # claims and volumes carry protection finalizers that only controllers absent here would lift
+        paths = [
+            f"/api/v1/namespaces/{namespaces[0]}/persistentvolumeclaims/{c['metadata']['name']}" for c in case.pvcs
+        ]
+        paths += [f"/api/v1/persistentvolumes/{names[pv['metadata']['name']]}" for pv in case.pvs]
+        paths += [
+            f"/apis/storage.k8s.io/v1/storageclasses/{names[sc['metadata']['name']]}" for sc in case.storage_classes
+        ]
+        for path in paths:
+            self.rest.call(
+                "PATCH",
+                path,
+                {"metadata": {"finalizers": None}},
+                ok=(404,),
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+            self.rest.call("DELETE", path, ok=(404,))
         for ns in namespaces:
             self.rest.call("DELETE", f"/api/v1/namespaces/{ns}", ok=(404,))
 
