@@ -213,8 +213,12 @@ _TAINTS = st.lists(
     ),
     max_size=2,
 )
+_ONE_IN_3 = st.sampled_from((False, False, True))
+"""Each constraint of the pod is drawn one time in three, so that its feasible set is seldom empty."""
 _NODE_LABELS = st.dictionaries(st.sampled_from(("disk", "tier")), st.sampled_from(("ssd", "1", "10")))
-_NODE_SELECTOR = st.dictionaries(st.sampled_from((ZONE, "disk", "tier")), st.sampled_from(("a", "ssd")))
+_NODE_SELECTOR = st.dictionaries(
+    st.sampled_from((ZONE, "disk", "tier")), st.sampled_from(("a", "ssd")), min_size=1, max_size=1
+)
 _SELECTOR_VALUES = {
     k: st.lists(st.sampled_from(v), min_size=1, max_size=2, unique=True) for k, v in POD_LABEL_VALUES.items()
 }
@@ -266,7 +270,7 @@ def resources(draw: st.DrawFn, features: frozenset[str]) -> dict[str, Any]:
         requests["cpu"] = c
     if m := draw(st.sampled_from(("", "128Mi", "512Mi", "1Gi"))):
         requests["memory"] = m
-    if GPU in features and (g := draw(st.sampled_from(("", "", "1", "2")))):
+    if GPU in features and (g := draw(st.sampled_from(("", "", "", "1", "2")))):
         requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = g  # extended resources: requests == limits
     if EPHEMERAL_STORAGE in features and (e := draw(st.sampled_from(("", "", "512Mi", "2Gi", "20Gi")))):
         requests["ephemeral-storage"] = e
@@ -285,7 +289,7 @@ def container(draw: st.DrawFn, features: frozenset[str], name: str, ports: bool)
         "resources": draw(resources(features)),
     }
     if ports and HOST_PORTS in features:
-        chosen = draw(_HOST_PORTS)
+        chosen = draw(_HOST_PORTS) if draw(_ONE_IN_3) else []
         if chosen:
             c["ports"] = [{"containerPort": p["hostPort"], **p} for p in chosen]
     return c
@@ -316,9 +320,9 @@ def node(draw: st.DrawFn, features: frozenset[str], index: int) -> dict[str, Any
         labels[ZONE] = zone
     labels.update(draw(_NODE_LABELS))
     allocatable = {
-        "cpu": draw(st.sampled_from(("1", "2", "4"))),
-        "memory": draw(st.sampled_from(("1Gi", "2Gi", "4Gi"))),
-        "pods": draw(st.sampled_from(("1", "2", "4", "110"))),
+        "cpu": draw(st.sampled_from(("4", "2", "1"))),
+        "memory": draw(st.sampled_from(("4Gi", "2Gi", "1Gi"))),
+        "pods": draw(st.sampled_from(("110", "110", "4", "2", "1"))),
     }
     if GPU in features and (g := draw(st.sampled_from(("", "0", "1", "2")))):
         allocatable[GPU_RESOURCE] = g
@@ -326,10 +330,10 @@ def node(draw: st.DrawFn, features: frozenset[str], index: int) -> dict[str, Any
         allocatable["ephemeral-storage"] = e
     spec: dict[str, Any] = {}
     if TAINTS in features:
-        taints = draw(_TAINTS)
+        taints = draw(_TAINTS) if draw(_ONE_IN_3) else []
         if taints := _dedupe(taints, lambda t: (t["key"], t["effect"])):
             spec["taints"] = taints
-    if UNSCHEDULABLE in features and draw(st.integers(0, 4)) == 0:
+    if UNSCHEDULABLE in features and draw(st.integers(0, 7)) == 7:
         spec["unschedulable"] = True
     return {
         "apiVersion": "v1",
@@ -353,9 +357,9 @@ def bound_pod(draw: st.DrawFn, features: frozenset[str], index: int, n_nodes: in
         "terminationGracePeriodSeconds": 0,
     }
     _unique_ports(spec["containers"])
-    if OVERHEAD in features and draw(st.integers(0, 3)) == 0:
+    if OVERHEAD in features and draw(st.integers(0, 3)) == 3:
         spec["runtimeClassName"] = RUNTIME_CLASS
-    if EXISTING_ANTI_AFFINITY in features and draw(st.integers(0, 2)) == 0:
+    if EXISTING_ANTI_AFFINITY in features and draw(st.integers(0, 2)) == 2:
         spec["affinity"] = {
             "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [draw(affinity_term(features))]}
         }
@@ -459,18 +463,18 @@ def incoming_pod(draw: st.DrawFn, features: frozenset[str], n_nodes: int) -> dic
             spec["tolerations"] = tols
     affinity: dict[str, Any] = {}
     if NODE_AFFINITY in features:
-        if selector := draw(_NODE_SELECTOR):
+        if draw(_ONE_IN_3) and (selector := draw(_NODE_SELECTOR)):
             spec["nodeSelector"] = selector
-        if draw(st.booleans()):
+        if draw(_ONE_IN_3):
             terms = draw(_lists(node_selector_term(n_nodes), 1, 2))
             affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
     for feature, kind in ((POD_AFFINITY, "podAffinity"), (POD_ANTI_AFFINITY, "podAntiAffinity")):
-        if feature in features and draw(st.booleans()):
+        if feature in features and draw(_ONE_IN_3):
             terms = draw(_lists(affinity_term(features), 1, 2))
             affinity[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": terms}
     if affinity:
         spec["affinity"] = affinity
-    if TOPOLOGY_SPREAD in features and draw(st.booleans()):
+    if TOPOLOGY_SPREAD in features and draw(_ONE_IN_3):
         constraints = _dedupe(draw(_lists(spread_constraint(), 1, 2)), lambda c: c["topologyKey"])
         spec["topologySpreadConstraints"] = constraints
     return {
