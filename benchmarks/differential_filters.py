@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
                     "disagreements": len(tally.disagreements),
                     "seconds_per_case": tally.seconds,
                     "kube_feasible_counts": tally.feasible_counts,
+                    "kube_messages": tally.messages,
+                    "disagreement_reports": [report(c, o) for c, o in tally.disagreements],
                 },
                 indent=1,
             )

@@ -150,6 +150,7 @@ class Rest:
     def __post_init__(self) -> None:
         self.session.headers["Authorization"] = f"Bearer {self.token}"
         self.session.verify = self.ca_file
+        self.session.trust_env = False  # no proxy and no REQUESTS_CA_BUNDLE in place of the cluster's CA
 
     def call(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (), **kw: Any) -> dict[str, Any]:
         resp = self.session.request(method, f"{self.server}{path}", json=body, timeout=30, **kw)

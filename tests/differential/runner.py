@@ -30,11 +30,15 @@ class Tally:
     disagreements: list[tuple[Case, Outcome]] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     feasible_counts: list[int] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    """kube-scheduler's FailedScheduling message of each case where it found no node."""
 
     def add(self, case: Case, outcome: Outcome) -> None:
         self.cases += 1
         self.seconds.append(outcome.seconds)
         self.feasible_counts.append(len(outcome.kube))
+        if outcome.kube_message:
+            self.messages.append(outcome.kube_message)
         if not outcome.agree:
             self.disagreements.append((case, outcome))
 
