@@ -290,7 +290,7 @@ def container(draw: st.DrawFn, features: frozenset[str], name: str, ports: bool)
         "resources": draw(resources(features)),
     }
     if ports and HOST_PORTS in features:
-        chosen = draw(_HOST_PORTS) if draw(_ONE_IN_3) else []
+        chosen = draw(_HOST_PORTS) if draw(st.booleans()) else []
         if chosen:
             c["ports"] = [{"containerPort": p["hostPort"], **p} for p in chosen]
     return c
