@@ -68,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"features: {', '.join(sorted(features)) or 'core only'}")
     print(f"cases: {tally.cases}  ({tally.timing()}; {wall:.0f} s in all)")
     print(tally.coverage())
+    print(
+        f"refused by drs-prom as unsupported (unbound WaitForFirstConsumer or DynamicResources claims; "
+        f"kube-scheduler with drs-prom as extender places these): {tally.refused}"
+    )
     print(f"disagreements: {len(tally.disagreements)}")
     for i, (case, outcome) in enumerate(tally.disagreements[: args.show]):
         print(f"\n--- disagreement {i + 1} ---\n{report(case, outcome)}")
@@ -83,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                     "seed": args.seed,
                     "cases": tally.cases,
                     "disagreements": len(tally.disagreements),
+                    "refused_unsupported": tally.refused,
                     "seconds_per_case": tally.seconds,
                     "kube_feasible_counts": tally.feasible_counts,
                     "kube_messages": tally.messages,

@@ -98,8 +98,9 @@ def test_serving_modules_import_no_tensorflow() -> None:
         import drs_prom.cli, drs_prom.scheduler.runner, drs_prom.scheduler.extender, drs_prom.state
         import drs_prom.sim.bench, drs_prom.registry, exporters.node_exporter
         from drs_prom.registry import make_policy
+        from tests.specs import SPEC
         for name in ("drs", "drs-original"):
-            make_policy(name, 0)
+            make_policy(name, SPEC, 0)
         print(sorted({m.split(".")[0] for m in sys.modules} & {"tensorflow", "keras"}))
         """
     )

@@ -62,7 +62,7 @@ ADAPTER_FEATURES = frozenset({TAINTS, UNSCHEDULABLE, NODE_AFFINITY, INIT_CONTAIN
 TaintToleration, NodeAffinity and NodeResourcesFit for cpu, memory and pod count (init containers
 and RuntimeClass overhead included)."""
 
-ENABLED_FEATURES = ADAPTER_FEATURES
+ENABLED_FEATURES = ALL_FEATURES
 """The switch: set to ``ALL_FEATURES`` once ``drs_prom.feasibility`` runs every filter of
 kube-scheduler's default profile (``--features all`` does the same for one command run)."""
 

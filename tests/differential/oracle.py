@@ -29,6 +29,7 @@ from typing import Any
 
 import requests
 
+from drs_prom.interpod import unsupported_reason
 from tests.differential.cases import RUNTIME_CLASS, RUNTIME_OVERHEAD, Case, materialize, placeholders
 
 SCHEDULER_NAME = "drs-diff"
@@ -40,6 +41,8 @@ WAIT_SECONDS = 30.0
 POLL_SECONDS = 0.01
 
 FeasibleFn = Callable[..., Mapping[str, tuple[str, ...]]]
+REFUSAL_PREFIX = unsupported_reason(["X"]).split("X")[0]
+"""How drs_prom.interpod.unsupported_reason starts: the reason of a pod drs-prom refuses outright."""
 
 
 # -- the recorder kube-scheduler calls ------------------------------------------------------
@@ -122,6 +125,23 @@ class Outcome:
     @property
     def agree(self) -> bool:
         return self.kube == self.drs
+
+    @property
+    def refused(self) -> bool:
+        """drs-prom refused the pod outright as needing what it does not check (an unbound WaitForFirstConsumer
+        claim, a DynamicResources claim): it binds nothing and its FailedScheduling event says to run
+        kube-scheduler with drs-prom as extender. A documented refusal, counted apart, not a filter that
+        disagrees; it never makes drs-prom accept a node kube-scheduler refuses."""
+        return (
+            not self.drs
+            and bool(self.reasons)
+            and all(r and r[0].startswith(REFUSAL_PREFIX) for r in self.reasons.values())
+        )
+
+    @property
+    def consistent(self) -> bool:
+        """Agreement, or a documented refusal of the whole pod."""
+        return self.agree or self.refused
 
     def describe(self) -> str:
         """Which placeholder nodes differ, and what each side said about them."""

@@ -28,6 +28,8 @@ _QUIET = {
 class Tally:
     cases: int = 0
     disagreements: list[tuple[Case, Outcome]] = field(default_factory=list)
+    refused: int = 0
+    """Cases whose pod drs-prom refused outright as needing what it does not check (Outcome.refused)."""
     seconds: list[float] = field(default_factory=list)
     feasible_counts: list[int] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
@@ -39,7 +41,9 @@ class Tally:
         self.feasible_counts.append(len(outcome.kube))
         if outcome.kube_message:
             self.messages.append(outcome.kube_message)
-        if not outcome.agree:
+        if outcome.refused and not outcome.agree:
+            self.refused += 1
+        elif not outcome.agree:
             self.disagreements.append((case, outcome))
 
     def timing(self) -> str:
@@ -90,7 +94,7 @@ def minimal(oracle: Oracle, n: int, seed: int, features: frozenset[str]) -> str 
     @given(cases(features))
     def each(case: Case) -> None:
         outcome = oracle.run(case)
-        if not outcome.agree:
+        if not outcome.consistent:
             found.append(report(case, outcome))  # the last one appended is the shrunk one
             raise Disagreement(found[-1])
 

@@ -121,4 +121,4 @@ def test_a_wrong_feasibility_is_caught(oracle: Oracle) -> None:
 @given(case=cases(ENABLED_FEATURES))
 def test_drs_prom_feasible_set_equals_kube_schedulers(oracle: Oracle, case: Case) -> None:
     outcome = oracle.run(case)
-    assert outcome.agree, report(case, outcome)
+    assert outcome.consistent, report(case, outcome)
