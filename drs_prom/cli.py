@@ -687,7 +687,7 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
 @click.option(
     "--out",
     "out_path",
-    default="models/drs-v1.keras",
+    default="models/drs-v2.keras",
     show_default=True,
     help="Model path (.keras; .json and .png written beside it).",
 )
@@ -786,7 +786,7 @@ def train_cmd(
     if learner == "guided":
         from drs_prom.training.guided_run import GuidedConfig, run_guided_training
 
-        run_guided_training(out_path, GuidedConfig(clusters=clusters or 100, seed=seed), command, click.echo)
+        run_guided_training(out_path, GuidedConfig(clusters=clusters or 60, seed=seed), command, click.echo)
         return
     if learner == "rollout":
         from drs_prom.training.correction_run import run_rollout_training

@@ -39,7 +39,7 @@ POLICIES = ("drs", "drs-original")
 
 def default_model_path() -> Path:
     """The shipped model used when settings name none."""
-    return Path(__file__).resolve().parents[2] / "models" / "drs-v1.keras"
+    return Path(__file__).resolve().parents[2] / "models" / "drs-v2.keras"
 
 
 def default_original_path() -> Path:

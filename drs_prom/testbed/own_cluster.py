@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent import load_model, load_policy
-from drs_prom.agent.policy import NodeAgentPolicy
 from drs_prom.config import Settings
 from drs_prom.journal import Journal
 from drs_prom.model_store import MODEL_FILE, ModelStore
@@ -238,7 +237,9 @@ def _demonstrate(
         if name == SHIPPED:
             return load_policy()  # as `drs-prom bench` runs it: on the scales it was trained with
         if name == SHIPPED_OWN_SCALES:
-            return NodeAgentPolicy(shipped.layers, name=name)  # as the scheduler runs it here: the cluster's scales
+            own = shipped.policy()  # as the scheduler runs it here: the cluster's scales (whatever head the model has)
+            own.name = name
+            return own
         if name in loaded:
             p = loaded[name].policy()  # a fresh policy per run: its recent-bind memory starts empty
             p.name = name
