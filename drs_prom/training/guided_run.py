@@ -257,7 +257,9 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     sel_floor = np.array([c[FLOOR] for c in sel_comps])
     sel_kd = np.array([c["kube-default"] for c in sel_comps])
     echo(f"selection clusters: kube-default {np.mean(sel_kd / sel_floor):.4f}x {FLOOR}")
-    jobs = [(s, targets[s], None, cfg.decisions_per_cluster, 0) for s in train_seeds]
+    jobs: list[tuple[int, str, list | None, int, int]] = [
+        (s, targets[s], None, cfg.decisions_per_cluster, 0) for s in train_seeds
+    ]
     data = Demos.concat([d for d, _ in _pool_map(_record_job, jobs, cfg.workers)])
     echo(f"demonstrations: {data.n_decisions} decisions, {len(data.rows)} rows ({time.monotonic() - t0:.0f} s)")
     mu = data.rows.mean(axis=0)
