@@ -182,8 +182,18 @@ class GuidedPolicy:
     reads_unclipped_load = True
     """Overload over capacity is an input; clipped loads hide it (the benchmark passes clip: false)."""
 
-    def __init__(self, layers: Layers, name: str = "drs", metric_window_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        layers: Layers,
+        name: str = "drs",
+        metric_window_seconds: float | None = None,
+        input_range: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         self.layers = list(layers)
+        self.input_range = input_range
+        """(low, high) per input column as seen in training: rows are clipped to it, so a cluster unlike the
+        training clusters (a faster arrival rate, a larger load) reads as the nearest case the network knows
+        instead of extrapolating a ReLU network far outside its data."""
         self.name = name
         self.version = ""
         self.normalisation: Normalisation | None = None
@@ -199,6 +209,8 @@ class GuidedPolicy:
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         rows, _ = self.guides.rows(ctx)
+        if self.input_range is not None:
+            rows = np.clip(rows, self.input_range[0], self.input_range[1])
         q = forward(self.layers, rows)[:, 0].astype(np.float64)
         feasible = np.asarray(ctx.feasible, bool)
         scores = np.where(feasible, q, -np.inf)
@@ -208,9 +220,30 @@ class GuidedPolicy:
 
     @property
     def head(self) -> dict[str, Any]:
-        return {"kind": GUIDED, "guides": list(GUIDES), "columns": list(GUIDED_COLUMNS)}
+        out: dict[str, Any] = {"kind": GUIDED, "guides": list(GUIDES), "columns": list(GUIDED_COLUMNS)}
+        if self.input_range is not None:
+            out["input_low"] = [float(x) for x in self.input_range[0]]
+            out["input_high"] = [float(x) for x in self.input_range[1]]
+        return out
 
     @classmethod
     def from_head(cls, layers: Layers, head: dict[str, Any], **kwargs: Any) -> GuidedPolicy:
-        del head  # checked by persistence against GUIDES and GUIDED_COLUMNS
-        return cls(layers, **kwargs)
+        """The policy a checked head describes (persistence checks guides, columns and the input range)."""
+        rng = None
+        if head.get("input_low") is not None:
+            rng = (np.asarray(head["input_low"], np.float32), np.asarray(head["input_high"], np.float32))
+        return cls(layers, input_range=rng, **kwargs)
+
+
+def valid_input_range(head: dict[str, Any]) -> bool:
+    """A head's optional input range: absent, or two lists of N_GUIDED numbers with low <= high."""
+    lo, hi = head.get("input_low"), head.get("input_high")
+    if lo is None and hi is None:
+        return True
+    if not (isinstance(lo, list) and isinstance(hi, list) and len(lo) == len(hi) == N_GUIDED):
+        return False
+    try:
+        a, b = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.all(np.isfinite(a)) and np.all(np.isfinite(b)) and np.all(a <= b))

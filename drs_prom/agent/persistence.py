@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from drs_prom.agent.corrector import BASES, HEAD, TopKCorrection
 from drs_prom.agent.dense_archive import read_dense_chain
 from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
-from drs_prom.agent.guided import GUIDED, GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy
+from drs_prom.agent.guided import GUIDED, GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, valid_input_range
 from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
 from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, SELECTOR, HeuristicSelector
 from drs_prom.config import Normalisation
@@ -159,6 +159,7 @@ def _check_head(mp: Path, policy: Any, head: Any) -> None:
     ok = ok and (margin is None or (isinstance(margin, (int, float)) and not isinstance(margin, bool)))
     if ok and head.get("kind") == GUIDED:
         ok = head.get("guides") == list(GUIDES) and head.get("columns") == list(GUIDED_COLUMNS)
+        ok = ok and valid_input_range(head)
     elif ok and head.get("kind") == HEAD:
         ok = head.get("base") in BASES and isinstance(head.get("k"), int) and head["k"] >= 1
     elif ok and head.get("kind") == SELECTOR:

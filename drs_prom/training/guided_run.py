@@ -169,10 +169,10 @@ def _record_job(args: tuple[int, str, list | None, int, int]) -> tuple[Demos, fl
     return record_cluster(*args)
 
 
-def _policy_job(args: tuple[int, list]) -> float:
-    seed, layers = args
+def _policy_job(args: tuple[int, list, tuple[np.ndarray, np.ndarray]]) -> float:
+    seed, layers, input_range = args
     sc = training_scenario(seed)
-    policy = fit_to_scenario(GuidedPolicy(layers), sc)
+    policy = fit_to_scenario(GuidedPolicy(layers, input_range=input_range), sc)
     return unclipped_env(sc, seed).run(policy, seed=seed).composite
 
 
@@ -180,6 +180,7 @@ def _policy_job(args: tuple[int, list]) -> float:
 class GuidedFit:
     layers: list
     selected: dict[str, Any]
+    input_range: tuple[np.ndarray, np.ndarray] | None = None
     curve: list[dict[str, Any]] = field(default_factory=list)
     targets: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -247,8 +248,11 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     t0 = time.monotonic()
     train_seeds = list(range(cfg.clusters))
     sel_seeds = [SELECTION_SEED_BASE + k for k in range(cfg.selection_clusters)]
-    comps = _pool_map(_composites_job, [(s, cfg.label_arms) for s in train_seeds], cfg.workers)
-    targets = {s: target_of(c, cfg.switch_margin) for s, c in zip(train_seeds, comps, strict=True)}
+    if cfg.label_arms:
+        comps = _pool_map(_composites_job, [(s, cfg.label_arms) for s in train_seeds], cfg.workers)
+        targets = {s: target_of(c, cfg.switch_margin) for s, c in zip(train_seeds, comps, strict=True)}
+    else:  # no labelling: every cluster imitates the floor
+        targets = dict.fromkeys(train_seeds, FLOOR)
     counts: dict[str, int] = {}
     for t in targets.values():
         counts[t] = counts.get(t, 0) + 1
@@ -264,6 +268,7 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     echo(f"demonstrations: {data.n_decisions} decisions, {len(data.rows)} rows ({time.monotonic() - t0:.0f} s)")
     mu = data.rows.mean(axis=0)
     sd = data.rows.std(axis=0) + 1e-3
+    input_range = (data.rows.min(axis=0), data.rows.max(axis=0))
     learner = _Learner(cfg, mu, sd)
     rng = np.random.default_rng(cfg.seed)
     curve: list[dict[str, Any]] = []
@@ -273,7 +278,7 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     def evaluate(stage: str, loss: float) -> None:
         nonlocal best
         layers = learner.layers()
-        comp = np.array(_pool_map(_policy_job, [(s, layers) for s in sel_seeds], cfg.workers))
+        comp = np.array(_pool_map(_policy_job, [(s, layers, input_range) for s in sel_seeds], cfg.workers))
         r_floor, r_kd = float(np.mean(comp / sel_floor)), float(np.mean(comp / sel_kd))
         point = {
             "stage": stage,
@@ -306,6 +311,7 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     return GuidedFit(
         layers=best[2],
         selected=best[1],
+        input_range=input_range,
         curve=curve,
         targets=counts,
         seconds=time.monotonic() - t0,
@@ -332,7 +338,7 @@ def save_guided(fit: GuidedFit, out: str | Path, command: str = "") -> Path:
         layer.set_weights([k, b])
     model = keras.Model(inputs, x, name="drs_guided")
     meta = base_metadata("drs", Normalisation())
-    meta["head"] = GuidedPolicy(fit.layers).head
+    meta["head"] = GuidedPolicy(fit.layers, input_range=fit.input_range).head
     meta["training"] = {
         "learner": "guided",
         "command": command,

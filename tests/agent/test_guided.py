@@ -89,3 +89,25 @@ def test_model_file_round_trips_and_refuses_a_foreign_head(tmp_path):
     path.with_suffix(".json").write_text(json.dumps(meta))
     with pytest.raises(ModelError, match="invalid head"):
         load_policy(path)
+
+
+def test_inputs_outside_the_training_range_read_as_its_nearest_edge(tmp_path):
+    """A cluster unlike the training ones (e.g. a faster arrival rate) must not make the network extrapolate."""
+    col = GUIDED_COLUMNS.index("ctx_log_arrival_rate")
+    k0 = np.zeros((N_GUIDED, 1), np.float32)
+    k0[col, 0] = 1.0
+    layers = [(k0, np.zeros(1, np.float32), "linear")]
+    lo, hi = np.full(N_GUIDED, -1e6, np.float32), np.full(N_GUIDED, 1e6, np.float32)
+    hi[col] = -50.0  # every real rate is above this edge, so every node reads exactly -50
+    sc = training_scenario(3)
+    ctx = unclipped_env(sc, 3).reset(3)
+    scores = GuidedPolicy(layers, input_range=(lo, hi)).score(ctx)
+    assert np.all(scores[ctx.feasible] == -50.0)
+    fit = GuidedFit(layers=layers, selected={}, input_range=(lo, hi), config={"clusters": 2, "selection_clusters": 1})
+    path = save_guided(fit, tmp_path / "r.keras")
+    assert np.all(load_policy(path).score(ctx)[ctx.feasible] == -50.0)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    meta["head"]["input_low"][0] = 2e6  # low above high
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(ModelError, match="invalid head"):
+        load_policy(path)
