@@ -786,7 +786,7 @@ def train_cmd(
     if learner == "guided":
         from drs_prom.training.guided_run import GuidedConfig, run_guided_training
 
-        run_guided_training(out_path, GuidedConfig(clusters=clusters or 60, seed=seed), command, click.echo)
+        run_guided_training(out_path, GuidedConfig(clusters=clusters or 48, seed=seed), command, click.echo)
         return
     if learner == "rollout":
         from drs_prom.training.correction_run import run_rollout_training
