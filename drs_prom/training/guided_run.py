@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.guided import GUIDES, N_GUIDED, GuidedPolicy, GuideScores
+from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, GuideScores
 from drs_prom.agent.selector import ARMS
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.sim.env import fit_to_scenario
@@ -62,6 +62,8 @@ class GuidedConfig:
     label_arms: tuple[str, ...] = ()
     """Heuristics run on every cluster to choose its target (each costs one episode per cluster); empty: every
     cluster imitates the floor. (FLOOR, "kube-default") on 60 clusters gave kube-default as the target on 2."""
+    frozen: tuple[str, ...] = ()
+    """Input column prefixes held at their training mean (in training and at inference): what the network may not use."""
     seed: int = 0
     workers: int = 2
 
@@ -267,9 +269,15 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     ]
     data = Demos.concat([d for d, _ in _pool_map(_record_job, jobs, cfg.workers)])
     echo(f"demonstrations: {data.n_decisions} decisions, {len(data.rows)} rows ({time.monotonic() - t0:.0f} s)")
+    lo, hi = data.rows.min(axis=0), data.rows.max(axis=0)
+    mean = data.rows.mean(axis=0)
+    for i, col in enumerate(GUIDED_COLUMNS):
+        if col.startswith(tuple(cfg.frozen)) and cfg.frozen:
+            lo[i] = hi[i] = mean[i]
+    input_range = (lo.astype(np.float32), hi.astype(np.float32))
+    data.rows = np.clip(data.rows, input_range[0], input_range[1])
     mu = data.rows.mean(axis=0)
     sd = data.rows.std(axis=0) + 1e-3
-    input_range = (data.rows.min(axis=0), data.rows.max(axis=0))
     learner = _Learner(cfg, mu, sd)
     rng = np.random.default_rng(cfg.seed)
     curve: list[dict[str, Any]] = []
