@@ -38,6 +38,17 @@ from drs_prom.training.selector_run import SELECTION_SEED_BASE, fold_standardisa
 
 FLOOR = "capacity-balanced-overload"
 
+SCALE_AND_CONTEXT: tuple[str, ...] = (
+    *("load_", "recent_", "pod_", "after_", "dev_", "dstd_", "std_"),
+    *("ctx_log_nodes", "ctx_cpu_", "ctx_mem_", "ctx_io_", "ctx_bottleneck_std", "ctx_requested", "ctx_request_gap"),
+    *("ctx_feasible", "ctx_pod_", "ctx_stale", "ctx_log_arrival", "ctx_rate_trend"),
+)
+"""Frozen in the shipped run: the columns on the scenario's own scales and the context a packaged cluster can take
+far outside the generated ones (cluster-50's arrival rate). With them free, the network copied capacity-balanced-
+overload on the generated clusters and left it on cluster-50 (+90 % composite); frozen, it keeps the node-relative
+loads, requests, the five heuristics' views and four context columns (bottleneck mean, hot and overloaded shares,
+metric window)."""
+
 
 @dataclass(frozen=True)
 class GuidedConfig:
@@ -62,7 +73,7 @@ class GuidedConfig:
     label_arms: tuple[str, ...] = ()
     """Heuristics run on every cluster to choose its target (each costs one episode per cluster); empty: every
     cluster imitates the floor. (FLOOR, "kube-default") on 60 clusters gave kube-default as the target on 2."""
-    frozen: tuple[str, ...] = ()
+    frozen: tuple[str, ...] = SCALE_AND_CONTEXT
     """Input column prefixes held at their training mean (in training and at inference): what the network may not use."""
     seed: int = 0
     workers: int = 2
