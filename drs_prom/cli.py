@@ -897,7 +897,7 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
 @click.option(
     "--out",
     "out_path",
-    default="models/drs-v1.keras",
+    default="models/drs-v2.keras",
     show_default=True,
     help="Model path (.keras; .json and .png written beside it).",
 )
@@ -925,13 +925,14 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
 )
 @click.option(
     "--learner",
-    type=click.Choice(["dqn", "selector", "rollout"]),
+    type=click.Choice(["dqn", "selector", "rollout", "guided"]),
     default="dqn",
     show_default=True,
     help="drs: 'selector' trains a Q-network choosing among heuristics per cluster state, 'rollout' a top-k "
     "correction of capacity-balanced-overload, both from rollout labels on generated clusters (--clusters, "
     "--decisions, --members, --samples; --scenario and --episodes are ignored); 'dqn' the per-node Double DQN "
-    "on --scenario.",
+    "on --scenario; 'guided' the per-node network that reads the heuristics' scores, imitating per generated "
+    "cluster its best heuristic (--clusters).",
 )
 @click.option(
     "--clusters", default=800, show_default=True, type=click.IntRange(1, 100_000), help="rollout: clusters labelled."
@@ -994,6 +995,11 @@ def train_cmd(
             command=command,
             echo=click.echo,
         )
+        return
+    if learner == "guided":
+        from drs_prom.training.guided_run import GuidedConfig, run_guided_training
+
+        run_guided_training(out_path, GuidedConfig(clusters=clusters or 48, seed=seed), command, click.echo)
         return
     if learner == "rollout":
         from drs_prom.training.correction_run import run_rollout_training

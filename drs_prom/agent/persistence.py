@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from drs_prom.agent.corrector import BASES, HEAD, TopKCorrection
 from drs_prom.agent.dense_archive import read_dense_chain
 from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
+from drs_prom.agent.guided import GUIDED, GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, valid_input_range
 from drs_prom.agent.policy import DRSOriginalPolicy, Layers, NodeAgentPolicy
 from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, SELECTOR, HeuristicSelector
 from drs_prom.config import Normalisation
@@ -29,7 +30,7 @@ from drs_prom.errors import ConfigError, MissingExtraError, ModelError
 from drs_prom.extras import train_missing_message
 from drs_prom.features import FEATURE_SCHEMA_VERSION
 
-LearnedPolicy = NodeAgentPolicy | DRSOriginalPolicy | TopKCorrection | HeuristicSelector
+LearnedPolicy = NodeAgentPolicy | DRSOriginalPolicy | TopKCorrection | HeuristicSelector | GuidedPolicy
 """What a model file loads as (LoadedModel.policy): a Policy with ``version`` and ``normalisation`` set."""
 
 FORMAT = "drs-prom-model"
@@ -39,7 +40,7 @@ POLICIES = ("drs", "drs-original")
 
 def default_model_path() -> Path:
     """The shipped model used when settings name none."""
-    return Path(__file__).resolve().parents[2] / "models" / "drs-v1.keras"
+    return Path(__file__).resolve().parents[2] / "models" / "drs-v2.keras"
 
 
 def default_original_path() -> Path:
@@ -157,7 +158,10 @@ def _check_head(mp: Path, policy: Any, head: Any) -> None:
     ok = policy == "drs" and isinstance(head, dict)
     margin = head.get("margin") if ok else None
     ok = ok and (margin is None or (isinstance(margin, (int, float)) and not isinstance(margin, bool)))
-    if ok and head.get("kind") == HEAD:
+    if ok and head.get("kind") == GUIDED:
+        ok = head.get("guides") == list(GUIDES) and head.get("columns") == list(GUIDED_COLUMNS)
+        ok = ok and valid_input_range(head)
+    elif ok and head.get("kind") == HEAD:
         ok = head.get("base") in BASES and isinstance(head.get("k"), int) and head["k"] >= 1
     elif ok and head.get("kind") == SELECTOR:
         arms = head.get("arms")
@@ -171,7 +175,7 @@ def _check_head(mp: Path, policy: Any, head: Any) -> None:
         ok = False
     if not ok:
         raise ModelError(
-            f"{mp}: invalid head section {repr(head)[:120]} (a {HEAD!r} or {SELECTOR!r} head this drs-prom can serve)"
+            f"{mp}: invalid head section {repr(head)[:120]} (a {HEAD!r}, {SELECTOR!r} or {GUIDED!r} head this drs-prom can serve)"
         )
 
 
@@ -180,6 +184,8 @@ def _io_shape(meta: dict[str, Any]) -> tuple[int, int]:
     head = meta.get("head")
     if isinstance(head, dict) and head.get("kind") == SELECTOR:
         return len(CLUSTER_FEATURES), len(head["arms"])
+    if isinstance(head, dict) and head.get("kind") == GUIDED:
+        return N_GUIDED, 1
     if meta["policy"] == "drs":
         return len(CANDIDATE_COLUMNS), 1
     return drs_state_dim(meta["n_nodes"]), meta["n_nodes"]
@@ -235,6 +241,8 @@ def model_policy(
     named = {"version": version} | ({"name": name} if name else {})
     if head is not None and head["kind"] == SELECTOR:
         return HeuristicSelector.from_head(layers, head, metric_window_seconds=metric_window_seconds, **named)
+    if head is not None and head["kind"] == GUIDED:
+        return GuidedPolicy.from_head(layers, head, metric_window_seconds=metric_window_seconds, **named)
     if head is not None:
         return TopKCorrection.from_head(layers, head, metric_window_seconds=metric_window_seconds, **named)
     if meta["policy"] == "drs":

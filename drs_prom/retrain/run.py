@@ -28,6 +28,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from drs_prom.agent import default_model_path, load_model
+from drs_prom.agent.guided import GUIDED
 from drs_prom.agent.persistence import base_metadata, save_model
 from drs_prom.agent.policy import Layers
 from drs_prom.agent.selector import SELECTOR
@@ -244,10 +245,11 @@ def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
         if loaded.policy_name != "drs":
             notes.append(f"{p} is a {loaded.policy_name} model; only drs models are retrained")
             continue
-        if loaded.head and loaded.head.get("kind") == SELECTOR:
+        if loaded.head and loaded.head.get("kind") in (SELECTOR, GUIDED):
             why = (
-                f"{p} is a heuristic-selector drs model: it is trained on generated clusters "
-                "(drs-prom train --learner selector); fine-tuning from history applies to per-node drs models"
+                f"{p} is a {loaded.head['kind']} drs model: it is trained on generated clusters "
+                f"(drs-prom train --learner {'selector' if loaded.head['kind'] == SELECTOR else 'guided'}); "
+                "fine-tuning from history applies to per-node drs models on the candidate columns"
             )
             return CurrentModel(None, name, why, unsupported=why)
         return CurrentModel(list(loaded.layers), name, "", loaded.head)

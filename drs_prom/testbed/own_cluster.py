@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent import load_model
-from drs_prom.agent.policy import NodeAgentPolicy
+from drs_prom.agent.persistence import model_policy
 from drs_prom.config import Settings
 from drs_prom.journal import Journal
 from drs_prom.model_store import MODEL_FILE, ModelStore
@@ -97,13 +97,19 @@ def history_scenario(scenario: Scenario, hours: float) -> Scenario:
     return scenario.with_changes(arrivals=[p.model_dump() for p in scenario.arrivals] * reps)
 
 
-def _settings(tmp: Path, url: str, scenario: Scenario, step: float, retrain: dict[str, Any]) -> Settings:
+def _settings(
+    tmp: Path, url: str, scenario: Scenario, step: float, retrain: dict[str, Any], model: str | None = None
+) -> Settings:
     window = max(scenario.metric_window_seconds, 2 * step)  # rate() needs two samples in its window
     return Settings.model_validate(
         {
             "prometheus": {"url": url, "window": f"{window:g}s", "max_sample_age_seconds": 4 * step + window},
             "normalisation": scenario.norm.model_dump(),
-            "scheduler": {"settle_seconds": scenario.settle_seconds, "journal_path": str(tmp / "journal.sqlite")},
+            "scheduler": {
+                "settle_seconds": scenario.settle_seconds,
+                "journal_path": str(tmp / "journal.sqlite"),
+                **({"model_path": model} if model else {}),
+            },
             "retrain": {
                 "lookback_seconds": 30 * 86400.0,
                 "query_step_seconds": step,
@@ -138,13 +144,18 @@ def demonstrate(
     step: float = 5.0,
     workdir: str | Path | None = None,
     echo: Any = print,
+    start_model: str | Path | None = None,
 ) -> OwnClusterReport:
     """Run the demonstration (module docstring); every process it starts is stopped before it returns.
 
-    ``episodes``, ``epochs``, ``imitate_steps``: retrain.sim_replay_episodes, epochs, twin_imitate_steps."""
+    ``episodes``, ``epochs``, ``imitate_steps``: retrain.sim_replay_episodes, epochs, twin_imitate_steps.
+    ``start_model``: the model the scheduler runs and retraining starts from (default: the shipped one; a
+    heuristic-guided model is not fine-tuned from history, so a per-node model such as models/drs-v1.keras
+    is what this shows retraining on)."""
     retrain = {"sim_replay_episodes": episodes, "epochs": epochs, "twin_imitate_steps": imitate_steps}
     with tempfile.TemporaryDirectory(prefix="drs-own-", dir=workdir) as tmp_name:
-        return _demonstrate(Path(tmp_name), cluster_seed, hours, eval_seeds, retrain_seeds, retrain, step, echo)
+        start = str(start_model) if start_model else None
+        return _demonstrate(Path(tmp_name), cluster_seed, hours, eval_seeds, retrain_seeds, retrain, step, echo, start)
 
 
 def _demonstrate(
@@ -156,12 +167,13 @@ def _demonstrate(
     retrain: dict[str, Any],
     step: float,
     echo: Any,
+    start_model: str | None = None,
 ) -> OwnClusterReport:
     secs: dict[str, float] = {}
     t0 = time.perf_counter()
     sc = own_cluster(cluster_seed)
     echo(f"cluster {sc.name}: {sc.description}")
-    shipped = load_model()
+    shipped = load_model(start_model)
     history = history_scenario(sc, hours)
     run = run_sim(history, shipped.policy(scenario_spec(history).metric_window_seconds), seed=HISTORY_SEED)
     tail = 600.0  # the cluster idles on after the last pod, so the last rewards settle
@@ -202,6 +214,7 @@ def _demonstrate(
                 sc,
                 step,
                 {"model_store": str(tmp / f"store-{rseed}"), "seed": int(rseed), **retrain},
+                start_model,
             )
             source = PrometheusSource(settings.prometheus)
             reader = Journal(settings.scheduler.journal_path)
@@ -241,8 +254,9 @@ def _demonstrate(
         window = spec.metric_window_seconds
         if name == SHIPPED:  # as `drs-prom bench` runs it: on the scales it was trained with
             return shipped.policy(window, name=name)
-        if name == SHIPPED_OWN_SCALES:  # as the scheduler runs it here: the cluster's scales
-            return NodeAgentPolicy(shipped.layers, window, name=name, version=shipped.version)
+        if name == SHIPPED_OWN_SCALES:  # as the scheduler runs it here: the cluster's scales (whatever its head)
+            own_scales = {**shipped.meta, "normalisation": None}
+            return model_policy(shipped.layers, own_scales, window, shipped.version, name)
         if name in loaded:  # a fresh policy per run: its recent-bind memory starts empty
             return loaded[name].policy(window, name=name)
         return make_policy(name, spec, seed)

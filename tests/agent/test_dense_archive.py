@@ -31,7 +31,9 @@ def assert_same(ours, theirs):
         np.testing.assert_array_equal(b, b2)
 
 
-@pytest.mark.parametrize("path", [default_model_path(), default_original_path()], ids=["drs-v1", "drs-original-v1"])
+@pytest.mark.parametrize(
+    "path", [default_model_path(), default_original_path()], ids=["drs-shipped", "drs-original-v1"]
+)
 def test_shipped_models_read_exactly_as_keras_reads_them(path):
     assert_same(read_dense_chain(path), keras_layers(path))
 

@@ -62,12 +62,16 @@ def scenario():
     )
 
 
+PER_NODE = str(Path(__file__).resolve().parents[2] / "models" / "drs-v1.keras")
+
+
 def settings_for(tmp: Path, url: str, sc) -> Settings:
     return Settings.model_validate(
         {
             "prometheus": {"url": url, "window": f"{WINDOW:g}s", "max_sample_age_seconds": 60, "timeout_seconds": 30},
             "normalisation": sc.norm.model_dump(),
-            "scheduler": {"settle_seconds": 20.0, "journal_path": str(tmp / "journal.sqlite")},
+            # the per-node model retraining fine-tunes (the shipped heuristic-guided drs is left as it is)
+            "scheduler": {"settle_seconds": 20.0, "journal_path": str(tmp / "journal.sqlite"), "model_path": PER_NODE},
             "retrain": {
                 "model_store": str(tmp / "store"),
                 "keep_versions": 3,
@@ -277,7 +281,7 @@ def test_retrain_once_twice_gates_and_promotes(world):
     conflict.outcome, conflict.ts = "conflict", conflict.ts + 0.5
     _write_journal(jpath, [conflict])
 
-    # Run 1 is gated against the shipped default model (the store is empty); a wide margin
+    # Run 1 is gated against the configured per-node model (the store is empty); a wide margin
     # makes its promotion certain so run 2 has a stored current model to be judged against.
     lenient = tmp / "config-lenient.yaml"
     data = json.loads(s.model_dump_json())
@@ -290,7 +294,7 @@ def test_retrain_once_twice_gates_and_promotes(world):
     assert first["approximated"] == {"no_node_info": 0}  # schema-2 rows: node requests from the journal
     assert first["transitions"] >= 64 and first["trained_on"] + first["held_out"] == first["transitions"]
     assert set(first["scores"]) == {"holdout_td", "sim_reward"}
-    assert all(v["current"] is not None for v in first["scores"].values())  # judged against the shipped model
+    assert all(v["current"] is not None for v in first["scores"].values())  # judged against the configured model
     assert first["result"] == "promoted" and first["reason"] == gate(first["scores"], 1000.0).reason
     assert store.current() == first["version"]
     assert (store.current_path() / "model.keras").is_file()
@@ -342,7 +346,7 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     from drs_prom.sim.retrain_checks import SimulatorChecks
 
     tmp, run, base = world["tmp"], world["run"], world["settings"]
-    # A wide gate margin: the first run must promote (it is judged against the shipped model).
+    # A wide gate margin: the first run must promote (it is judged against the configured model).
     s = base.model_copy(
         update={
             "retrain": base.retrain.model_copy(update={"model_store": str(tmp / "store-job"), "gate_margin": 1000.0})

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from drs_prom.agent import default_model_path
+from drs_prom.agent import default_model_path, read_metadata
 from drs_prom.config import Settings, load_settings
 from drs_prom.model_store import MODEL_FILE, ModelStore
 from drs_prom.registry import HEURISTICS, PolicySpec, make_candidate_policy, make_policy
@@ -78,7 +78,8 @@ def test_serving_and_retraining_build_the_same_policy_settings(settings: Setting
     twin = SimulatorChecks(settings, twin_like)
     assert checks.spec == serving and twin.spec == serving
     shipped = load_policy(settings)
-    candidate = make_candidate_policy(shipped.layers, None, twin.spec)  # what the twin's gate runs for a candidate
+    head = read_metadata(default_model_path()).get("head")  # the shipped model's head (heuristic-guided)
+    candidate = make_candidate_policy(shipped.layers, head, twin.spec)  # what the twin's gate runs for a candidate
     teacher = make_policy(settings.retrain.twin_teacher, twin.spec)  # the twin's DQfD teacher
     for policy in (shipped, candidate, teacher):
         assert policy.metric_window_seconds == TWO_MINUTES, policy.name

@@ -1,0 +1,257 @@
+"""``drs`` as a per-node Q network that reads what the field's heuristics think of each node.
+
+Every decision, each node gets one input row:
+- the per-node candidate columns of the plain ``drs`` network (drs_prom.agent.features);
+- the node's load relative to its *own* capacity after the pod (a small node is full sooner);
+- for each of five heuristics (capacity-balanced-overload, capacity-balanced, balanced-load,
+  least-loaded, kube-default), how far the node's score is from that heuristic's best feasible
+  node (in standard deviations of its scores over the feasible nodes, clipped at -5) and whether
+  it is that heuristic's first choice;
+- cluster context no single heuristic uses, the same on every row: node count and size spread,
+  load and overload over capacity, hot and saturated shares, how far requests are from measured
+  use, the metric window, the arrival rate (smoothed) and its trend (fast over slow rate).
+
+Why these: on generated clusters no heuristic wins everywhere (capacity-balanced-overload most
+often; kube-default, which spreads by *requests*, when every node is saturated and the measured
+load, capped at capacity, no longer tells nodes apart). The scores say what each heuristic
+would do; the context says which of them to trust. The network scores every node and the
+pod goes to the highest feasible score: the network decides, no heuristic is called as a
+fallback.
+
+All heuristics share one memory of the binds actually made (recent_binds), so their scores
+describe the cluster the policy really built. Pure numpy at inference (the network is a
+Dense chain, drs_prom.agent.policy.forward).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from drs_prom.agent.features import CANDIDATE_COLUMNS, candidate_matrix
+from drs_prom.agent.policy import Layers, forward
+from drs_prom.agent.selector import CLUSTER_FEATURES, ClusterFeatures
+from drs_prom.baselines import BalancedLoad, LeastLoaded, kube_default_scores
+from drs_prom.config import Normalisation
+from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, full_of
+from drs_prom.policy import DecisionContext
+from drs_prom.recent_binds import RecentBinds
+
+GUIDED = "heuristic-guided"
+"""``head.kind`` of a guided model's JSON."""
+
+GUIDES: tuple[str, ...] = (
+    "capacity-balanced-overload",
+    "capacity-balanced",
+    "balanced-load",
+    "least-loaded",
+    "kube-default",
+)
+"""Heuristics whose scores are inputs, in column order."""
+
+GAP_CLIP = 5.0
+NO_METRICS = -1e8
+"""Scores at or below this are the heuristics' 'no metrics' sentinel (-1e9), not a ranking."""
+
+GUIDED_COLUMNS: tuple[str, ...] = (
+    *CANDIDATE_COLUMNS,
+    *(f"rel_after_{i}" for i in range(6)),  # load + recent binds + pod, over the node's own capacity
+    "rel_peak_now",
+    "added_overload",
+    *(f"gap_{g}" for g in GUIDES),
+    *(f"first_{g}" for g in GUIDES),
+    *(f"ctx_{c}" for c in CLUSTER_FEATURES),
+    "ctx_rate_trend",
+)
+N_GUIDED = len(GUIDED_COLUMNS)
+
+
+def score_gaps(scores: np.ndarray, feasible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(gap to the best feasible score in standard deviations, clipped to [-GAP_CLIP, 0]; 1 where first choice).
+
+    Infeasible nodes read -GAP_CLIP and 0. Scale-free, so kube-default's 0..200 integers and
+    capacity-balanced's small floats become comparable. A node without metrics (the heuristics'
+    -1e9) reads -GAP_CLIP and stays out of the spread, which it would otherwise swamp.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    f = np.asarray(feasible, bool) & np.isfinite(s) & (s > NO_METRICS)
+    gap = np.full(len(s), -GAP_CLIP)
+    first = np.zeros(len(s))
+    if not f.any():
+        return gap, first
+    best = s[f].max()
+    sd = float(s[f].std())
+    d = s - best
+    gap = np.where(f, np.clip(d / (sd + 1e-9), -GAP_CLIP, 0.0), -GAP_CLIP)
+    first = (f & (d >= -1e-12)).astype(np.float64)
+    return gap, first
+
+
+class GuideScores:
+    """The five heuristics' node scores on one shared memory of recent binds, plus the smoothed context.
+
+    ``record(ctx, node)`` must follow every decision (whoever chose the node), so the
+    memory and the arrival-rate estimates describe what was really bound.
+    """
+
+    def __init__(self, metric_window_seconds: float) -> None:
+        self.recent = RecentBinds(metric_window_seconds)
+        self.cbo = CapacityBalancedOverload(0, metric_window_seconds)
+        self.cb = CapacityBalancedLoad(0, metric_window_seconds)
+        self.bl = BalancedLoad(0, metric_window_seconds)
+        self.ll = LeastLoaded(0, metric_window_seconds)
+        for h in (self.cbo, self.cb, self.bl, self.ll):
+            h.recent = self.recent  # one memory of the binds actually made
+        self.context = ClusterFeatures()
+        self._slow = 0.0
+        self._last_now = -math.inf
+
+    @property
+    def window(self) -> float:
+        return self.recent.window_seconds
+
+    @window.setter
+    def window(self, value: float) -> None:
+        self.recent.window_seconds = float(value)
+
+    def heuristic_scores(self, ctx: DecisionContext) -> np.ndarray:
+        """(5, n) raw scores in GUIDES order (kube-default without its random tie-break)."""
+        return np.stack(
+            [
+                self.cbo.node_scores(ctx),
+                self.cb.node_scores(ctx),
+                self.bl._score(ctx),
+                self.ll._score(ctx),
+                kube_default_scores(ctx),
+            ]
+        )
+
+    def _trend(self, ctx: DecisionContext) -> float:
+        """log(fast / slow arrival-rate estimate): > 0 while arrivals speed up."""
+        if ctx.now < self._last_now:
+            self._slow, self._last_now = 0.0, -math.inf
+        if math.isfinite(self._last_now):
+            rate = 1.0 / max(ctx.now - self._last_now, 1e-3)
+            self._slow = 0.99 * self._slow + 0.01 * rate if self._slow else rate
+        self._last_now = ctx.now
+        fast = self.context._rate
+        if not (fast > 0 and self._slow > 0):
+            return 0.0
+        return float(np.clip(math.log(fast / self._slow), -3.0, 3.0))
+
+    def rows(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
+        """(n, N_GUIDED) float32 input rows and the (5, n) raw heuristic scores."""
+        ctx_feats = self.context.update(ctx, self.window).copy()
+        trend = self._trend(ctx)
+        pending = self.recent.pending(ctx)
+        cand = candidate_matrix(ctx, pending)
+        full = full_of(ctx)
+        load = np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=1.0) + pending
+        rel = load / full
+        after = rel + np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0) / full
+        added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
+        raw = self.heuristic_scores(ctx)
+        feasible = np.asarray(ctx.feasible, bool)
+        gaps, firsts = zip(*(score_gaps(s, feasible) for s in raw), strict=True)
+        n = len(ctx.nodes)
+        out = np.concatenate(
+            [
+                cand,
+                np.clip(after, 0.0, 3.0),
+                np.clip(rel.max(axis=1), 0.0, 3.0)[:, None],
+                np.clip(added, 0.0, 6.0)[:, None],
+                np.stack(gaps, axis=1),
+                np.stack(firsts, axis=1),
+                np.broadcast_to(ctx_feats, (n, len(ctx_feats))),
+                np.full((n, 1), trend),
+            ],
+            axis=1,
+        )
+        return out.astype(np.float32), raw
+
+    def record(self, ctx: DecisionContext, node: int) -> None:
+        if node >= 0:
+            self.recent.record(ctx, node)
+
+
+class GuidedPolicy:
+    """``drs`` with the heuristic-guided head: argmax over nodes of the network's score of each row."""
+
+    reads_unclipped_load = True
+    """Overload over capacity is an input; clipped loads hide it (the benchmark passes clip: false)."""
+
+    def __init__(
+        self,
+        layers: Layers,
+        metric_window_seconds: float,
+        name: str = "drs",
+        version: str = "",
+        normalisation: Normalisation | None = None,
+        input_range: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        self.layers = list(layers)
+        self.input_range = input_range
+        """(low, high) per input column as seen in training: rows are clipped to it, so a cluster unlike the
+        training clusters (a faster arrival rate, a larger load) reads as the nearest case the network knows
+        instead of extrapolating a ReLU network far outside its data."""
+        self.name = name
+        self.version = version
+        self.normalisation = normalisation
+        """None: the cluster's scales, unclipped (reads_unclipped_load), as its heuristics read them."""
+        self.guides = GuideScores(metric_window_seconds)
+
+    @property
+    def recent(self) -> RecentBinds:
+        """The one memory of recent binds its five heuristics share (the Policy contract's ``recent``)."""
+        return self.guides.recent
+
+    @property
+    def metric_window_seconds(self) -> float:
+        return self.guides.window
+
+    @metric_window_seconds.setter
+    def metric_window_seconds(self, value: float) -> None:
+        self.guides.window = value
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        rows, _ = self.guides.rows(ctx)
+        if self.input_range is not None:
+            rows = np.clip(rows, self.input_range[0], self.input_range[1])
+        q = forward(self.layers, rows)[:, 0].astype(np.float64)
+        feasible = np.asarray(ctx.feasible, bool)
+        scores = np.where(feasible, q, -np.inf)
+        if feasible.any():  # the caller binds the argmax (policy.choose): remember it
+            self.guides.record(ctx, int(np.argmax(scores)))
+        return scores
+
+    @property
+    def head(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": GUIDED, "guides": list(GUIDES), "columns": list(GUIDED_COLUMNS)}
+        if self.input_range is not None:
+            out["input_low"] = [float(x) for x in self.input_range[0]]
+            out["input_high"] = [float(x) for x in self.input_range[1]]
+        return out
+
+    @classmethod
+    def from_head(cls, layers: Layers, head: dict[str, Any], **kwargs: Any) -> GuidedPolicy:
+        """The policy a checked head describes (persistence checks guides, columns and the input range)."""
+        rng = None
+        if head.get("input_low") is not None:
+            rng = (np.asarray(head["input_low"], np.float32), np.asarray(head["input_high"], np.float32))
+        return cls(layers, input_range=rng, **kwargs)
+
+
+def valid_input_range(head: dict[str, Any]) -> bool:
+    """A head's optional input range: absent, or two lists of N_GUIDED numbers with low <= high."""
+    lo, hi = head.get("input_low"), head.get("input_high")
+    if lo is None and hi is None:
+        return True
+    if not (isinstance(lo, list) and isinstance(hi, list) and len(lo) == len(hi) == N_GUIDED):
+        return False
+    try:
+        a, b = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.all(np.isfinite(a)) and np.all(np.isfinite(b)) and np.all(a <= b))

@@ -1,0 +1,114 @@
+"""The heuristic-guided ``drs`` (drs_prom.agent.guided): its inputs, its choice and its model file."""
+
+import json
+
+import numpy as np
+import pytest
+
+from drs_prom.agent import load_policy
+from drs_prom.agent.guided import GAP_CLIP, GUIDED_COLUMNS, N_GUIDED, GuidedPolicy, GuideScores, score_gaps
+from drs_prom.errors import ModelError
+from drs_prom.load_aware import CapacityBalancedOverload
+from drs_prom.sim.env import fit_to_scenario
+from drs_prom.sim.generator import training_scenario
+from drs_prom.training.guided_run import GuidedFit, save_guided
+from drs_prom.training.rollouts import unclipped_env
+from tests.specs import WINDOW
+
+
+def _follow(column: str) -> list:
+    """A network that scores each node by one input column only (gap columns are in [-GAP_CLIP, 0])."""
+    k0 = np.zeros((N_GUIDED, 1), np.float32)
+    k0[GUIDED_COLUMNS.index(column), 0] = 1.0
+    return [
+        (k0, np.array([GAP_CLIP], np.float32), "relu"),
+        (np.ones((1, 1), np.float32), np.zeros(1, np.float32), "linear"),
+    ]
+
+
+def _episode(policy, seed=7):
+    sc = training_scenario(seed)
+    return unclipped_env(sc, seed).run(fit_to_scenario(policy, sc), seed=seed)
+
+
+def test_score_gaps_are_scale_free_and_mask_infeasible_nodes():
+    feasible = np.array([True, True, True, False])
+    gap, first = score_gaps(np.array([1.0, 3.0, 2.0, 9.0]), feasible)
+    gap100, _ = score_gaps(np.array([100.0, 300.0, 200.0, 900.0]), feasible)
+    assert np.allclose(gap, gap100)
+    assert first.tolist() == [0.0, 1.0, 0.0, 0.0]  # the infeasible 9.0 is nobody's first choice
+    assert gap[1] == 0.0 and gap[3] == -GAP_CLIP and gap.min() >= -GAP_CLIP
+    no_metrics, _ = score_gaps(np.array([-1e9, 0.0]), np.array([True, True]))
+    assert no_metrics[0] == -GAP_CLIP
+
+
+def test_rows_are_finite_and_named_even_without_metrics():
+    sc = training_scenario(3)
+    ctx = unclipped_env(sc, 3).reset(3)
+    rows, raw = GuideScores(WINDOW).rows(ctx)
+    assert rows.shape == (len(ctx.nodes), N_GUIDED) and np.isfinite(rows).all()
+    assert raw.shape == (5, len(ctx.nodes))
+    nan_ctx = type(ctx)(**{**ctx.__dict__, "load": np.full_like(ctx.load, np.nan)})
+    rows, _ = GuideScores(WINDOW).rows(nan_ctx)
+    assert np.isfinite(rows).all()
+
+
+def test_a_network_that_reads_only_one_heuristic_makes_exactly_its_choices():
+    """The inputs carry the heuristic's ranking on the cluster the policy itself built (shared bind memory)."""
+    mine = _episode(GuidedPolicy(_follow("gap_capacity-balanced-overload"), WINDOW))
+    ref = _episode(CapacityBalancedOverload(7, WINDOW))
+    assert mine.decisions == ref.decisions and mine.composite == ref.composite
+
+
+def test_never_picks_an_infeasible_node():
+    sc = training_scenario(11)
+    env = unclipped_env(sc, 11)
+    policy = fit_to_scenario(GuidedPolicy(_follow("gap_kube-default"), WINDOW), sc)
+    ctx = env.reset(11)
+    while ctx is not None:
+        scores = policy.score(ctx)
+        if ctx.feasible.any():
+            assert ctx.feasible[int(np.argmax(scores))]
+            assert np.all(np.isneginf(scores[~ctx.feasible]))
+        ctx, _, _ = env.step(int(np.argmax(scores)) if ctx.feasible.any() else -1)
+
+
+def test_model_file_round_trips_and_refuses_a_foreign_head(tmp_path):
+    layers = _follow("gap_capacity-balanced-overload")
+    fit = GuidedFit(
+        layers=layers,
+        selected={"stage": "test"},
+        curve=[{"stage": "test", "loss": 0.1, "ratio_to_cbo": 1.0, "ratio_to_kube_default": 1.0}],
+        config={"clusters": 2, "selection_clusters": 1},
+    )
+    path = save_guided(fit, tmp_path / "g.keras", command="drs-prom train --learner guided")
+    policy = load_policy(path, WINDOW)
+    assert isinstance(policy, GuidedPolicy) and policy.normalisation is None
+    assert _episode(policy).composite == _episode(GuidedPolicy(layers, WINDOW)).composite
+    meta = json.loads(path.with_suffix(".json").read_text())
+    meta["head"]["columns"] = meta["head"]["columns"][:-1]
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(ModelError, match="invalid head"):
+        load_policy(path, WINDOW)
+
+
+def test_inputs_outside_the_training_range_read_as_its_nearest_edge(tmp_path):
+    """A cluster unlike the training ones (e.g. a faster arrival rate) must not make the network extrapolate."""
+    col = GUIDED_COLUMNS.index("ctx_log_arrival_rate")
+    k0 = np.zeros((N_GUIDED, 1), np.float32)
+    k0[col, 0] = 1.0
+    layers = [(k0, np.zeros(1, np.float32), "linear")]
+    lo, hi = np.full(N_GUIDED, -1e6, np.float32), np.full(N_GUIDED, 1e6, np.float32)
+    hi[col] = -50.0  # every real rate is above this edge, so every node reads exactly -50
+    sc = training_scenario(3)
+    ctx = unclipped_env(sc, 3).reset(3)
+    scores = GuidedPolicy(layers, WINDOW, input_range=(lo, hi)).score(ctx)
+    assert np.all(scores[ctx.feasible] == -50.0)
+    fit = GuidedFit(layers=layers, selected={}, input_range=(lo, hi), config={"clusters": 2, "selection_clusters": 1})
+    path = save_guided(fit, tmp_path / "r.keras")
+    assert np.all(load_policy(path, WINDOW).score(ctx)[ctx.feasible] == -50.0)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    meta["head"]["input_low"][0] = 2e6  # low above high
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(ModelError, match="invalid head"):
+        load_policy(path, WINDOW)
