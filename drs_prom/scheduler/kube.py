@@ -151,17 +151,8 @@ def pod_requests(pod: Mapping[str, Any]) -> tuple[int, int]:
     return min(cpu, INT64_MAX), min(mem, INT64_MAX)
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` if it is a JSON object, else empty (a stranger's body may put anything anywhere)."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _text(value: Any, default: str = "") -> str:
-    return value if isinstance(value, str) else default
+# a stranger's body may put anything anywhere: these read a JSON value as the type expected, else empty
+_mapping, _list, _text = kube_terms.as_mapping, kube_terms.as_list, kube_terms.as_text
 
 
 def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:

@@ -26,16 +26,22 @@ _NATIVE = ("cpu", "memory", "pods")
 UNSUPPORTED_CLAIMS = "DynamicResources resourceClaims"
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else empty (a stranger's body may put anything anywhere)."""
     return value if isinstance(value, Mapping) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
+    """``value`` if it is a JSON array, else empty."""
     return value if isinstance(value, list) else []
 
 
-def _text(value: Any, default: str = "") -> str:
+def as_text(value: Any, default: str = "") -> str:
+    """``value`` if it is a JSON string, else ``default``."""
     return value if isinstance(value, str) else default
+
+
+_mapping, _list, _text = as_mapping, as_list, as_text
 
 
 def is_scalar(name: str) -> bool:

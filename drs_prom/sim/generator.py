@@ -332,14 +332,7 @@ def _noisy(rng: np.random.Generator, p: GeneratorParams, gens: list[_Gen]) -> li
                 "node": host,
                 "demand": dict(
                     zip(
-                        (
-                            "cpu_cores",
-                            "mem_bytes",
-                            "net_rx_bytes",
-                            "net_tx_bytes",
-                            "disk_read_bytes",
-                            "disk_write_bytes",
-                        ),
+                        QUANTITY_KEYS,
                         (float(x) for x in demand),
                     )
                 ),
