@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drs_prom.config import Settings
+from drs_prom.config import Normalisation, Settings
 from drs_prom.errors import DrsError
 from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext, Policy
@@ -82,7 +82,7 @@ class Decider:
         self.policy = policy
         self.model_loader = model_loader
         self._state = _State(error="no state yet")
-        self._load_memo: tuple[NodeSnapshot, tuple[str, ...], np.ndarray, np.ndarray] | None = None
+        self._load_memo: tuple[NodeSnapshot, tuple[str, ...], Normalisation, np.ndarray, np.ndarray] | None = None
         self._lock = threading.Lock()
         self._fallbacks: dict[str, Policy] = {}
         self._stop = threading.Event()
@@ -166,20 +166,37 @@ class Decider:
         return (self.policy.version or None) if self.policy is not None else None
 
     # -- deciding ----------------------------------------------------------------
-    def node_load(self, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray] | None:
-        """Normalised load (n, N_FEATURES) and stale flags (n,) of ``names`` from the current snapshot,
-        or None without usable metrics. Memoised per snapshot and node list: the scheduler
-        asks once per pod for the same names, and the pandas reindex is the expensive part."""
+    def scales(self) -> Normalisation:
+        """The scales node and pod load are built on: the configured ones, unclipped when the policy that decides
+        (the model, else the fallback heuristic) reads overload, as the benchmark and the twin give it
+        (drs_prom.policy.input_scales; a model keeps the cluster's scales here, not its training ones)."""
+        deciding = self.policy if self.policy is not None else self.named(self.settings.scheduler.fallback)
+        norm = self.settings.normalisation
+        return norm.model_copy(update={"clip": False}) if deciding.reads_unclipped_load and norm.clip else norm
+
+    def node_load(
+        self, names: tuple[str, ...], scales: Normalisation | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Normalised load (n, N_FEATURES) on ``scales`` (default: ``self.scales()``) and stale flags (n,) of
+        ``names`` from the current snapshot, or None without usable metrics. Memoised per snapshot, node list
+        and scales: the scheduler asks once per pod for the same names, and the pandas reindex is the
+        expensive part."""
         state = self._state
         if self.source is None or state.snapshot is None or state.error is not None:
             return None
+        norm = self.scales() if scales is None else scales
         memo = self._load_memo
-        if memo is not None and memo[0] is state.snapshot and (memo[1] is names or memo[1] == names):
-            return memo[2], memo[3]
+        if (
+            memo is not None
+            and memo[0] is state.snapshot
+            and (memo[1] is names or memo[1] == names)
+            and (memo[2] is norm or memo[2] == norm)
+        ):
+            return memo[3], memo[4]
         snap = state.snapshot
-        load = node_matrix(snap.features, self.settings.normalisation, names).astype(np.float32)
+        load = node_matrix(snap.features, norm, names).astype(np.float32)
         stale = np.isnan(load).any(axis=1) | np.array([n in snap.stale for n in names], dtype=bool).reshape(len(names))
-        self._load_memo = (snap, names, load, stale)
+        self._load_memo = (snap, names, norm, load, stale)
         return load, stale
 
     def load(
@@ -188,6 +205,7 @@ class Decider:
         feasible: np.ndarray,
         rows: np.ndarray | None = None,
         names: tuple | None = None,
+        scales: Normalisation | None = None,
     ) -> tuple[np.ndarray, str | None]:
         """Normalised node load as the metrics show it, and the fallback reason, if any.
 
@@ -196,7 +214,7 @@ class Decider:
         """
         if names is None or rows is None:
             names, rows = tuple(n.name for n in nodes), None
-        got = self.node_load(names)
+        got = self.node_load(names, scales)
         if got is None:
             return np.full((len(nodes), N_FEATURES), np.nan, dtype=np.float32), "prometheus_unreachable"
         load, stale = got
@@ -234,13 +252,14 @@ class Decider:
         ``rows``/``names``: see ``load``. ``requests``: ``nodes``' DecisionContext.node_requests
         if the caller has the arrays (the scheduler's node table), else read from ``nodes``.
         """
-        load, reason = self.load(nodes, feasible, rows, names)
+        scales = self.scales()
+        load, reason = self.load(nodes, feasible, rows, names, scales)
         if requests is None:
             alloc_cpu = np.fromiter((n.allocatable_cpu_m for n in nodes), np.float64, len(nodes))
             alloc_mem = np.fromiter((n.allocatable_mem_bytes for n in nodes), np.float64, len(nodes))
         else:
             alloc_cpu, alloc_mem = requests[:, 1].astype(np.float64), requests[:, 3].astype(np.float64)
-        pod_load = pod_matrix(demand, alloc_cpu / 1000.0, alloc_mem, self.settings.normalisation)
+        pod_load = pod_matrix(demand, alloc_cpu / 1000.0, alloc_mem, scales)
         ctx = DecisionContext(
             pod=pod,
             nodes=nodes,

@@ -102,3 +102,17 @@ def test_recent_binds_are_counted_once_until_metrics_catch_up():
     # took a pod, though the metrics still show a tie
     second = d.decide(POD, DEMAND, NODES, FEASIBLE)
     assert first.reason == second.reason == "no_model" and second.index != first.index
+
+
+def test_overload_reaches_the_policies_that_read_it_as_in_the_benchmark():
+    """The load matrix is built on the scales the deciding policy reads (drs_prom.policy.input_scales): the
+    default fallback, capacity-balanced-overload, sees load above capacity as the bench and the twin give it;
+    a policy that does not read overload gets the configured, clipped scales."""
+    hot = [1e12] * 6  # far above any configured scale: the node is overloaded on every signal
+    overload_aware = decider(Snap([hot, [0.1] * 6]), None)  # no model: capacity-balanced-overload decides
+    load, _ = overload_aware.load(NODES, FEASIBLE, scales=overload_aware.scales())
+    assert overload_aware.named("capacity-balanced-overload").reads_unclipped_load
+    assert load[0].max() > 1.0
+    plain = decider(Snap([hot, [0.1] * 6]), Prefers())
+    load, _ = plain.load(NODES, FEASIBLE, scales=plain.scales())
+    assert load[0].max() <= 1.0
