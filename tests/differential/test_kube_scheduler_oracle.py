@@ -62,8 +62,8 @@ NAMESPACES = (
 
 
 def test_oracle_sees_kube_schedulers_own_filters(oracle: Oracle) -> None:
-    """A taint refuses n1; a host port taken on n0 refuses n0 (NodePorts, which today's filters lack):
-    kube-scheduler's set is {n2}, drs-prom's today {n0, n2}."""
+    """A taint refuses n1; a host port taken on n0 refuses n0 (NodePorts): kube-scheduler's set is {n2},
+    and drs-prom's filters (TaintToleration, NodePorts) give the same."""
     port = [{"name": "c", "image": "registry.k8s.io/pause:3.10", "ports": [{"containerPort": 80, "hostPort": 80}]}]
     case = Case(
         namespaces=NAMESPACES,
@@ -74,9 +74,9 @@ def test_oracle_sees_kube_schedulers_own_filters(oracle: Oracle) -> None:
     outcome = oracle.run(case)
     names = outcome.names
     assert outcome.kube == {names["@n2"]}
-    assert outcome.drs == {names["@n0"], names["@n2"]}
-    assert not outcome.agree
-    assert "@n0: drs-prom feasible, kube-scheduler refuses" in outcome.describe()
+    assert outcome.drs == {names["@n2"]}
+    assert outcome.agree
+    assert outcome.reasons[names["@n0"]] == ("node(s) didn't have free ports for the requested pod ports",)
 
 
 def test_oracle_reads_an_empty_set_from_failed_scheduling(oracle: Oracle) -> None:
