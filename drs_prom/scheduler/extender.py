@@ -34,7 +34,7 @@ from drs_prom.config import ServingSettings
 from drs_prom.scheduler import kube
 from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.decide import Decider
-from drs_prom.scheduler.metrics import BackgroundServer, QuietHandler, RequestRejected
+from drs_prom.scheduler.http_server import BackgroundServer, QuietHandler, RequestRejected
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve
 from drs_prom.types import NodeInfo
 

@@ -34,7 +34,8 @@ from drs_prom.scheduler import kube
 from drs_prom.scheduler.arms import Choice
 from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.decide import Decider
-from drs_prom.scheduler.metrics import HealthServer, SchedulerMetrics
+from drs_prom.scheduler.http_server import HealthServer
+from drs_prom.scheduler.metrics import SchedulerMetrics
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve
 from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
 from drs_prom.scheduler.ratelimit import TokenBucket

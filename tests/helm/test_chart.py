@@ -405,7 +405,8 @@ def test_metrics_of_a_scheduler_served_with_the_charts_settings_need_a_token(
     import urllib.error
     import urllib.request
 
-    from drs_prom.scheduler.metrics import HealthServer, SchedulerMetrics
+    from drs_prom.scheduler.http_server import HealthServer
+    from drs_prom.scheduler.metrics import SchedulerMetrics
 
     kubeconfig = helm_ns.admin_kubeconfig
     release = "drs-auth"

@@ -10,7 +10,8 @@ import pytest
 
 from drs_prom.config import PrometheusSettings, ServingSettings
 from drs_prom.install_check import check_records, node_records
-from drs_prom.scheduler.metrics import HealthServer, SchedulerMetrics
+from drs_prom.scheduler.http_server import HealthServer
+from drs_prom.scheduler.metrics import SchedulerMetrics
 from tests.prom.fixtures import wait_until
 
 pytestmark = pytest.mark.integration

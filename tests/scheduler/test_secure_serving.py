@@ -17,7 +17,8 @@ import yaml
 
 from drs_prom.config import ServingSettings, load_settings
 from drs_prom.errors import ConfigError
-from drs_prom.scheduler.metrics import HealthServer, SchedulerMetrics
+from drs_prom.scheduler.http_server import HealthServer
+from drs_prom.scheduler.metrics import SchedulerMetrics
 
 
 def _get(url: str, ctx: ssl.SSLContext | None, token: str | None = None) -> tuple[int, str]:
