@@ -112,10 +112,6 @@ class GuideScores:
     def window(self) -> float:
         return self.recent.window_seconds
 
-    @window.setter
-    def window(self, value: float) -> None:
-        self.recent.window_seconds = float(value)
-
     def heuristic_scores(self, ctx: DecisionContext) -> np.ndarray:
         """(5, n) raw scores in GUIDES order (kube-default without its random tie-break)."""
         return np.stack(
@@ -210,10 +206,6 @@ class GuidedPolicy:
     @property
     def metric_window_seconds(self) -> float:
         return self.guides.window
-
-    @metric_window_seconds.setter
-    def metric_window_seconds(self, value: float) -> None:
-        self.guides.window = value
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         rows, _ = self.guides.rows(ctx)

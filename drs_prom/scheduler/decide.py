@@ -83,6 +83,9 @@ class Decider:
         self.model_loader = model_loader
         self._state = _State(error="no state yet")
         self._load_memo: tuple[NodeSnapshot, tuple[str, ...], Normalisation, np.ndarray, np.ndarray] | None = None
+        norm = settings.normalisation
+        self._unclipped = norm.model_copy(update={"clip": False}) if norm.clip else norm
+        """The configured scales without clip, made once: scales() is on every decision's path."""
         self._lock = threading.Lock()
         self._fallbacks: dict[str, Policy] = {}
         self._stop = threading.Event()
@@ -171,8 +174,7 @@ class Decider:
         (the model, else the fallback heuristic) reads overload, as the benchmark and the twin give it
         (drs_prom.policy.input_scales; a model keeps the cluster's scales here, not its training ones)."""
         deciding = self.policy if self.policy is not None else self.named(self.settings.scheduler.fallback)
-        norm = self.settings.normalisation
-        return norm.model_copy(update={"clip": False}) if deciding.reads_unclipped_load and norm.clip else norm
+        return self._unclipped if deciding.reads_unclipped_load else self.settings.normalisation
 
     def node_load(
         self, names: tuple[str, ...], scales: Normalisation | None = None
