@@ -33,10 +33,7 @@ def neighbours(
         if not node or node not in node_names or kube.is_terminal(pod):
             continue
         by_node.setdefault(node, []).append(kube.to_pod_record(pod, node))
-    ns_labels = {
-        str((ns.get("metadata") or {}).get("name", "")): dict((ns.get("metadata") or {}).get("labels") or {})
-        for ns in namespaces
-    }
+    ns_labels = dict(kube.namespace_labels(ns) for ns in namespaces)
     claims = [kube.to_claim_info(c) for c in pvcs]
     storage = volumes.Storage(
         claims={(c.namespace, c.name): c for c in claims},

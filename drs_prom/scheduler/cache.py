@@ -226,6 +226,7 @@ class ClusterCache:
         self._n_anti = 0  # placed pods (bound or assumed) with required anti-affinity
         self._near: interpod.Neighbours | None = None  # snapshot for the filters reading other pods
         self._ns_labels: dict[str, dict[str, str]] = {}
+        self._on_ns_list, self._on_ns_event = self._store_handlers(self._ns_labels, kube.namespace_labels)
         self._claims: dict[tuple[str, str], ClaimInfo] = {}  # (namespace, name) -> claim
         self._volumes: dict[str, VolumeInfo] = {}  # name -> PersistentVolume
         self._modes: dict[str, str] = {}  # StorageClass -> volumeBindingMode
@@ -300,26 +301,7 @@ class ClusterCache:
         if kind != "DELETED":
             self.on_change()
 
-    # -- namespaces -----------------------------------------------------------
-    def _on_ns_list(self, items: list[dict[str, Any]]) -> None:
-        with self._lock:
-            self._ns_labels = {
-                (n.get("metadata") or {}).get("name", ""): dict((n.get("metadata") or {}).get("labels") or {})
-                for n in items
-            }
-            self._near = None
-        self.on_change()
-
-    def _on_ns_event(self, kind: str, ns: dict[str, Any]) -> None:
-        meta = ns.get("metadata") or {}
-        with self._lock:
-            if kind == "DELETED":
-                self._ns_labels.pop(meta.get("name", ""), None)
-            else:
-                self._ns_labels[meta.get("name", "")] = dict(meta.get("labels") or {})
-            self._near = None
-        self.on_change()
-
+    # -- stores of other objects the filters read -------------------------------
     def _store_reflector(
         self,
         name: str,
@@ -328,6 +310,12 @@ class ClusterCache:
         parse: Callable[[dict[str, Any]], tuple[K, V]],
     ) -> Reflector:
         """A reflector keeping ``store`` as key -> parsed object (``parse`` returns both); a change wakes waiting pods."""
+        return Reflector(name, list_fn, *self._store_handlers(store, parse))
+
+    def _store_handlers(
+        self, store: dict[K, V], parse: Callable[[dict[str, Any]], tuple[K, V]]
+    ) -> tuple[Callable[[list[dict[str, Any]]], None], Handler]:
+        """The list and event callbacks that keep ``store`` (see _store_reflector)."""
 
         def on_list(items: list[dict[str, Any]]) -> None:
             with self._lock:
@@ -346,7 +334,7 @@ class ClusterCache:
                 self._near = None
             self.on_change()
 
-        return Reflector(name, list_fn, on_list, on_event)
+        return on_list, on_event
 
     # -- pods ---------------------------------------------------------------
     def _count(self, rec: PodRecord, sign: int) -> None:

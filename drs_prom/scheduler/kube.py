@@ -346,6 +346,12 @@ def to_volume_info(pv: Mapping[str, Any]) -> VolumeInfo:
     )
 
 
+def namespace_labels(ns: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """A Namespace's name and labels (what a pod (anti-)affinity term's namespaceSelector reads)."""
+    meta = _mapping(ns.get("metadata"))
+    return _text(meta.get("name")), {str(k): str(v) for k, v in _mapping(meta.get("labels")).items()}
+
+
 def binding_mode(sc: Mapping[str, Any]) -> tuple[str, str]:
     """(StorageClass name, volumeBindingMode); the apiserver defaults the mode to Immediate."""
     return _text(_mapping(sc.get("metadata")).get("name")), _text(sc.get("volumeBindingMode"), "Immediate")
