@@ -74,7 +74,8 @@ def untolerated_taint(pod: PodRequest, node: NodeInfo) -> Taint | None:
     return None
 
 
-def _requirement_matches(req: NodeSelectorRequirement, labels: dict[str, str]) -> bool:
+def requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
+    """One matchExpressions requirement of a node selector term or (without Gt/Lt) of a label selector."""
     present = req.key in labels
     value = labels.get(req.key, "")
     op = req.operator
@@ -123,7 +124,7 @@ def term_matches(term: NodeSelectorTerm, labels: dict[str, str], node_name: str 
     """Requirements are ANDed; a term with no requirements matches nothing (as in Kubernetes)."""
     if not term.match_expressions and not term.match_fields:
         return False
-    return all(_requirement_matches(r, labels) for r in term.match_expressions) and all(
+    return all(requirement_matches(r, labels) for r in term.match_expressions) and all(
         _field_matches(f, node_name) for f in term.match_fields
     )
 

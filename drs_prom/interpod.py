@@ -71,17 +71,12 @@ EMPTY = Neighbours()
 # -- selectors -----------------------------------------------------------------
 
 
+LABEL_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+"""A label selector's operators; the apiserver refuses any other (Gt and Lt are node selectors' only)."""
+
+
 def _expression_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
-    present = req.key in labels
-    if req.operator == "In":
-        return present and labels[req.key] in req.values
-    if req.operator == "NotIn":
-        return not present or labels[req.key] not in req.values
-    if req.operator == "Exists":
-        return present
-    if req.operator == "DoesNotExist":
-        return not present
-    return False  # the apiserver refuses any other operator in a label selector
+    return req.operator in LABEL_SELECTOR_OPERATORS and filters.requirement_matches(req, labels)
 
 
 def selector_matches(sel: LabelSelector, labels: Mapping[str, str]) -> bool:
