@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the real Kubernetes control-plane binaries that the testbed and the integration
-# tests run (drs_prom/testbed/controlplane.py): kube-apiserver, kube-scheduler, kubectl
+# tests run (drs_prom/testbed/controlplane.py): kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl
 # and etcd, at the versions pinned in the go.mod beside this script. It ships inside the
 # drs-prom package, so `drs-prom testbed --build` works from an installed package too.
 #
@@ -40,7 +41,7 @@ STAMP_FILE="$BIN/.build-stamp"
 
 have_all() {
   local b
-  for b in kube-apiserver kube-scheduler kubectl etcd; do
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd; do
     [ -x "$BIN/$b" ] || return 1
   done
   [ -f "$STAMP_FILE" ] && [ "$(cat "$STAMP_FILE")" = "$STAMP_WANT" ]
@@ -82,9 +83,10 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
 done
 
 START=$(date +%s)
-log "building kube-apiserver kube-scheduler kubectl $K8S_VERSION into $BIN (go $GO_HAVE, this takes a while on first run)"
+log "building kube-apiserver kube-controller-manager kube-scheduler kubectl $K8S_VERSION into $BIN (go $GO_HAVE, this takes a while on first run)"
 go build -trimpath -ldflags="$LDFLAGS" -o "$BIN/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
+  k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kubectl >&2 || die "go build of kubernetes $K8S_VERSION failed"
 
