@@ -684,7 +684,7 @@ def retrain_cmd(
         res = build_run(settings)()
         click.echo(json.dumps(asdict(res), default=str, sort_keys=True) if as_json else res.summary())
         sys.exit(1 if res.result == "error" else 0)
-    make_trigger(settings)  # invalid cron -> ConfigError before anything starts
+    make_trigger(settings.retrain)  # invalid cron -> ConfigError before anything starts
     if metrics_listen:
         from prometheus_client import start_http_server
 
@@ -816,7 +816,7 @@ def report_cmd(
 
             source = PrometheusSource(settings.prometheus)
             query = prometheus_range(source)
-        sig = signals(settings)
+        sig = signals(settings.rollout.guardrails, settings.prometheus)
         data = gather(
             journal,
             start,

@@ -26,7 +26,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry
 
-from drs_prom.config import Settings
+from drs_prom.config import RetrainSettings, Settings
 from drs_prom.errors import ConfigError
 from drs_prom.journal import Journal
 from drs_prom.model_store import ModelStore
@@ -38,9 +38,8 @@ from drs_prom.sim.retrain_checks import SimulatorChecks
 log = logging.getLogger(__name__)
 
 
-def make_trigger(settings: Settings) -> BaseTrigger:
+def make_trigger(rs: RetrainSettings) -> BaseTrigger:
     """Cron trigger when ``retrain.cron`` is set, else an interval trigger."""
-    rs = settings.retrain
     if rs.cron:
         try:
             return CronTrigger.from_crontab(rs.cron, timezone="UTC")
@@ -52,8 +51,8 @@ def make_trigger(settings: Settings) -> BaseTrigger:
 class RetrainJob:
     """A BackgroundScheduler with one job that calls ``run()`` and contains every failure.
 
-    ``run`` defaults to ``run_once(settings, source, journal, store)`` built by the
-    caller; tests pass their own callable. ``fired``/``completed``/``failed``/``missed``
+    It sees only the ``retrain`` section (when and how often); ``run`` is the whole run,
+    ``build_run(settings)`` in production, a test's own callable in tests. ``fired``/``completed``/``failed``/``missed``
     count what happened (``missed``: a trigger found the previous run still going).
     """
 
@@ -61,16 +60,16 @@ class RetrainJob:
 
     def __init__(
         self,
-        settings: Settings,
+        retrain: RetrainSettings,
         run: Callable[[], object],
         *,
         registry: CollectorRegistry | None = None,
         trigger: BaseTrigger | None = None,
     ) -> None:
-        self.settings = settings
+        self.retrain = retrain
         self.run = run
         self.registry = registry
-        self.trigger = trigger if trigger is not None else make_trigger(settings)
+        self.trigger = trigger if trigger is not None else make_trigger(retrain)
         self.fired = 0
         self.completed = 0
         self.failed = 0
@@ -117,7 +116,7 @@ class RetrainJob:
             name="drs-prom retrain",
             max_instances=1,
             coalesce=True,
-            misfire_grace_time=int(max(1, self.settings.retrain.misfire_grace_seconds)),
+            misfire_grace_time=int(max(1, self.retrain.misfire_grace_seconds)),
             replace_existing=True,
         )
         sched.add_listener(self._on_missed, EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED)
@@ -183,7 +182,7 @@ def run_forever(
 ) -> None:
     """The standalone process: schedule runs until ``stop`` is set (SIGTERM/SIGINT in the CLI)."""
     stop = stop or threading.Event()
-    job = RetrainJob(settings, build_run(settings, registry), registry=registry)
+    job = RetrainJob(settings.retrain, build_run(settings, registry), registry=registry)
     job.start()
     if first_now:
         job.run_now()
@@ -206,4 +205,4 @@ def start_in_process(settings: Settings, registry: CollectorRegistry | None = No
     """
     if not settings.retrain.enabled:
         return None
-    return RetrainJob(settings, build_run(settings, registry), registry=registry).start()
+    return RetrainJob(settings.retrain, build_run(settings, registry), registry=registry).start()

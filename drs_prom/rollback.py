@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drs_prom import promql
-from drs_prom.config import Settings
+from drs_prom.config import RolloutSettings
 from drs_prom.errors import ModelError
 from drs_prom.journal import Journal, RolloutEvent
 from drs_prom.model_store import ModelStore
@@ -87,7 +87,8 @@ class PromotionJudge:
 
     def __init__(
         self,
-        settings: Settings,
+        rollout: RolloutSettings,
+        lag_seconds: float,
         store: ModelStore,
         journal: Journal,
         query_at: Callable[[str, float], float | None],
@@ -95,7 +96,7 @@ class PromotionJudge:
         on_verdict: Callable[[Verdict], None] | None = None,
         started_at: float | None = None,
     ) -> None:
-        self.settings = settings
+        self.rollout = rollout
         self.store = store
         self.journal = journal
         self.query_at = query_at
@@ -106,8 +107,8 @@ class PromotionJudge:
         # version deciding); a restart in between leaves it unjudged rather than misjudged.
         self.started_at = started_at
         # The after-window starts once the new version can show in the metrics: a hot reload
-        # (one state refresh) plus one rate window.
-        self.lag_seconds = settings.prometheus.window_seconds + settings.scheduler.state_refresh_seconds
+        # (one state refresh) plus one rate window (``promotion_lag_seconds``).
+        self.lag_seconds = lag_seconds
 
     def pending(self) -> tuple[str, float] | None:
         """(version, promoted_at) of the current version when it was promoted and not judged yet."""
@@ -122,7 +123,7 @@ class PromotionJudge:
 
     def check(self, now: float) -> Verdict | None:
         """Judge the current version if its window has passed; roll back when it made things worse."""
-        rb = self.settings.rollout.rollback
+        rb = self.rollout.rollback
         todo = self.pending()
         if todo is None:
             return None
@@ -140,7 +141,7 @@ class PromotionJudge:
             self.journal.append_event(RolloutEvent(VERDICT, detail, version=version, ts=now))
             log.info("promotion of %s not judged: it happened before a full window of this scheduler", version)
             return None
-        step = self.settings.rollout.guardrails.step
+        step = self.rollout.guardrails.step
         before = window_values(self.query_at, self.signals, promoted_at, rb.window_seconds, step)
         after = window_values(self.query_at, self.signals, after_end, rb.window_seconds, step)
         reasons = judge(before, after, rb.margin, rb.absolute_margin)

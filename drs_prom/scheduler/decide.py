@@ -91,7 +91,7 @@ class Decider:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._set_model_info()
-        self.rollout = ArmedDecisions(settings, metrics, self.named, self.fallback)
+        self.rollout = ArmedDecisions(settings.rollout, settings.scheduler.fallback, metrics, self.named, self.fallback)
 
     # -- state refresh -------------------------------------------------------
     def start(self) -> Decider:

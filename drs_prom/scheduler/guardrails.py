@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from drs_prom import promql
-from drs_prom.config import Settings
+from drs_prom.config import GuardrailSettings, PrometheusSettings
 from drs_prom.scheduler.metrics import RolloutMetrics
 
 log = logging.getLogger(__name__)
@@ -34,8 +34,7 @@ class GuardrailRule:
     threshold: float
 
 
-def thresholds(settings: Settings) -> dict[str, float]:
-    g = settings.rollout.guardrails
+def thresholds(g: GuardrailSettings) -> dict[str, float]:
     return {
         "hot_node": g.hot_node_time,
         "imbalance": g.imbalance,
@@ -44,17 +43,14 @@ def thresholds(settings: Settings) -> dict[str, float]:
     }
 
 
-def signals(settings: Settings) -> dict[str, str]:
+def signals(g: GuardrailSettings, p: PrometheusSettings) -> dict[str, str]:
     """Every guardrail signal for these settings (also used to judge promotions)."""
-    g = settings.rollout.guardrails
-    p = settings.prometheus
     return promql.guardrail_signals(p.window, g.hot_cpu, p.node_selector, g.scheduler_job)
 
 
-def rules_for(settings: Settings) -> list[GuardrailRule]:
+def rules_for(g: GuardrailSettings, p: PrometheusSettings) -> list[GuardrailRule]:
     """The rules in force, in ``guardrails.rules`` order."""
-    g = settings.rollout.guardrails
-    sig, lim = signals(settings), thresholds(settings)
+    sig, lim = signals(g, p), thresholds(g)
     return [GuardrailRule(n, promql.over_range(sig[n], g.lookback, g.step), lim[n]) for n in g.rules]
 
 
@@ -116,19 +112,19 @@ class Guardrails:
 
     def __init__(
         self,
-        settings: Settings,
+        guardrails: GuardrailSettings,
+        prometheus: PrometheusSettings,
         query: Callable[[str], float | None],
         metrics: RolloutMetrics,
         on_trip: Callable[[Trip], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.settings = settings
-        self.rules = rules_for(settings)
+        self.rules = rules_for(guardrails, prometheus)
         self.query = query
         self.metrics = metrics
         self.on_trip = on_trip
         self.clock = clock
-        self.tracker = BreachTracker(settings.rollout.guardrails.breach_window_seconds)
+        self.tracker = BreachTracker(guardrails.breach_window_seconds)
         self.trip: Trip | None = None
         self.last_values: dict[str, float | None] = {}
         self._lock = threading.Lock()

@@ -149,7 +149,9 @@ class Scheduler:
 
             store = ModelStore(self.settings.retrain.model_store, self.settings.retrain.keep_versions)
         return RolloutWatcher(
-            self.settings,
+            self.settings.rollout,
+            self.settings.prometheus,
+            self.settings.scheduler,
             self.decider,
             self.metrics,
             self.journal,

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.config import Settings
+from drs_prom.config import PrometheusSettings, RolloutSettings, SchedulerSettings
 from drs_prom.journal import Journal, RolloutEvent
 from drs_prom.policy import DecisionContext, Policy, choose
 from drs_prom.rollback import PromotionJudge, Verdict
@@ -55,13 +55,14 @@ class ArmedDecisions:
 
     def __init__(
         self,
-        settings: Settings,
+        rollout: RolloutSettings,
+        fallback_name: str,
         metrics: SchedulerMetrics,
         named: Callable[[str], Policy],
         fallback: Callable[[str], Policy],
     ) -> None:
-        self.settings = settings
-        self.cfg = settings.rollout
+        self.cfg = rollout
+        self.fallback_name = fallback_name
         self.metrics = metrics
         self.named = named
         self.fallback = fallback
@@ -71,7 +72,7 @@ class ArmedDecisions:
 
     @property
     def heuristic_name(self) -> str:
-        return self.cfg.heuristic or self.settings.scheduler.fallback
+        return self.cfg.heuristic or self.fallback_name
 
     def decide(
         self, ctx: DecisionContext, reason: str | None, model: Policy | None, model_version: str | None
@@ -134,13 +135,18 @@ def arm_text(choice: Choice, names: list[str]) -> str:
     return text
 
 
+def promotion_lag_seconds(prometheus: PrometheusSettings, scheduler: SchedulerSettings) -> float:
+    """How long after a promotion the new version can show in the metrics: a hot reload (one
+    state refresh) plus one rate window. The promotion judge's after-window starts then."""
+    return prometheus.window_seconds + scheduler.state_refresh_seconds
+
+
 def _rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def lease_event(core_v1: Any, settings: Settings, reason: str, message: str, warning: bool = True) -> None:
+def lease_event(core_v1: Any, cfg: SchedulerSettings, reason: str, message: str, warning: bool = True) -> None:
     """An Event on the scheduler's Lease (where `kubectl describe lease` shows it); best effort."""
-    cfg = settings.scheduler
     now = _rfc3339()
     body = {
         "apiVersion": "v1",
@@ -180,7 +186,9 @@ class RolloutWatcher:
 
     def __init__(
         self,
-        settings: Settings,
+        rollout: RolloutSettings,
+        prometheus: PrometheusSettings,
+        scheduler: SchedulerSettings,
         decider: Any,
         metrics: SchedulerMetrics,
         journal: Journal | None,
@@ -193,7 +201,9 @@ class RolloutWatcher:
         core_v1: Any = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.settings = settings
+        self.rollout = rollout
+        self.prometheus = prometheus
+        self.scheduler = scheduler
         self.decider = decider
         self.metrics = metrics
         self.journal = journal
@@ -201,16 +211,23 @@ class RolloutWatcher:
         self.is_leader = is_leader
         self.core_v1 = core_v1
         self.clock = clock
-        r = settings.rollout
+        r = rollout
         self.guardrails = (
-            Guardrails(settings, query, metrics.rollout, on_trip=self._on_trip, clock=clock)
+            Guardrails(r.guardrails, prometheus, query, metrics.rollout, on_trip=self._on_trip, clock=clock)
             if r.guardrails.enabled
             else None
         )
         decider.rollout.guardrails = self.guardrails
         self.judge = (
             PromotionJudge(
-                settings, store, journal, query_at, signals(settings), on_verdict=self._on_verdict, started_at=clock()
+                r,
+                promotion_lag_seconds(prometheus, scheduler),
+                store,
+                journal,
+                query_at,
+                signals(r.guardrails, prometheus),
+                on_verdict=self._on_verdict,
+                started_at=clock(),
             )
             if r.rollback.enabled and store is not None and journal is not None
             else None
@@ -220,14 +237,14 @@ class RolloutWatcher:
 
     def model_deciding(self) -> bool:
         """The model decides some pods right now (guardrails only judge the model)."""
-        r = self.settings.rollout
+        r = self.rollout
         if r.mode == "shadow" or self.decider.policy is None or not self.decider.state_ok:
             return False
         return r.mode == "normal" or r.canary_share > 0 or bool(r.canary_namespaces or r.canary_selector)
 
     def round(self) -> None:
         now = self.clock()
-        limit = self.settings.rollout.guardrails.pending_seconds
+        limit = self.rollout.guardrails.pending_seconds
         self.metrics.rollout.stuck_pods.set(sum(_age_seconds(p, now) > limit for p in self.pending_pods()))
         if self.guardrails is not None:
             self.guardrails.evaluate(self.model_deciding(), self.decider.model_version)
@@ -245,10 +262,10 @@ class RolloutWatcher:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(self.settings.prometheus.timeout_seconds * 4 + 5)
+            self._thread.join(self.prometheus.timeout_seconds * 4 + 5)
 
     def _run(self) -> None:
-        every = self.settings.rollout.guardrails.evaluate_seconds
+        every = self.rollout.guardrails.evaluate_seconds
         while not self._stop.wait(every):
             try:
                 self.round()
@@ -273,7 +290,7 @@ class RolloutWatcher:
                 )
             )
         if self.core_v1 is not None:
-            lease_event(self.core_v1, self.settings, "GuardrailTripped", trip.describe())
+            lease_event(self.core_v1, self.scheduler, "GuardrailTripped", trip.describe())
 
     def _on_verdict(self, v: Verdict) -> None:
         m = self.metrics.rollout
@@ -286,7 +303,7 @@ class RolloutWatcher:
             what = f"rolled back to {v.rolled_back_to}" if v.rolled_back_to else "could not roll back"
             lease_event(
                 self.core_v1,
-                self.settings,
+                self.scheduler,
                 "ModelRolledBack",
                 f"model {v.version} was worse than before its promotion ({'; '.join(v.reasons)}); {what}",
             )

@@ -33,7 +33,7 @@ def test_alerts_and_scheduler_share_signals_and_thresholds():
     from drs_prom.scheduler.guardrails import rules_for
 
     text = promql.rules_yaml()
-    for rule in rules_for(Settings()):
+    for rule in rules_for(Settings().rollout.guardrails, Settings().prometheus):
         assert f"{rule.expr} > {rule.threshold:g}" in text, rule.name
 
 

@@ -9,7 +9,7 @@ import time
 from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry
 
-from drs_prom.config import Settings
+from drs_prom.config import RetrainSettings, Settings
 from drs_prom.journal import Journal
 from drs_prom.model_store import ModelStore
 from drs_prom.retrain.run import run_once
@@ -17,8 +17,8 @@ from drs_prom.retrain_job import RetrainJob, make_trigger
 from tests.waiting import wait_for
 
 
-def _settings(**retrain) -> Settings:
-    return Settings.model_validate({"retrain": {"misfire_grace_seconds": 1, **retrain}})
+def _settings(**retrain) -> RetrainSettings:
+    return Settings.model_validate({"retrain": {"misfire_grace_seconds": 1, **retrain}}).retrain
 
 
 def test_fires_on_interval_and_a_slow_run_blocks_the_next():

@@ -389,7 +389,7 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
 
     loop = threading.Thread(target=scheduling_loop)
     loop.start()
-    job = RetrainJob(s, retrain, registry=reg, trigger=IntervalTrigger(seconds=1))
+    job = RetrainJob(s.retrain, retrain, registry=reg, trigger=IntervalTrigger(seconds=1))
     job.start()
     try:
         wait_for(

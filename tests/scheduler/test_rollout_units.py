@@ -88,7 +88,7 @@ def test_breach_tracker_trips_only_after_the_window_while_the_model_decides():
 
 def test_breaches_ignore_missing_data_and_rules_follow_settings():
     s = Settings.model_validate({"rollout": {"guardrails": {"rules": ["imbalance", "hot_node"], "imbalance": 0.5}}})
-    rules = rules_for(s)
+    rules = rules_for(s.rollout.guardrails, s.prometheus)
     assert [r.name for r in rules] == ["imbalance", "hot_node"] and rules[0].threshold == 0.5
     assert rules[0].expr.startswith("avg_over_time(") and "[2m:10s]" in rules[0].expr
     assert breaches({"imbalance": 0.6, "hot_node": None}, rules) == {"imbalance": True, "hot_node": False}
