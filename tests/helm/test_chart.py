@@ -539,3 +539,17 @@ def test_kube_scheduler_mode_reaches_the_extender_as_it_is_served(
     if values.get("kubeScheduler", {}).get("leaderElection") is False:
         assert _kube_scheduler_config(docs)["leaderElection"] == {"leaderElect": False}
         assert ("Role", "drs-kube-scheduler-lease") not in docs
+
+
+def test_the_testbeds_kube_scheduler_plus_drs_is_the_charts_second_scheduler(helm_bin: str, tmp_path: Path) -> None:
+    """``drs-prom testbed --schedulers kube-scheduler+drs`` measures what the chart deploys: the same profile and
+    extender stanza (the testbed reaches the extender on loopback over plain HTTP)."""
+    from drs_prom.testbed.schedulers import second_scheduler_config
+
+    plain = {"mode": "kube-scheduler", "serving": {"tls": "off", "authenticateMetrics": False}}
+    chart = _kube_scheduler_config(_docs(_render(helm_bin, tmp_path, plain)))
+    testbed = second_scheduler_config("http://127.0.0.1:1")
+    assert chart["profiles"] == testbed["profiles"]
+    (rendered,) = chart["extenders"]
+    (ours,) = testbed["extenders"]
+    assert {**rendered, "urlPrefix": ""} == {**ours, "urlPrefix": ""}
