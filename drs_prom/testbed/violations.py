@@ -10,9 +10,12 @@ of the run); two pods are together on a node when those intervals overlap. Count
 * ``spread``: pods that started in a domain where, counting the matching pods then running on the nodes the pod
   may use, the skew exceeded the constraint's maxSkew (PodTopologySpread with DoNotSchedule). A pod that has
   finished stays in a scheduler's view until its kubelet's Succeeded status reaches the apiserver (seconds later
-  on a loaded host); a scheduler that counted it then is right, so in the other domains a finished pod counts
-  until its last status write (``managedFields``, 1 s resolution: up to 1 s more), in the pod's own domain only
-  until it finished: what is counted is a skew no view of the cluster at that instant could allow;
+  on a loaded host), and the pod itself was decided before its start (the bind, then the twin kubelet's
+  reaction). A scheduler deciding on such a view is right, so the skew is taken in the most lenient view of the
+  ``DECISION_WINDOW`` seconds before the pod started: in the other domains a pod counts if it ran at some
+  instant of that window, a finished one until its last status write (``managedFields``, 1 s resolution: up to
+  1 s more); in the pod's own domain only pods running throughout it. What is counted is a skew no recent view
+  of the cluster could allow;
 * ``extended``: pods started on a node whose extended resources (``vendor/name``, e.g. nvidia.com/gpu) the pods
   running there already held, and pods the node's kubelet rejected for one (NodeResourcesFit);
 * ``host_ports``: pairs of pods together on a node asking for the same host port (NodePorts).
@@ -33,6 +36,9 @@ from drs_prom import filters, interpod
 from drs_prom.scheduler import kube
 from drs_prom.testbed.kubelet import FINISHED_ANNOTATION, STARTED_ANNOTATION
 from drs_prom.types import NodeInfo, PodRequest
+
+DECISION_WINDOW = 1.0
+"""Seconds before a pod's start (the twin kubelet's admission) in which its scheduler may have decided it."""
 
 
 @dataclass(frozen=True)
@@ -155,8 +161,11 @@ def _spread_violated(p: _Placed, placed: Sequence[_Placed], infos: Mapping[str, 
         for q in placed:
             if q is p or q.node not in eligible or q.req.namespace != p.req.namespace:
                 continue
-            until = q.end if eligible[q.node] == mine else q.seen_until  # the most lenient view (docstring)
-            if q.start < p.start < until and interpod.selector_matches(c.selector, q.req.labels):
+            if eligible[q.node] == mine:  # the most lenient view (module docstring)
+                counted = q.start < p.start - DECISION_WINDOW and p.start < q.end
+            else:
+                counted = q.start < p.start and p.start - DECISION_WINDOW < q.seen_until
+            if counted and interpod.selector_matches(c.selector, q.req.labels):
                 counts[eligible[q.node]] += 1
         own = 1 if interpod.selector_matches(c.selector, p.req.labels) else 0
         if counts[mine] + own - min(counts.values()) > c.max_skew:

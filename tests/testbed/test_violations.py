@@ -93,22 +93,23 @@ LATE_STATUS = [_late(pod("s1", "a1", 0, 10, **SPREAD), "1970-01-01T00:00:10Z"), 
         (
             [
                 pod("s1", "a1", 0, None, **SPREAD),
-                pod("s2", "b1", 1, None, **SPREAD),
-                pod("s3", "a2", 2, None, **SPREAD),
+                pod("s2", "b1", 5, None, **SPREAD),
+                pod("s3", "a2", 10, None, **SPREAD),
             ],
             Violations(),
         ),
         (
             [
                 pod("s1", "a1", 0, None, **SPREAD),
-                pod("s2", "a2", 1, None, **SPREAD),
-                pod("s3", "b1", 2, None, **SPREAD),
+                pod("s2", "a2", 5, None, **SPREAD),
+                pod("s3", "b1", 10, None, **SPREAD),
             ],
             Violations(spread=1),  # s2: zone a would hold 2 while b holds 0
         ),
-        # s1 finished at 10 but its Succeeded status landed in second 10: a scheduler may have counted it until 11
-        ([*LATE_STATUS, pod("s3", "b1", 10.5, None, **SPREAD)], Violations()),
-        ([*LATE_STATUS, pod("s3", "b1", 12, None, **SPREAD)], Violations(spread=1)),
+        # s1 finished at 10 but its Succeeded status landed in second 10: a scheduler may have counted it until 11,
+        # and may have decided s3 up to 1 s before it started
+        ([*LATE_STATUS, pod("s3", "b1", 11.5, None, **SPREAD)], Violations()),
+        ([*LATE_STATUS, pod("s3", "b1", 12.5, None, **SPREAD)], Violations(spread=1)),
         # b1 has one GPU: two GPU pods at once is one over capacity; a GPU pod on a node with none is one too
         ([pod("g1", "b1", 0, 10, **GPU), pod("g2", "b1", 5, None, **GPU)], Violations(extended=1)),
         ([pod("g1", "b1", 0, 10, **GPU), pod("g2", "b1", 10, None, **GPU)], Violations()),
