@@ -133,9 +133,10 @@ def count(pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]])
 
     ports: set[frozenset[str]] = set()
     for mates in by_node.values():
-        for i, p in enumerate(mates):
-            for q in mates[i + 1 :]:
-                if p.req.ports and p.overlaps(q) and interpod.ports_conflict(p.req.ports, q.req.ports):
+        with_ports = [p for p in mates if p.req.ports]
+        for i, p in enumerate(with_ports):
+            for q in with_ports[i + 1 :]:
+                if p.overlaps(q) and interpod.ports_conflict(p.req.ports, q.req.ports):
                     ports.add(frozenset((p.req.uid or p.req.name, q.req.uid or q.req.name)))
 
     spread = sum(1 for p in placed if _spread_violated(p, placed, infos))
