@@ -283,7 +283,8 @@ def extender_cmd(
     "--schedulers",
     default="kube-scheduler,drs",
     show_default=True,
-    help="Comma-separated: kube-scheduler, kube-scheduler+drs (extender), drs, or a heuristic name (drs-prom run --policy).",
+    help="Comma-separated: kube-scheduler, kube-scheduler+drs (a second kube-scheduler scoring with drs-prom's extender, "
+    "the chart's mode kube-scheduler), drs, or a heuristic name (drs-prom run --policy).",
 )
 @click.option(
     "--faults",

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError
+from drs_prom.sim.placement import Placement
 from drs_prom.sim.trace_spec import ReplayPods, TraceSpec
 
 QUANTITY_KEYS: tuple[str, ...] = (
@@ -205,6 +206,7 @@ class Profile(_Quantities):
     )
     node_selector: dict[str, str] = {}
     tolerations: tuple[TolerationSpec, ...] = ()
+    placement: Placement = Placement()
 
 
 class BackgroundLoad(_Quantities):

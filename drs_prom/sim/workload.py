@@ -7,13 +7,27 @@ scheduler in a benchmark faces the identical workload.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from drs_prom.features import N_FEATURES
+from drs_prom.sim.placement import Placement
 from drs_prom.sim.scenario import GPU_MODEL_LABEL, GPU_RESOURCE, Scenario
 from drs_prom.sim.trace_spec import ReplayPods
-from drs_prom.types import NodeSelectorRequirement, NodeSelectorTerm, PodRequest, Toleration
+from drs_prom.types import (
+    HostPort,
+    LabelSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    PodRequest,
+    SpreadConstraint,
+    Toleration,
+)
+
+PROFILE_LABEL = "app"
+"""The label a pod carries with its profile's name; a Placement's terms select their replicas by it."""
 
 BACKGROUND_PROFILE = "background"
 """Profile name of pinned background pods (BackgroundLoad); never a scheduling decision."""
@@ -36,6 +50,7 @@ class Workload:
     pinned: np.ndarray | None = None  # (P,) node index of background pods, -1 for pods a policy places
     scalar: tuple[tuple[tuple[str, int], ...], ...] | None = None  # per pod extended requests; None = none
     affinity: tuple[tuple[NodeSelectorTerm, ...], ...] | None = None  # per pod required node affinity; None = none
+    placement: tuple[Placement, ...] | None = None  # per pod anti-affinity / spread / host port; None = none
 
     def __len__(self) -> int:
         return len(self.names)
@@ -59,6 +74,7 @@ class Workload:
             tolerations=() if self.tolerations is None else self.tolerations[i],
             scalar=() if self.scalar is None else self.scalar[i],
             affinity_terms=() if self.affinity is None else self.affinity[i],
+            **placement_fields(self.profiles[i], self.placement[i] if self.placement is not None else Placement()),
         )
 
     @property
@@ -66,6 +82,22 @@ class Workload:
         """True when some pod has a node selector or a required node affinity (tolerations matter only where a
         node has taints, which the env checks on its own)."""
         return any(self.node_selector) or (self.affinity is not None and any(self.affinity))
+
+
+def placement_fields(profile: str, placement: Placement, namespace: str = "default") -> dict[str, Any]:
+    """The PodRequest fields a profile's Placement gives a pod (its label, anti-affinity, spread, host port), as
+    kube.to_pod_request reads them from the manifest the testbed's driver writes."""
+    if not placement:
+        return {}
+    own = LabelSelector(match_labels=((PROFILE_LABEL, profile),))
+    out: dict[str, Any] = {"labels": {PROFILE_LABEL: profile}}
+    if placement.anti_affinity:
+        out["pod_anti_affinity"] = (PodAffinityTerm(own, placement.anti_affinity, frozenset({namespace})),)
+    if placement.spread:
+        out["spread"] = (SpreadConstraint(placement.max_skew, placement.spread, own),)
+    if placement.host_port:
+        out["ports"] = (HostPort(placement.host_port),)
+    return out
 
 
 def generate(scenario: Scenario, seed: int) -> Workload:
@@ -113,6 +145,7 @@ def generate(scenario: Scenario, seed: int) -> Workload:
         names.append(f"{p}-{counters[p]:05d}")
     tols = [tuple(Toleration(t.key, t.operator, t.value, t.effect) for t in p.tolerations) for p in profs]
     scalars = [p.requests.scalar() for p in profs]
+    placements = [p.placement for p in profs]
     wl = Workload(
         names=tuple(names),
         profiles=tuple(pnames[k] for k in kind),
@@ -125,6 +158,7 @@ def generate(scenario: Scenario, seed: int) -> Workload:
         estimate=estimate,
         tolerations=tuple(tols[k] for k in kind) if any(tols) else None,
         scalar=tuple(scalars[k] for k in kind) if any(scalars) else None,
+        placement=tuple(placements[k] for k in kind) if any(placements) else None,
     )
     return _with_background(wl, scenario, seed) if scenario.background else wl
 
@@ -175,6 +209,7 @@ def _with_background(wl: Workload, scenario: Scenario, seed: int) -> Workload:
         tolerations=tuple([*(wl.tolerations or [no_tols] * len(wl)), *([no_tols] * nb)][i] for i in order),
         pinned=np.concatenate([np.full(len(wl), -1, dtype=np.int64), *pinned])[order],
         scalar=None if wl.scalar is None else tuple([*wl.scalar, *([()] * nb)][i] for i in order),
+        placement=None if wl.placement is None else tuple([*wl.placement, *([Placement()] * nb)][i] for i in order),
     )
 
 

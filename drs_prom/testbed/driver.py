@@ -22,7 +22,8 @@ from typing import Any
 from drs_prom.features import FEATURES
 from drs_prom.scheduler.kube import PROFILE_ANNOTATION
 from drs_prom.scheduler.pod_features import DEMAND_ANNOTATION
-from drs_prom.sim.workload import Workload
+from drs_prom.sim.placement import Placement
+from drs_prom.sim.workload import PROFILE_LABEL, Workload
 from drs_prom.testbed.controlplane import TESTBED_TAINT
 from drs_prom.testbed.kubelet import CREATED_ANNOTATION, SIM_DEMAND_ANNOTATION, WORK_ANNOTATION
 
@@ -61,7 +62,7 @@ def pod_manifest(
         "metadata": {
             "name": wl.names[i],
             "namespace": namespace,
-            "labels": {"app": profile, RUN_LABEL: run_id},
+            "labels": {PROFILE_LABEL: profile, RUN_LABEL: run_id},
             "annotations": {
                 PROFILE_ANNOTATION: profile,
                 DEMAND_ANNOTATION: _demand_text(estimate),
@@ -95,10 +96,34 @@ def pod_manifest(
     if wl.scalar is not None and wl.scalar[i]:
         # extended resources are asked for as limits (the apiserver copies them to requests)
         body["spec"]["containers"][0]["resources"]["limits"] = {k: str(v) for k, v in wl.scalar[i]}
+    if wl.placement is not None and wl.placement[i]:
+        _place(body, wl.placement[i], profile)
     if external:
         body["spec"]["tolerations"] = [TOLERATION]
         body["spec"]["nodeSelector"] = {**dict(wl.node_selector[i]), TESTBED_TAINT["key"]: TESTBED_TAINT["value"]}
     return body
+
+
+def _place(body: dict[str, Any], placement: Placement, profile: str) -> None:
+    """A profile's Placement as a manifest states it: required anti-affinity and DoNotSchedule spread over the pods
+    labelled with the same profile (in the run's namespace), and a TCP host port (what workload.placement_fields
+    gives the simulator's PodRequest)."""
+    own = {"matchLabels": {PROFILE_LABEL: profile}}
+    spec = body["spec"]
+    if placement.anti_affinity:
+        term = {"labelSelector": own, "topologyKey": placement.anti_affinity}
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    if placement.spread:
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": placement.max_skew,
+                "topologyKey": placement.spread,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": own,
+            }
+        ]
+    if placement.host_port:
+        spec["containers"][0]["ports"] = [{"containerPort": placement.host_port, "hostPort": placement.host_port}]
 
 
 @dataclass

@@ -169,6 +169,15 @@ def list_pods(api: Any, namespace: str) -> list[dict[str, Any]]:
     return list(json.loads(core.list_namespaced_pod(namespace, _preload_content=False).data)["items"])
 
 
+def list_nodes(api: Any, names: Sequence[str]) -> list[dict[str, Any]]:
+    """The Node objects named ``names`` (the run's fake nodes), as the apiserver holds them."""
+    from kubernetes import client
+
+    wanted = set(names)
+    items = json.loads(client.CoreV1Api(api).list_node(_preload_content=False).data)["items"]
+    return [n for n in items if n["metadata"]["name"] in wanted]
+
+
 def counter_by(prom: PrometheusProc, metric: str, label: str, end: float, seconds: float) -> dict[str, float]:
     """A drs-prom counter over the run by ``label`` (e.g. fallback decisions by reason), from its /metrics as
     Prometheus scraped them: the highest value each process reached, summed, so a killed replica's count stays."""

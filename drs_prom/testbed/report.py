@@ -30,10 +30,19 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("slowdown_p95", "p95 pod slowdown", "lower"),
     ("start_delay_p95", "p95 start delay (s)", "lower"),
 )
-COUNT_TITLES = ("pods bound", "pods completed", "pods lost", "pods bound twice", "pods infeasible")
+COUNT_TITLES = (
+    "pods bound",
+    "pods completed",
+    "pods lost",
+    "pods bound twice",
+    "pods infeasible",
+    "constraint violations",
+)
 """Column titles of COUNTS, in order."""
 EXTRA = ("completion_mean", "slowdown_mean", "start_delay_mean", "makespan")
-COUNTS = ("bound", "completed", "lost", "double_bound", "infeasible")
+COUNTS = ("bound", "completed", "lost", "double_bound", "infeasible", "violations")
+"""Summed over seeds; ``violations`` are testbed.violations' hard-constraint breaches (anti-affinity pairs, spread
+skew, extended resources over capacity, host port pairs), counted from the apiserver after each run."""
 AGREEMENT_METRICS = ("imbalance", "utilisation", "completion_p95")
 REFERENCE = KUBE
 
@@ -59,7 +68,10 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         mine = [r for r in runs if r["scheduler"] == name]
         fb: dict[str, float] = {}
         dec: dict[str, float] = {}
+        kinds: dict[str, int] = {}
         for r in mine:
+            for kind, n in r.get("violations_by_kind", {}).items():
+                kinds[kind] = kinds.get(kind, 0) + int(n)
             for reason, n in r.get("fallback_decisions", {}).items():
                 fb[reason] = fb.get(reason, 0.0) + n
             for policy, n in r.get("decisions_by_policy", {}).items():
@@ -70,6 +82,7 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             **{k: int(sum(int(r[k]) for r in mine)) for k in COUNTS},
             "fallback_decisions": fb,
             "decisions_by_policy": dec,
+            "violations_by_kind": kinds,
             "wall_seconds": _mean(mine, "wall_seconds"),
             "scheduler_peak_rss_bytes": max(int(r["scheduler_peak_rss_bytes"]) for r in mine),
             "prometheus_peak_rss_bytes": max(int(r["prometheus_peak_rss_bytes"]) for r in mine),
@@ -157,6 +170,10 @@ def format_table(report: dict[str, Any]) -> str:
             f"  ranking by imbalance equal: {agr['ranking_equal']} "
             f"(testbed {agr['ranking_by_imbalance']['testbed']}, bench {agr['ranking_by_imbalance']['bench']})"
         )
+    for name, row in per.items():
+        if row.get("violations"):
+            kinds = ", ".join(f"{k}={v}" for k, v in sorted(row.get("violations_by_kind", {}).items()) if v)
+            out.append(f"{name} constraint violations by kind (apiserver): {kinds}")
     for name, row in per.items():
         if row.get("decisions_by_policy"):
             dec = ", ".join(f"{k}={v:.0f}" for k, v in sorted(row["decisions_by_policy"].items()))

@@ -28,7 +28,7 @@ from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.serve import LiveCluster, SimExporter
 from drs_prom.sim.workload import Workload, generate
-from drs_prom.testbed import judge
+from drs_prom.testbed import judge, violations
 from drs_prom.testbed.controlplane import TESTBED_TAINT, ControlPlane
 from drs_prom.testbed.driver import WorkloadDriver
 from drs_prom.testbed.heartbeat import NodeHeartbeat
@@ -290,6 +290,7 @@ class Testbed:
     ) -> dict[str, Any]:
         cfg = self.config
         pods = judge.list_pods(self.api, ctx.namespace)
+        broken = violations.count(pods, judge.list_nodes(self.api, self.nodes.names))
         times = judge.PodTimes.from_api(pods)
         summary = times.summary(cfg.speed)
         finished = [p.finished for p in times.pods if p.finished]
@@ -337,6 +338,8 @@ class Testbed:
             "lost_pods": lost[:20],
             "double_bound": len(st.double_bound),
             "infeasible": len(st.infeasible),
+            "violations": broken.total,
+            "violations_by_kind": broken.by_kind(),
             "fallback_decisions": fallbacks,
             "decisions_by_policy": decisions,
             "extender_calls": extender_calls,  # kube-scheduler+drs: filter / prioritize calls drs-prom served

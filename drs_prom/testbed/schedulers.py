@@ -1,8 +1,9 @@
 """The schedulers under test, each started as its own process for one run and stopped after it.
 
 * ``kube-scheduler``: the real binary with its default profile (``default-scheduler``).
-* ``kube-scheduler+drs``: the same binary with drs-prom as an HTTP extender (deploy/k8s/extender's
-  settings: filter + prioritize, weight 5, ignorable) and ``drs-prom extender`` beside it.
+* ``kube-scheduler+drs``: the Helm chart's ``mode: kube-scheduler``: a second kube-scheduler (the same binary)
+  whose one profile is ``drs-scheduler``, every kube-scheduler filter on, and ``drs-prom extender`` beside it for
+  prioritize only (``second_scheduler_config``, the chart's defaults; tests/helm checks they agree).
 * ``drs`` and every heuristic name: ``drs-prom run`` (``--policy NAME`` for a heuristic; the shipped
   model for ``drs``), reading the run's Prometheus; with ``replicas=2`` two replicas elect a leader.
 
@@ -53,7 +54,24 @@ def parse_schedulers(text: str) -> list[str]:
 
 def scheduler_name_for(scheduler: str) -> str:
     """The ``spec.schedulerName`` pods get in a run of ``scheduler``."""
-    return KUBE_SCHEDULER_NAME if scheduler in (KUBE, KUBE_EXTENDER) else DRS_SCHEDULER_NAME
+    return KUBE_SCHEDULER_NAME if scheduler == KUBE else DRS_SCHEDULER_NAME
+
+
+def second_scheduler_config(extender_url: str) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration (without its client and leader election) of the chart's second kube-scheduler
+    with its default values, calling drs-prom's extender at ``extender_url`` over plain HTTP: one profile named
+    like drs-prom's own scheduler, the extender for prioritize only (kube-scheduler's own filters decide
+    feasibility), weight 5, node names only (the extender watches the nodes), ignorable, 2 s timeout."""
+    extender = {
+        "urlPrefix": extender_url,
+        "prioritizeVerb": "prioritize",
+        "weight": 5,
+        "enableHTTPS": False,
+        "nodeCacheCapable": True,
+        "ignorable": True,
+        "httpTimeout": "2s",
+    }
+    return {"profiles": [{"schedulerName": DRS_SCHEDULER_NAME}], "extenders": [extender]}
 
 
 def metrics_ports_needed(scheduler: str, replicas: int = 1) -> int:
@@ -174,21 +192,7 @@ def start_scheduler(
             run.procs.append(ext)
             run.metrics_urls.append(f"http://{LOOPBACK}:{port}")  # its /metrics beside /filter and /prioritize
             wait_http(ext, f"http://{LOOPBACK}:{port}/healthz", lambda b: True, timeout, error=ControlPlaneError)
-            kcfg = {
-                "profiles": [{"schedulerName": KUBE_SCHEDULER_NAME}],
-                "extenders": [
-                    {
-                        "urlPrefix": f"http://{LOOPBACK}:{port}",
-                        "filterVerb": "filter",
-                        "prioritizeVerb": "prioritize",
-                        "weight": 5,
-                        "enableHTTPS": False,
-                        "nodeCacheCapable": True,
-                        "ignorable": True,
-                        "httpTimeout": "2s",
-                    }
-                ],
-            }
+            kcfg = second_scheduler_config(f"http://{LOOPBACK}:{port}")
             run.procs.append(cp.start_kube_scheduler(yaml.safe_dump(kcfg)))
             return run
         policy_args: Sequence[str] = () if scheduler == DRS else ("--policy", scheduler)

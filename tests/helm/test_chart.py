@@ -16,12 +16,11 @@ import yaml
 
 from drs_prom import promql
 from drs_prom.config import load_settings
+from tests.helm.render import CHART, REPO, documents, helm, helm_binary, render, values_file
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "deploy" / "helm" / "drs-prom"
 K8S = REPO / "deploy" / "k8s"
 NS = "drs-helm"
 
@@ -84,45 +83,28 @@ spec:
 
 @pytest.fixture(scope="session")
 def helm_bin() -> str:
-    proc = subprocess.run(
-        ["bash", str(REPO / "deploy" / "helm" / "tools" / "build.sh")],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"helm build failed: {proc.stderr.strip()[-500:]}", pytrace=False)
-    return proc.stdout.strip().splitlines()[-1]
+    try:
+        return helm_binary()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 def _helm(
     helm_bin: str, *args: str, kubeconfig: Path | None = None, tmp: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {"HOME": str(tmp or "/tmp"), "HELM_CACHE_HOME": str((tmp or Path("/tmp")) / ".helm-cache")}
-    env["PATH"] = "/usr/bin:/bin"
-    if kubeconfig:
-        env["KUBECONFIG"] = str(kubeconfig)
-    return subprocess.run([helm_bin, *args], capture_output=True, text=True, timeout=300, env=env, check=False)
+    return helm(helm_bin, *args, kubeconfig=kubeconfig, tmp=tmp)
 
 
 def _values(tmp_path: Path, values: dict) -> Path:
-    path = tmp_path / "values.yaml"
-    path.write_text(yaml.safe_dump(values))
-    return path
+    return values_file(tmp_path, values)
 
 
 def _render(helm_bin: str, tmp_path: Path, values: dict | None = None) -> str:
-    args = ["template", "drs", str(CHART), "--namespace", NS]
-    if values:
-        args += ["-f", str(_values(tmp_path, values))]
-    out = _helm(helm_bin, *args, tmp=tmp_path)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
+    return render(helm_bin, tmp_path, values, NS)
 
 
 def _docs(rendered: str) -> dict[tuple[str, str], dict]:
-    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(rendered) if d}
+    return documents(rendered)
 
 
 @pytest.mark.parametrize("values", [None, ALL_ON], ids=["defaults", "all-switches-on"])
@@ -148,9 +130,10 @@ def helm_ns(control_plane):
         None,
         ALL_ON,
         {**ALL_ON, "mode": "extender"},
+        {**ALL_ON, "mode": "kube-scheduler"},
         {"exporter": {"enabled": False}, "scheduler": {"leaderElection": False}},
     ],
-    ids=["defaults", "all-switches-on", "extender", "cluster-node-exporter"],
+    ids=["defaults", "all-switches-on", "extender", "kube-scheduler", "cluster-node-exporter"],
 )
 def test_rendered_chart_passes_server_side_dry_run(helm_bin: str, helm_ns, tmp_path: Path, values: dict | None) -> None:
     rendered = _render(helm_bin, tmp_path, values)
@@ -224,6 +207,8 @@ def test_monitoring_objects_come_from_the_promql_source(helm_bin: str, tmp_path:
     ("values", "message"),
     [
         ({"mode": "both"}, "mode"),
+        ({"kubeScheduler": {"httpTimeout": "2 seconds"}}, "httpTimeout"),
+        ({"kubeScheduler": {"extenderWeight": 0}}, "extenderWeight"),
         ({"scheduler": {"replicas": 0}}, "replicas"),
         ({"settings": {"prometheus": {"url": "prometheus:9090"}}}, "url"),
         ({"retrain": {"cronjob": {"schedule": "hourly"}}}, "schedule"),
@@ -455,3 +440,116 @@ def test_metrics_of_a_scheduler_served_with_the_charts_settings_need_a_token(
             api.close()
         un = _helm(helm_bin, "uninstall", release, "--namespace", NS, kubeconfig=kubeconfig, tmp=tmp_path)
         assert un.returncode == 0, un.stderr
+
+
+def _kube_scheduler_config(docs: dict) -> dict:
+    return yaml.safe_load(docs[("ConfigMap", "drs-kube-scheduler-config")]["data"]["config.yaml"])
+
+
+def test_kube_scheduler_mode_runs_a_second_upstream_scheduler_that_asks_the_extender_for_scores(
+    helm_bin: str, tmp_path: Path
+) -> None:
+    """mode kube-scheduler: drs-prom's extender (as in extender mode) plus a kube-scheduler Deployment of the upstream
+    image, its own profile and Lease, upstream's RBAC, and an extender stanza with prioritize only."""
+    docs = _docs(_render(helm_bin, tmp_path, {"mode": "kube-scheduler"}))
+    assert ("Deployment", "drs-extender") in docs and ("Deployment", "drs-scheduler") not in docs
+    dep = docs[("Deployment", "drs-kube-scheduler")]
+    pod = dep["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["image"] == "registry.k8s.io/kube-scheduler:v1.35.4"
+    assert container["args"][0] == "--config=/etc/drs-kube-scheduler/config.yaml"
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True and pod["serviceAccountName"] == (
+        "drs-kube-scheduler"
+    )
+    assert dep["spec"]["replicas"] == 2
+    cfg = _kube_scheduler_config(docs)
+    assert cfg["kind"] == "KubeSchedulerConfiguration" and cfg["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert cfg["profiles"] == [{"schedulerName": "drs-scheduler"}]  # the name drs-prom's own scheduler answers to
+    assert cfg["leaderElection"] == {
+        "leaderElect": True,
+        "resourceLock": "leases",
+        "resourceName": "drs-kube-scheduler",
+        "resourceNamespace": NS,
+    }
+    (ext,) = cfg["extenders"]
+    assert "filterVerb" not in ext and ext["prioritizeVerb"] == "prioritize"
+    assert ext["urlPrefix"] == f"https://drs-extender.{NS}.svc:8888"
+    assert ext["enableHTTPS"] and ext["tlsConfig"] == {"insecure": True}  # serving.tls self-signed, as the extender
+    assert ext["nodeCacheCapable"] and ext["ignorable"] and ext["weight"] == 5 and ext["httpTimeout"] == "2s"
+    bound = {
+        d["roleRef"]["name"]: d["subjects"]
+        for (kind, _), d in docs.items()
+        if kind in ("ClusterRoleBinding", "RoleBinding") and d["subjects"][0]["name"] == "drs-kube-scheduler"
+    }
+    sa = [{"kind": "ServiceAccount", "name": "drs-kube-scheduler", "namespace": NS}]
+    assert bound == {
+        "system:kube-scheduler": sa,
+        "system:volume-scheduler": sa,
+        "extension-apiserver-authentication-reader": sa,
+        "drs-kube-scheduler-lease": sa,
+    }
+    lease = docs[("Role", "drs-kube-scheduler-lease")]["rules"]
+    assert lease[1] == {
+        "apiGroups": ["coordination.k8s.io"],
+        "resources": ["leases"],
+        "resourceNames": ["drs-kube-scheduler"],
+        "verbs": ["get", "update"],
+    }
+    assert not [k for k in _docs(_render(helm_bin, tmp_path)) if "kube-scheduler" in k[1]]  # other modes: none of it
+
+
+@pytest.mark.parametrize(
+    ("values", "extender"),
+    [
+        (
+            {"serving": {"tls": "off", "authenticateMetrics": False}},
+            {"urlPrefix": f"http://drs-extender.{NS}.svc:8888", "enableHTTPS": False},
+        ),
+        (
+            {"serving": {"tls": "secret", "tlsSecret": "drs-serving"}},
+            {
+                "urlPrefix": f"https://drs-extender.{NS}.svc:8888",
+                "enableHTTPS": True,
+                "tlsConfig": {"caFile": "/etc/drs/tls/ca.crt", "serverName": f"drs-extender.{NS}.svc"},
+            },
+        ),
+        (
+            {"kubeScheduler": {"filter": True, "extenderWeight": 2, "ignorable": False, "leaderElection": False}},
+            {"filterVerb": "filter", "weight": 2, "ignorable": False},
+        ),
+    ],
+    ids=["plain-http", "tls-secret", "filter-asked"],
+)
+def test_kube_scheduler_mode_reaches_the_extender_as_it_is_served(
+    helm_bin: str, tmp_path: Path, values: dict, extender: dict
+) -> None:
+    """The extender stanza follows the chart's serving values (the extender's own TLS), and the filter verb is
+    there only when asked for."""
+    docs = _docs(_render(helm_bin, tmp_path, {"mode": "kube-scheduler", **values}))
+    (ext,) = _kube_scheduler_config(docs)["extenders"]
+    assert {k: ext.get(k) for k in extender} == extender
+    pod = docs[("Deployment", "drs-kube-scheduler")]["spec"]["template"]["spec"]
+    if values.get("serving", {}).get("tls") == "secret":  # the CA the extender's certificate is verified with
+        assert {
+            "name": "tls",
+            "secret": {"secretName": "drs-serving", "items": [{"key": "ca.crt", "path": "ca.crt"}]},
+        } in (pod["volumes"])
+        assert {"name": "tls", "mountPath": "/etc/drs/tls", "readOnly": True} in pod["containers"][0]["volumeMounts"]
+    if values.get("kubeScheduler", {}).get("leaderElection") is False:
+        assert _kube_scheduler_config(docs)["leaderElection"] == {"leaderElect": False}
+        assert ("Role", "drs-kube-scheduler-lease") not in docs
+
+
+def test_the_testbeds_kube_scheduler_plus_drs_is_the_charts_second_scheduler(helm_bin: str, tmp_path: Path) -> None:
+    """``drs-prom testbed --schedulers kube-scheduler+drs`` measures what the chart deploys: the same profile and
+    extender stanza (the testbed reaches the extender on loopback over plain HTTP)."""
+    from drs_prom.testbed.schedulers import second_scheduler_config
+
+    plain = {"mode": "kube-scheduler", "serving": {"tls": "off", "authenticateMetrics": False}}
+    chart = _kube_scheduler_config(_docs(_render(helm_bin, tmp_path, plain)))
+    testbed = second_scheduler_config("http://127.0.0.1:1")
+    assert chart["profiles"] == testbed["profiles"]
+    (rendered,) = chart["extenders"]
+    (ours,) = testbed["extenders"]
+    assert {**rendered, "urlPrefix": ""} == {**ours, "urlPrefix": ""}

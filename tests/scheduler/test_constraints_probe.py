@@ -9,6 +9,8 @@ advertises the resource. Pending pods carry kube-scheduler's FailedScheduling wo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from tests.scheduler.conftest import events_for, list_pods, pod_body
@@ -39,12 +41,17 @@ def _placement(core, ns: str, prefix: str) -> dict[str, str | None]:
 
 @pytest.mark.integration
 def test_the_probe_anti_affinity_spread_host_ports_and_gpus(core, ns, fake_nodes, make_scheduler):
+    run_probe(core, ns, fake_nodes, make_scheduler)
+
+
+def run_probe(core, ns: str, fake_nodes, start_scheduler: Callable[[], object]) -> None:
+    """The probe on three new nodes, placed by whatever ``start_scheduler`` starts for pods naming drs-scheduler."""
     nodes = {
         fake_nodes(f"{ns}-{n}", cpu="16", memory="64Gi", labels={ZONE: z, "probe": ns}): z
         for n, z in (("a1", "a"), ("a2", "a"), ("b1", "b"))
     }
     only_probe = {"nodeSelector": {"probe": ns}}
-    make_scheduler()
+    start_scheduler()
 
     def create(name: str, labels: dict, **spec) -> None:
         body = pod_body(name, **only_probe, **spec)

@@ -81,3 +81,23 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - {name: tls, mountPath: /etc/drs/tls, readOnly: true}
 {{- end }}
 {{- end -}}
+{{/* The extender's address inside the cluster (modes extender and kube-scheduler). */}}
+{{- define "drs.extenderURL" -}}
+{{ lower (include "drs.scheme" .) }}://drs-extender.{{ .Release.Namespace }}.svc:{{ .Values.extender.port }}
+{{- end -}}
+{{/* mode kube-scheduler: the second kube-scheduler's KubeSchedulerConfiguration. One profile named like drs-prom's
+own scheduler; drs-prom's extender scores (prioritize), filters only with kubeScheduler.filter, and is reached over
+the extender's own serving: plain HTTP with serving.tls off, else HTTPS, verified with the Secret's ca.crt when
+serving.tls is secret (a self-signed certificate made at start cannot be verified). */}}
+{{- define "drs.kubeSchedulerConfig" -}}
+{{- $k := .Values.kubeScheduler -}}
+{{- $tls := .Values.serving.tls -}}
+{{- $ext := dict "urlPrefix" (include "drs.extenderURL" .) "prioritizeVerb" "prioritize" "weight" $k.extenderWeight "enableHTTPS" (ne $tls "off") "nodeCacheCapable" true "ignorable" $k.ignorable "httpTimeout" $k.httpTimeout -}}
+{{- if $k.filter }}{{ $_ := set $ext "filterVerb" "filter" }}{{ end -}}
+{{- if eq $tls "self-signed" }}{{ $_ := set $ext "tlsConfig" (dict "insecure" true) }}{{ end -}}
+{{- if eq $tls "secret" }}{{ $_ := set $ext "tlsConfig" (dict "caFile" "/etc/drs/tls/ca.crt" "serverName" (printf "drs-extender.%s.svc" .Release.Namespace)) }}{{ end -}}
+{{- $le := dict "leaderElect" $k.leaderElection -}}
+{{- if $k.leaderElection }}{{ $le = merge $le (dict "resourceLock" "leases" "resourceName" $k.leaseName "resourceNamespace" .Release.Namespace) }}{{ end -}}
+{{- $name := .Values.settings.scheduler.scheduler_name | default "drs-scheduler" -}}
+{{- dict "apiVersion" "kubescheduler.config.k8s.io/v1" "kind" "KubeSchedulerConfiguration" "leaderElection" $le "profiles" (list (dict "schedulerName" $name)) "extenders" (list $ext) | toYaml -}}
+{{- end -}}

@@ -1,0 +1,26 @@
+"""A scenario profile's placement constraints: what makes its pods a replicated workload under kube-scheduler's
+hard constraints (a field of ``scenario.Profile``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Placement(BaseModel):
+    """Required placement constraints of a replicated workload, over the pods of its own profile (label
+    ``app: <profile>``), as its manifest would state them; kube-scheduler's filters (and drs-prom's) enforce them.
+
+    ``anti_affinity``: required pod anti-affinity on this topology key (``kubernetes.io/hostname``: one replica per
+    node); ``spread``: a DoNotSchedule topology spread constraint on this key (``topology.kubernetes.io/zone``) with
+    ``max_skew``; ``host_port``: each pod asks for this TCP host port (one pod per node can hold it).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    anti_affinity: str | None = Field(None, min_length=1, description="Topology key of required anti-affinity.")
+    spread: str | None = Field(None, min_length=1, description="Topology key of a DoNotSchedule spread constraint.")
+    max_skew: int = Field(1, ge=1)
+    host_port: int | None = Field(None, ge=1, le=65535)
+
+    def __bool__(self) -> bool:
+        return bool(self.anti_affinity or self.spread or self.host_port)
