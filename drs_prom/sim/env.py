@@ -9,7 +9,9 @@ Over 400 lines because the episode loop, its recorder and the per-step/episode r
 
 Decisions see exactly what production sees: ``SimSource.snapshot()`` -> ``state.node_matrix``
 for ``ctx.load``, ``state.pod_matrix`` for ``ctx.pod_load``, ``filters.feasible_mask`` for
-``ctx.feasible``.
+``ctx.feasible``, then, for the pods of a profile with a ``Placement``, the inter-pod filters
+(``interpod.neighbour_mask``: host ports, topology spread, pod anti-affinity) against the running
+pods, so no action offered breaks a constraint kube-scheduler would enforce.
 
 Settling (the reward's "5 s later", DRS): ``info.load_after`` is the load the metrics
 would show ``settle_seconds`` after the bind in a look-ahead copy of the cluster where
@@ -19,7 +21,8 @@ attributable to its own action, and training sees the same arrival process as th
 benchmark (DRS instead blocked the scheduler for 5 s per pod).
 
 Pods that fit no node wait in a FIFO queue and are retried whenever a pod finishes;
-they are never dropped (scenario validation guarantees every pod fits an empty node).
+they are never dropped (scenario validation guarantees every pod fits an empty node). A replica
+that its anti-affinity, spread or host port keeps off every node waits the same way.
 """
 
 from __future__ import annotations
@@ -34,16 +37,19 @@ import numpy as np
 
 from drs_prom.config import Normalisation, ObjectiveSettings
 from drs_prom.filters import feasible_mask
+from drs_prom.interpod import needs_neighbours, neighbour_mask
 from drs_prom.objectives import EpisodeObjectives, Integrals, composite, demand_fraction, episode_objectives, horizon
 from drs_prom.objectives import segment as objective_segment
 from drs_prom.policy import DecisionContext, Policy, choose, input_scales
 from drs_prom.registry import PolicySpec, configured_spec, make_policy
 from drs_prom.reward import composite_reward, cpu_mem_utilisation
 from drs_prom.sim.cluster import Cluster, Nodes
+from drs_prom.sim.neighbours import has_interpod, sim_neighbours
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.source import SimSource
 from drs_prom.sim.workload import Workload, generate
 from drs_prom.state import node_matrix, pod_matrix, scales
+from drs_prom.types import NodeInfo, PodRequest
 
 
 @dataclass(frozen=True)
@@ -251,6 +257,7 @@ class SchedulingEnv:
         self._full[:, :2] = 1.0 / scales(self.norm)[:2]
         self._no_taints = not any(self.nodes.taints)
         self._plain = self._no_taints and not any(p.node_selector for p in scenario.profiles.values())
+        self._interpod = False
 
     @property
     def n_nodes(self) -> int:
@@ -265,6 +272,7 @@ class SchedulingEnv:
         self.workload: Workload = generate(self.scenario, self.episode_seed)
         self.cluster = Cluster(self.nodes, self.workload, metric_window=self.scenario.metric_window_seconds)
         self._plain = self._no_taints and not self.workload.constrained
+        self._interpod = has_interpod(self.workload)  # else the inter-pod filters have nothing to check
         self.source = SimSource(self.cluster)
         # metrics always on the scenario's scales, so policies seeing other scales still compare
         self._own_recorder = _Recorder(
@@ -303,6 +311,7 @@ class SchedulingEnv:
         arrived = self._next_arrival
         self.cluster.replace_future(workload, arrived)
         self.workload = workload
+        self._interpod = has_interpod(workload)
         self.scheduled = workload.scheduled
         self._pinned = workload.pinned
         self.n_scheduled = int(self.scheduled.sum())
@@ -368,6 +377,8 @@ class SchedulingEnv:
             mask = self.cluster.fits_mask(req.cpu_m, req.mem_bytes, req.scalar)
         else:
             mask = feasible_mask(req, nodes)
+        if self._interpod and mask.any():
+            mask = self._neighbour_mask(req, nodes, mask)
         if not mask.any():
             return None
         snap = self.source.snapshot()
@@ -377,6 +388,16 @@ class SchedulingEnv:
         return DecisionContext(
             pod=req, nodes=nodes, feasible=mask, load=load, pod_load=pod_load, now=self.cluster.t, full=self._full
         )
+
+    def _neighbour_mask(self, req: PodRequest, nodes: list[NodeInfo], mask: np.ndarray) -> np.ndarray:
+        """NodePorts, PodTopologySpread and InterPodAffinity on top of ``mask``, against the running pods, as the
+        live scheduler checks them (interpod.neighbour_mask); unchanged when none of them has work for ``req``."""
+        c = self.cluster
+        near = sim_neighbours(self.workload, c.running, c.node_of, self.node_names)
+        existing_anti = near.has_anti_affinity()
+        if not needs_neighbours(req, existing_anti):
+            return mask
+        return neighbour_mask(req, nodes, near, mask, existing_anti)
 
     def _advance_to_decision(self) -> DecisionContext | None:
         c, wl = self.cluster, self.workload
