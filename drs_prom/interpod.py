@@ -310,7 +310,7 @@ def check(
     if fit:
         return fit
     if vol is not None:
-        why = volumes.reasons(vol, node)
+        why = volumes.reasons(vol, node, near.pods_by_node.get(node.name, ()))
         if why:
             return why
     other = neighbour_reason(pod, state, node, near)
@@ -367,7 +367,7 @@ def neighbour_mask(
         node = nodes[i]
         if (
             _ports_reason(pod, node, near)
-            or (pre is not None and volumes.reasons(pre, node))
+            or (pre is not None and volumes.reasons(pre, node, near.pods_by_node.get(node.name, ())))
             or neighbour_reason(pod, state, node, near)
         ):
             out[i] = False
