@@ -60,11 +60,15 @@ def scores(
             if not all(k in node.labels for k in keys):
                 continue
             pods = near.pods_by_node.get(node.name, ())
+            if not pods:
+                continue  # nothing to count (the common case for most nodes is cheap this way)
             for i, c in enumerate(constraints):
                 value = node.labels[c.topology_key]
-                if value not in domains[i] or not interpod.spread_eligible(pod, c, node):
+                if value not in domains[i]:
                     continue
-                domains[i][value] += interpod.count_matching(c.selector, pod.namespace, pods)
+                count = interpod.count_matching(c.selector, pod.namespace, pods)
+                if count and interpod.spread_eligible(pod, c, node):
+                    domains[i][value] += count
     raw = []
     for n, skip in zip(filtered, ignored):
         if skip:
