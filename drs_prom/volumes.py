@@ -1,11 +1,11 @@
 """kube-scheduler's volume filters for claims that are already bound, as pure functions.
 
 VolumeRestrictions (a ReadWriteOncePod claim another pod uses), NodeVolumeLimits (CSI attach limits,
-``csi_limits``), VolumeBinding (the claims exist, none
-is an unbound claim of an Immediate class, the bound PersistentVolume's required node affinity matches
-the node) and VolumeZone (the volume's zone and region labels match the node's). A claim still waiting
-for its first consumer (``WaitForFirstConsumer``) needs kube-scheduler's selected-node handshake, which
-drs-prom's own scheduler does not do: such a pod is refused (``unsupported``), never bound on a guess.
+counted by ``csi_limits``), VolumeBinding (the claims exist, none is an unbound claim of an Immediate
+class, the bound PersistentVolume's required node affinity matches the node) and VolumeZone (the
+volume's zone and region labels match the node's). A claim still waiting for its first consumer
+(``WaitForFirstConsumer``) needs kube-scheduler's selected-node handshake, which drs-prom's own
+scheduler does not do: such a pod is refused (``unsupported``), never bound on a guess.
 
 Wording as kube-scheduler's: a PreFilter reason turns the pod away on every node at once; a Filter
 reason is per node.
