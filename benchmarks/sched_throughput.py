@@ -464,18 +464,21 @@ class SimPrometheus:
 def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict:
     """Mean ms per decision (filter + load matrix + score) with the model and with kube-default, on the
     scheduling loop's own path: the node table's view, its vectorised filters, the sampled candidates
-    and their NodeInfo and request rows, then the Decider."""
+    and their NodeInfo and request rows, the shared score terms, then the Decider. ``spread``: the model
+    again for a pod with a ScheduleAnyway zone constraint (nodes in three zones, ten placed pods on each,
+    a third of them matching), whose shared term counts over every node."""
     import pandas as pd
 
     from drs_prom import filters
     from drs_prom.config import Settings
     from drs_prom.features import FEATURES
+    from drs_prom.interpod import Neighbours
     from drs_prom.registry import PolicySpec, make_policy
     from drs_prom.scheduler.decide import Decider
     from drs_prom.scheduler.metrics import SchedulerMetrics
     from drs_prom.scheduler.nodes import NodeTable
     from drs_prom.state import NodeSnapshot
-    from drs_prom.types import NodeInfo, PodRequest
+    from drs_prom.types import LabelSelector, NodeInfo, PodRecord, PodRequest, SpreadConstraint
 
     rng = np.random.default_rng(0)
     names = [f"n{i}" for i in range(n_nodes)]
@@ -486,12 +489,24 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
         def snapshot(self):
             return NodeSnapshot(features=frame, taken_at=time.time())
 
-    nodes = [NodeInfo(name=n, allocatable_cpu_m=64000, allocatable_mem_bytes=256 << 30) for n in names]
-    pod = PodRequest(name="p", cpu_m=10, mem_bytes=16 << 20)
+    zone = "topology.kubernetes.io/zone"
+    nodes = [
+        NodeInfo(name=n, allocatable_cpu_m=64000, allocatable_mem_bytes=256 << 30, labels={zone: f"z{i % 3}"})
+        for i, n in enumerate(names)
+    ]
+    plain = PodRequest(name="p", cpu_m=10, mem_bytes=16 << 20)
+    soft = SpreadConstraint(max_skew=1, topology_key=zone, selector=LabelSelector(match_labels=(("app", "p"),)))
+    spread = PodRequest(name="p", cpu_m=10, mem_bytes=16 << 20, labels={"app": "p"}, soft_spread=(soft,))
+    placed = {
+        n: [PodRecord(uid=f"{n}-{j}", namespace="default", node=n, labels=(("app", "pqr"[j % 3]),)) for j in range(10)]
+        for n in names
+    }
+    near = Neighbours(pods_by_node=placed)
     demand = (0.5, 2.0**30, 1e5, 1e5, 0.0, 1e6)
     out = {}
     settings = Settings.model_validate({"scheduler": {"model_path": model_path or ""}})
-    for label, policy in (("model", make_policy("drs", PolicySpec.from_settings(settings))), ("fallback", None)):
+    model = make_policy("drs", PolicySpec.from_settings(settings))
+    for label, policy, pod in (("model", model, plain), ("fallback", None, plain), ("spread", model, spread)):
         d = Decider(settings, SchedulerMetrics(), source=Fixed(), policy=policy)
         d.refresh()
         if policy is None:
@@ -501,7 +516,7 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
         start = 0
         t0 = time.perf_counter()
         for _ in range(reps):
-            view = table.view()
+            view = table.view(lambda: near)
             mask = view.feasible(pod)
             found, processed = filters.sample_feasible(mask, k, start)
             rows = np.sort((np.arange(processed) + start) % n_nodes)
@@ -509,7 +524,17 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
             feasible = np.zeros(n_nodes, dtype=bool)
             feasible[found] = True
             infos = view.infos(rows)
-            d.decide(pod, demand, infos, feasible[rows], rows=rows, names=view.names, requests=view.requests(rows))
+            terms = view.soft_scores(pod, rows, feasible[rows])
+            d.decide(
+                pod,
+                demand,
+                infos,
+                feasible[rows],
+                rows=rows,
+                names=view.names,
+                requests=view.requests(rows),
+                soft=terms,
+            )
         out[label] = (time.perf_counter() - t0) / reps * 1000
     return out
 
@@ -696,7 +721,10 @@ def print_decision_cost(counts: list[int], model: str | None) -> None:
     print("\nper-decision cost in-process (filter + state + score), shipped model vs kube-default fallback:")
     for n in counts:
         c = decision_cost(n, model)
-        print(f"{n:>5} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms")
+        print(
+            f"{n:>5} nodes: model {c['model']:.2f} ms, fallback {c['fallback']:.2f} ms, "
+            f"model for a ScheduleAnyway pod {c['spread']:.2f} ms"
+        )
 
 
 def drs_starter(

@@ -24,9 +24,11 @@ def neighbours(
     pvcs: Sequence[Mapping[str, Any]] = (),
     pvs: Sequence[Mapping[str, Any]] = (),
     storage_classes: Sequence[Mapping[str, Any]] = (),
+    csi_nodes: Sequence[Mapping[str, Any]] = (),
+    volume_attachments: Sequence[Mapping[str, Any]] = (),
 ) -> interpod.Neighbours:
     """Placed pods by node (pods not yet bound, finished ones and pods on unknown nodes aside), the
-    labels of each namespace, and the claims, volumes and storage classes."""
+    labels of each namespace, and the claims, volumes, storage classes, CSINodes and VolumeAttachments."""
     by_node: dict[str, list[PodRecord]] = {}
     for pod in pods:
         node = ((pod.get("spec") or {}).get("nodeName")) or ""
@@ -35,11 +37,15 @@ def neighbours(
         by_node.setdefault(node, []).append(kube.to_pod_record(pod, node))
     ns_labels = dict(kube.namespace_labels(ns) for ns in namespaces)
     claims = [kube.to_claim_info(c) for c in pvcs]
+    classes = dict(map(kube.storage_class, storage_classes))
     storage = volumes.Storage(
         claims={(c.namespace, c.name): c for c in claims},
         volumes={v.name: v for v in map(kube.to_volume_info, pvs)},
-        binding_modes=dict(map(kube.binding_mode, storage_classes)),
+        binding_modes={name: mode for name, (mode, _) in classes.items()},
         in_use=volumes.claims_in_use((r.namespace, r.claims) for rs in by_node.values() for r in rs),
+        provisioners={name: prov for name, (_, prov) in classes.items()},
+        csi_limits=dict(map(kube.csi_node_limits, csi_nodes)),
+        attached=volumes.attached_by_node(dict(map(kube.volume_attachment, volume_attachments)).values()),
     )
     return interpod.Neighbours(pods_by_node=by_node, namespace_labels=ns_labels, storage=storage)
 
@@ -53,18 +59,22 @@ def feasible_nodes(
     pvcs: Sequence[Mapping[str, Any]] = (),
     pvs: Sequence[Mapping[str, Any]] = (),
     storage_classes: Sequence[Mapping[str, Any]] = (),
+    csi_nodes: Sequence[Mapping[str, Any]] = (),
+    volume_attachments: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, tuple[str, ...]]:
     """Node name -> why ``pod`` cannot go there (empty tuple: it can), for every node in ``nodes``.
 
     ``pods`` are all pods of the cluster: those bound to a node count there (Succeeded and Failed
     ones do not, as in kube-scheduler). ``pvcs``, ``pvs`` and ``storage_classes`` feed the volume
-    filters (bound claims); a pod with an unbound WaitForFirstConsumer claim or a DynamicResources
+    filters (bound claims), ``csi_nodes`` and ``volume_attachments`` NodeVolumeLimits; a pod with an unbound WaitForFirstConsumer claim or a DynamicResources
     claim is refused on every node with a reason saying so (drs-prom never places it on a guess).
     ValueError (one line) when ``pod`` or a node is not a JSON object.
     """
     req = kube.to_pod_request(pod)
     infos = [kube.to_node_info(n) for n in nodes]
-    near = neighbours(pods, namespaces, {i.name for i in infos}, pvcs, pvs, storage_classes)
+    near = neighbours(
+        pods, namespaces, {i.name for i in infos}, pvcs, pvs, storage_classes, csi_nodes, volume_attachments
+    )
     infos = [interpod.with_pods(i, near.pods_by_node.get(i.name, ())) for i in infos]
     result = interpod.filter_all(req, infos, near)
     return {info.name: reasons for info, reasons in zip(infos, result.reasons)}

@@ -161,7 +161,7 @@ class PodState:
     spread_self: list[int]
 
 
-def _spread_eligible(pod: PodRequest, c: SpreadConstraint, node: NodeInfo) -> bool:
+def spread_eligible(pod: PodRequest, c: SpreadConstraint, node: NodeInfo) -> bool:
     """nodeAffinityPolicy / nodeTaintsPolicy: which nodes' pods count for constraint ``c``."""
     if c.node_affinity_policy != "Ignore" and not filters.matches_node_affinity(pod, node):
         return False
@@ -172,6 +172,18 @@ def _spread_eligible(pod: PodRequest, c: SpreadConstraint, node: NodeInfo) -> bo
             ):
                 return False
     return True
+
+
+def count_matching(selector: LabelSelector, namespace: str, pods: Sequence[PodRecord]) -> int:
+    """Pods of ``namespace`` that ``selector`` selects, terminating ones aside (PodTopologySpread's count;
+    an empty selector counts nothing, as in kube-scheduler)."""
+    if _is_everything(selector):
+        return 0
+    return sum(
+        1
+        for p in pods
+        if not p.terminating and p.namespace == namespace and _tuple_selector_matches(selector, p.labels)
+    )
 
 
 def prepare(pod: PodRequest, nodes: Sequence[NodeInfo], near: Neighbours) -> PodState:
@@ -205,19 +217,12 @@ def prepare(pod: PodRequest, nodes: Sequence[NodeInfo], near: Neighbours) -> Pod
                     existing[(t.topology_key, labels[t.topology_key])] += 1
         if n_spread and all(c.topology_key in labels for c in pod.spread):
             for i, c in enumerate(pod.spread):
-                if not _spread_eligible(pod, c, node):
+                if not spread_eligible(pod, c, node):
                     continue
                 value = labels[c.topology_key]
-                count = 0
-                if not _is_everything(c.selector):  # kube counts nothing for an empty selector
-                    count = sum(
-                        1
-                        for p in pods
-                        if not p.terminating
-                        and p.namespace == pod.namespace
-                        and _tuple_selector_matches(c.selector, p.labels)
-                    )
-                spread_counts[i][value] = spread_counts[i].get(value, 0) + count
+                spread_counts[i][value] = spread_counts[i].get(value, 0) + count_matching(
+                    c.selector, pod.namespace, pods
+                )
     spread_min = []
     for i, c in enumerate(pod.spread):
         counts = spread_counts[i]
@@ -310,7 +315,7 @@ def check(
     if fit:
         return fit
     if vol is not None:
-        why = volumes.reasons(vol, node)
+        why = volumes.reasons(vol, node, near.pods_by_node.get(node.name, ()))
         if why:
             return why
     other = neighbour_reason(pod, state, node, near)
@@ -367,7 +372,7 @@ def neighbour_mask(
         node = nodes[i]
         if (
             _ports_reason(pod, node, near)
-            or (pre is not None and volumes.reasons(pre, node))
+            or (pre is not None and volumes.reasons(pre, node, near.pods_by_node.get(node.name, ())))
             or neighbour_reason(pod, state, node, near)
         ):
             out[i] = False

@@ -45,6 +45,9 @@ class DecisionContext:
     """(n, len(NODE_REQUEST_COLUMNS)) of ``nodes``: requested_cpu_m, allocatable_cpu_m, requested_mem_bytes,
     allocatable_mem_bytes, pod_count, allocatable_pods (NODE_REQUEST_COLUMNS), when the caller
     has them as arrays already (the scheduler's node table); None = read from ``nodes``."""
+    soft_scores: np.ndarray | None = None
+    """(n,) 0..100 per node from the score terms every policy shares (PodTopologySpread's ScheduleAnyway
+    constraints, drs_prom.spread_score); ``choose`` adds them to the policy's own scores. None: no such term."""
 
 
 NODE_REQUEST_COLUMNS = (
@@ -140,16 +143,38 @@ def input_scales(policy: Policy, cluster: Normalisation) -> Normalisation:
     return cluster
 
 
+SOFT_WEIGHT = 1.0
+"""How much the shared score terms weigh against a policy's own scores, both on 0..1 (see ``with_soft_scores``).
+Even, as in kube-scheduler's default profile, where PodTopologySpread weighs 2 and the two resource scores a
+drs-prom policy stands in for (NodeResourcesFit, NodeResourcesBalancedAllocation) 1 each."""
+
+
+def with_soft_scores(scores: np.ndarray, soft: np.ndarray, weight: float = SOFT_WEIGHT) -> np.ndarray:
+    """The policy's ``scores`` min-max scaled to 0..1 over the nodes it rates (finite scores), plus
+    ``weight * soft / 100``: a policy's scores have no common unit (Q-values, utilisations), their
+    order is what they say. -inf (infeasible or refused) stays -inf."""
+    finite = np.isfinite(scores)
+    if not finite.any():
+        return scores
+    lo, hi = scores[finite].min(), scores[finite].max()
+    scaled = (scores - lo) / (hi - lo) if hi > lo else np.zeros_like(scores)
+    return np.where(finite, scaled + weight * np.asarray(soft, dtype=np.float64) / 100.0, scores)
+
+
 def choose(policy: Policy, ctx: DecisionContext) -> tuple[int, np.ndarray]:
     """Index of the best feasible node and the scores; -1 when nothing is feasible.
 
-    Ties break towards the lowest index, so runs are deterministic.
+    The shared score terms (``ctx.soft_scores``) are added to whichever policy decides, so every policy
+    sees them alike; without them the policy's own scores decide unchanged. Ties break towards the lowest
+    index, so runs are deterministic.
     """
     if not ctx.feasible.any():
         return -1, np.full(len(ctx.nodes), -np.inf)
     scores = np.asarray(policy.score(ctx), dtype=np.float64)
     scores = np.where(ctx.feasible, scores, -np.inf)
     scores = np.where(np.isnan(scores), -np.inf, scores)
+    if ctx.soft_scores is not None:
+        scores = with_soft_scores(scores, ctx.soft_scores)
     best = int(np.argmax(scores))
     if not ctx.feasible[best]:  # every feasible score was NaN/-inf: take the first feasible
         best = int(np.flatnonzero(ctx.feasible)[0])

@@ -77,7 +77,8 @@ class PodAffinityTerm:
 
 @dataclass(frozen=True)
 class SpreadConstraint:
-    """A DoNotSchedule topologySpreadConstraint, its selector already extended by matchLabelKeys."""
+    """A topologySpreadConstraint, its selector already extended by matchLabelKeys (DoNotSchedule ones
+    filter, ScheduleAnyway ones score; ``min_domains`` means nothing to the latter)."""
 
     max_skew: int
     topology_key: str
@@ -119,11 +120,14 @@ class ClaimInfo:
 
 @dataclass(frozen=True)
 class VolumeInfo:
-    """A PersistentVolume: its required node affinity (empty: any node) and its zone/region labels."""
+    """A PersistentVolume: its required node affinity (empty: any node), its zone/region labels, and
+    for a CSI volume its driver and volume handle (what NodeVolumeLimits counts per node)."""
 
     name: str
     node_affinity: tuple[NodeSelectorTerm, ...] | None = None
     labels: tuple[tuple[str, str], ...] = ()
+    csi_driver: str = ""
+    csi_handle: str = ""
 
 
 @dataclass
@@ -176,5 +180,6 @@ class PodRequest:
     pod_affinity: tuple[PodAffinityTerm, ...] = ()  # required terms only (preferred ones are scores)
     pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule constraints only
+    soft_spread: tuple[SpreadConstraint, ...] = ()  # ScheduleAnyway constraints (a score, never a filter)
     unsupported: tuple[str, ...] = ()  # what this pod needs that drs-prom cannot check (it is refused)
     claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (in its namespace), ephemeral ones included

@@ -1,10 +1,11 @@
 """kube-scheduler's volume filters for claims that are already bound, as pure functions.
 
-VolumeRestrictions (a ReadWriteOncePod claim another pod uses), VolumeBinding (the claims exist, none
-is an unbound claim of an Immediate class, the bound PersistentVolume's required node affinity matches
-the node) and VolumeZone (the volume's zone and region labels match the node's). A claim still waiting
-for its first consumer (``WaitForFirstConsumer``) needs kube-scheduler's selected-node handshake, which
-drs-prom's own scheduler does not do: such a pod is refused (``unsupported``), never bound on a guess.
+VolumeRestrictions (a ReadWriteOncePod claim another pod uses), NodeVolumeLimits (CSI attach limits,
+counted by ``csi_limits``), VolumeBinding (the claims exist, none is an unbound claim of an Immediate
+class, the bound PersistentVolume's required node affinity matches the node) and VolumeZone (the
+volume's zone and region labels match the node's). A claim still waiting for its first consumer
+(``WaitForFirstConsumer``) needs kube-scheduler's selected-node handshake, which drs-prom's own
+scheduler does not do: such a pod is refused (``unsupported``), never bound on a guess.
 
 Wording as kube-scheduler's: a PreFilter reason turns the pod away on every node at once; a Filter
 reason is per node.
@@ -12,11 +13,11 @@ reason is per node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
-from drs_prom import filters
-from drs_prom.types import ClaimInfo, NodeInfo, PodRequest, VolumeInfo
+from drs_prom import csi_limits, filters
+from drs_prom.types import ClaimInfo, NodeInfo, PodRecord, PodRequest, VolumeInfo
 
 R_RWOP = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 R_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -40,13 +41,18 @@ _GA = {
 
 @dataclass(frozen=True)
 class Storage:
-    """Claims by (namespace, name), volumes by name, each StorageClass's volumeBindingMode, and the
-    claims placed pods mount (for ReadWriteOncePod)."""
+    """Claims by (namespace, name), volumes by name, each StorageClass's volumeBindingMode, the
+    claims placed pods mount (for ReadWriteOncePod), and for NodeVolumeLimits each class's
+    provisioner, each node's CSI attach limits (node -> driver -> count) and the volumes attached
+    to it (node -> (attacher, PersistentVolume name) of each VolumeAttachment)."""
 
     claims: Mapping[tuple[str, str], ClaimInfo]
     volumes: Mapping[str, VolumeInfo]
     binding_modes: Mapping[str, str]
     in_use: frozenset[tuple[str, str]] = frozenset()
+    provisioners: Mapping[str, str] = field(default_factory=dict)
+    csi_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    attached: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 NO_STORAGE = Storage(claims={}, volumes={}, binding_modes={})
@@ -54,10 +60,21 @@ NO_STORAGE = Storage(claims={}, volumes={}, binding_modes={})
 
 @dataclass(frozen=True)
 class VolumeState:
-    """What PreFilter found: the bound volumes (and claims whose volume is missing) the nodes are checked against."""
+    """What PreFilter found: the bound volumes (and claims whose volume is missing) the nodes are checked
+    against, and the pod's CSI volumes (unique name -> driver) with the storage NodeVolumeLimits reads."""
 
     volumes: tuple[VolumeInfo, ...]
     missing_volume: bool
+    csi: Mapping[str, str] = field(default_factory=dict)
+    storage: Storage = NO_STORAGE
+
+
+def attached_by_node(attachments: Iterable[tuple[str, str, str]]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """VolumeAttachments as (node, attacher, volume name) -> node -> ((attacher, volume name), ...)."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for node, attacher, pv in attachments:
+        out.setdefault(node, []).append((attacher, pv))
+    return {n: tuple(v) for n, v in out.items()}
 
 
 def claims_in_use(pods: Iterable[tuple[str, tuple[str, ...]]]) -> frozenset[tuple[str, str]]:
@@ -86,11 +103,35 @@ def prefilter(pod: PodRequest, storage: Storage) -> tuple[str, bool] | VolumeSta
     if unbound:
         return UNSUPPORTED_WFFC, True
     volumes = [storage.volumes.get(c.volume_name) for c in found]
-    return VolumeState(volumes=tuple(v for v in volumes if v is not None), missing_volume=None in volumes)
+    csi = {}
+    if storage.csi_limits:  # no node has a limit: nothing to count
+        csi = csi_limits.pod_volumes(pod.namespace, pod.claims, storage.claims, storage.volumes, storage.provisioners)
+    return VolumeState(
+        volumes=tuple(v for v in volumes if v is not None),
+        missing_volume=None in volumes,
+        csi=csi,
+        storage=storage,
+    )
 
 
-def reasons(state: VolumeState, node: NodeInfo) -> list[str]:
-    """VolumeBinding then VolumeZone on one node."""
+def limit_reason(state: VolumeState, node: NodeInfo, pods: Sequence[PodRecord]) -> str | None:
+    """NodeVolumeLimits on one node, ``pods`` being the pods placed there."""
+    s = state.storage
+    limits = s.csi_limits.get(node.name)
+    if not state.csi or not limits:
+        return None
+    placed = ((p.namespace, p.claims) for p in pods if p.claims)
+    hit = csi_limits.exceeds(
+        state.csi, limits, placed, s.attached.get(node.name, ()), s.claims, s.volumes, s.provisioners
+    )
+    return csi_limits.R_MAX_VOLUME_COUNT if hit else None
+
+
+def reasons(state: VolumeState, node: NodeInfo, pods: Sequence[PodRecord] = ()) -> list[str]:
+    """NodeVolumeLimits, VolumeBinding then VolumeZone on one node (``pods``: those placed there)."""
+    over = limit_reason(state, node, pods)
+    if over:
+        return [over]
     if state.missing_volume:
         return [R_PV_MISSING]
     for v in state.volumes:

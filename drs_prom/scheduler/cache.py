@@ -8,8 +8,8 @@ capped exponential backoff on any other failure. ``ClusterCache`` keeps nodes, t
 bound to each node (requests, labels, host ports, anti-affinity, claims), and the pods we
 bound ourselves but have not yet seen bound in the watch ("assumed", as in kube-scheduler),
 so that two decisions in a row never both count on the same free capacity, port or
-topology domain; plus namespaces' labels, claims, volumes and storage classes for the
-filters that read them.
+topology domain; plus namespaces' labels, claims, volumes, storage classes, CSINodes and
+VolumeAttachments for the filters that read them.
 """
 
 from __future__ import annotations
@@ -229,7 +229,9 @@ class ClusterCache:
         self._on_ns_list, self._on_ns_event = self._store_handlers(self._ns_labels, kube.namespace_labels)
         self._claims: dict[tuple[str, str], ClaimInfo] = {}  # (namespace, name) -> claim
         self._volumes: dict[str, VolumeInfo] = {}  # name -> PersistentVolume
-        self._modes: dict[str, str] = {}  # StorageClass -> volumeBindingMode
+        self._classes: dict[str, tuple[str, str]] = {}  # StorageClass -> (volumeBindingMode, provisioner)
+        self._csi_limits: dict[str, dict[str, int]] = {}  # CSINode (node name) -> driver -> attach limit
+        self._attachments: dict[str, tuple[str, str, str]] = {}  # VolumeAttachment -> (node, attacher, volume)
         self._pending: dict[str, dict[str, Any]] = {}  # uid -> pod (ours, unbound)
         self._node_version = 0
         self._next_expiry = -float("inf")
@@ -258,7 +260,12 @@ class ClusterCache:
                 "pvcs", core_v1.list_persistent_volume_claim_for_all_namespaces, self._claims, _claim_entry
             ),
             self._store_reflector("pvs", core_v1.list_persistent_volume, self._volumes, _volume_entry),
-            self._store_reflector("storageclasses", storage_v1.list_storage_class, self._modes, kube.binding_mode),
+            self._store_reflector("storageclasses", storage_v1.list_storage_class, self._classes, kube.storage_class),
+            # NodeVolumeLimits: each node's CSI attach limits and the volumes attached to it
+            self._store_reflector("csinodes", storage_v1.list_csi_node, self._csi_limits, kube.csi_node_limits),
+            self._store_reflector(
+                "volumeattachments", storage_v1.list_volume_attachment, self._attachments, kube.volume_attachment
+            ),
         ]
         for r in self._reflectors:
             r.start()
@@ -476,8 +483,11 @@ class ClusterCache:
                 storage = volumes.Storage(
                     claims=dict(self._claims),
                     volumes=dict(self._volumes),
-                    binding_modes=dict(self._modes),
+                    binding_modes={name: mode for name, (mode, _) in self._classes.items()},
                     in_use=volumes.claims_in_use((r.namespace, r.claims) for rs in by_node.values() for r in rs),
+                    provisioners={name: prov for name, (_, prov) in self._classes.items()},
+                    csi_limits={n: dict(limits) for n, limits in self._csi_limits.items() if limits},
+                    attached=volumes.attached_by_node(self._attachments.values()),
                 )
                 self._near = interpod.Neighbours(
                     pods_by_node=by_node, namespace_labels=dict(self._ns_labels), storage=storage

@@ -247,12 +247,14 @@ class Decider:
         rows: np.ndarray | None = None,
         names: tuple[str, ...] | None = None,
         requests: np.ndarray | None = None,
+        soft: np.ndarray | None = None,
     ) -> Choice:
         """Score ``nodes`` (infeasible ones get -inf) and pick one; index -1 if none is feasible.
 
         One policy call (one batched forward pass for the model) over all candidates.
         ``rows``/``names``: see ``load``. ``requests``: ``nodes``' DecisionContext.node_requests
         if the caller has the arrays (the scheduler's node table), else read from ``nodes``.
+        ``soft``: the score terms every policy shares (DecisionContext.soft_scores), None when none apply.
         """
         scales = self.scales()
         load, reason = self.load(nodes, feasible, rows, names, scales)
@@ -270,6 +272,7 @@ class Decider:
             pod_load=pod_load,
             now=time.time(),
             node_requests=requests,
+            soft_scores=soft,
         )
         policy = self.policy
         return self.rollout.decide(ctx, reason, policy, self.model_version if policy is not None else None)

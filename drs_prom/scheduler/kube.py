@@ -246,6 +246,7 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
         pod_affinity=kube_terms.affinity_terms(pod, "podAffinity"),
         pod_anti_affinity=kube_terms.affinity_terms(pod, "podAntiAffinity"),
         spread=kube_terms.spread_constraints(spec, labels),
+        soft_spread=kube_terms.spread_constraints(spec, labels, "ScheduleAnyway"),
         unsupported=kube_terms.unsupported(spec),
         claims=kube_terms.claim_names(pod),
     )
@@ -341,8 +342,13 @@ def to_volume_info(pv: Mapping[str, Any]) -> VolumeInfo:
             )
             for t in map(_mapping, _list(required.get("nodeSelectorTerms")))
         )
+    csi = _mapping(spec.get("csi"))
     return VolumeInfo(
-        name=_text(meta.get("name")), node_affinity=terms, labels=tuple(sorted(_labels(meta.get("labels")).items()))
+        name=_text(meta.get("name")),
+        node_affinity=terms,
+        labels=tuple(sorted(_labels(meta.get("labels")).items())),
+        csi_driver=_text(csi.get("driver")),
+        csi_handle=_text(csi.get("volumeHandle")),
     )
 
 
@@ -355,3 +361,32 @@ def namespace_labels(ns: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
 def binding_mode(sc: Mapping[str, Any]) -> tuple[str, str]:
     """(StorageClass name, volumeBindingMode); the apiserver defaults the mode to Immediate."""
     return _text(_mapping(sc.get("metadata")).get("name")), _text(sc.get("volumeBindingMode"), "Immediate")
+
+
+def storage_class(sc: Mapping[str, Any]) -> tuple[str, tuple[str, str]]:
+    """(StorageClass name, (volumeBindingMode, provisioner)): the mode for VolumeBinding, the provisioner
+    for NodeVolumeLimits (an unbound claim counts against its class's provisioner's limit)."""
+    name, mode = binding_mode(sc)
+    return name, (mode, _text(sc.get("provisioner")))
+
+
+def csi_node_limits(csi_node: Mapping[str, Any]) -> tuple[str, dict[str, int]]:
+    """(node name, driver -> attach limit) of a CSINode; a driver without ``allocatable.count`` has no limit."""
+    limits: dict[str, int] = {}
+    for d in map(_mapping, _list(_mapping(csi_node.get("spec")).get("drivers"))):
+        count = _mapping(d.get("allocatable")).get("count")
+        if isinstance(count, int) and not isinstance(count, bool):
+            limits[_text(d.get("name"))] = count
+    return _text(_mapping(csi_node.get("metadata")).get("name")), limits
+
+
+def volume_attachment(va: Mapping[str, Any]) -> tuple[str, tuple[str, str, str]]:
+    """(VolumeAttachment name, (node, attacher, PersistentVolume name)): a volume attached to a node
+    counts against its driver's limit there even when no pod mounts it any more."""
+    spec = _mapping(va.get("spec"))
+    pv = _text(_mapping(spec.get("source")).get("persistentVolumeName"))
+    return _text(_mapping(va.get("metadata")).get("name")), (
+        _text(spec.get("nodeName")),
+        _text(spec.get("attacher")),
+        pv,
+    )

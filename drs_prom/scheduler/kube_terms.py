@@ -177,11 +177,14 @@ def affinity_terms(pod: Mapping[str, Any], kind: str) -> tuple[PodAffinityTerm, 
     return tuple(out)
 
 
-def spread_constraints(spec: Mapping[str, Any], labels: Mapping[str, str]) -> tuple[SpreadConstraint, ...]:
-    """DoNotSchedule constraints; matchLabelKeys add ``key In (the pod's value)`` to the selector."""
+def spread_constraints(
+    spec: Mapping[str, Any], labels: Mapping[str, str], when: str = "DoNotSchedule"
+) -> tuple[SpreadConstraint, ...]:
+    """The constraints with ``whenUnsatisfiable: <when>`` (DoNotSchedule filters, ScheduleAnyway scores);
+    matchLabelKeys add ``key In (the pod's value)`` to the selector."""
     out = []
     for c in map(_mapping, _list(spec.get("topologySpreadConstraints"))):
-        if c.get("whenUnsatisfiable") != "DoNotSchedule":
+        if c.get("whenUnsatisfiable") != when:
             continue
         sel = label_selector(c.get("labelSelector"))
         extra = tuple(

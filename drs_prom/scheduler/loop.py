@@ -274,8 +274,9 @@ class Scheduler:
         rows, feasible = self._candidates(mask)
         nodes = view.infos(rows)
         requests = view.requests(rows)
+        soft = view.soft_scores(req, rows, feasible)  # ScheduleAnyway spread: a term every policy sees
         choice = self.decider.decide(
-            req, demand.demand, nodes, feasible, rows=rows, names=view.names, requests=requests
+            req, demand.demand, nodes, feasible, rows=rows, names=view.names, requests=requests, soft=soft
         )
         node = nodes[choice.index].name
         self.metrics.attempt_latency.observe(time.monotonic() - t0)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drs_prom import filters, interpod
+from drs_prom import filters, interpod, spread_score
 from drs_prom.types import NodeInfo, PodRequest
 
 _NONE: dict[
@@ -131,6 +131,18 @@ class NodeView:
         if interpod.needs_neighbours(pod, self.existing_anti) and mask.any():
             mask = interpod.neighbour_mask(pod, t.base, self.near(), mask, self.existing_anti)
         return mask
+
+    def soft_scores(self, pod: PodRequest, rows: np.ndarray, feasible: np.ndarray) -> np.ndarray | None:
+        """The score terms every policy shares for the nodes at ``rows`` (``feasible``: which of them passed
+        the filters), 0 where infeasible; None when the pod has none (its decision is the policy's alone)."""
+        if not pod.soft_spread:
+            return None
+        rows = np.asarray(rows)
+        got = spread_score.scores(pod, self.table.base, rows[feasible].tolist(), self.near())
+        out = np.zeros(len(rows), dtype=np.float64)
+        if got is not None:
+            out[np.flatnonzero(feasible)] = got
+        return out
 
     def filter_result(self, pod: PodRequest) -> filters.FilterResult:
         """Reasons per node, as kube-scheduler words them (for a FailedScheduling event)."""

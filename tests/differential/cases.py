@@ -20,6 +20,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from tests.differential import csi
 from tests.differential.volumes import HOSTNAME, STORAGE_CLASS_NAMES, ZONE, claims, storage_classes
 
 CORE = "core"
@@ -38,6 +39,7 @@ EXISTING_ANTI_AFFINITY = "existing_anti_affinity"
 NAMESPACE_SELECTOR = "namespace_selector"
 TOPOLOGY_SPREAD = "topology_spread"
 VOLUMES = "volumes"
+CSI_LIMITS = "csi_limits"
 
 ALL_FEATURES = frozenset(
     {
@@ -55,6 +57,7 @@ ALL_FEATURES = frozenset(
         NAMESPACE_SELECTOR,
         TOPOLOGY_SPREAD,
         VOLUMES,
+        CSI_LIMITS,
     }
 )
 ADAPTER_FEATURES = frozenset({TAINTS, UNSCHEDULABLE, NODE_AFFINITY, INIT_CONTAINERS, OVERHEAD})
@@ -100,6 +103,8 @@ class Case:
     storage_classes: tuple[dict[str, Any], ...] = ()
     pvs: tuple[dict[str, Any], ...] = ()
     pvcs: tuple[dict[str, Any], ...] = ()
+    csi_nodes: tuple[dict[str, Any], ...] = ()
+    attachments: tuple[dict[str, Any], ...] = ()
 
     def __repr__(self) -> str:
         return summary(self)
@@ -121,7 +126,8 @@ def placeholders(case: Case, prefix: str) -> dict[str, str]:
     names = {"@ns": prefix, "@ons": f"{prefix}-o"}
     names.update({f"@n{i}": f"{prefix}-n{i}" for i in range(len(case.nodes))})
     names.update({f"@pv{i}": f"{prefix}-pv{i}" for i in range(len(case.pvs))})
-    names.update({sc: f"{prefix}-{sc[4:]}" for sc in STORAGE_CLASS_NAMES})
+    names.update({sc: f"{prefix}-{sc[4:]}" for sc in (*STORAGE_CLASS_NAMES, csi.CSI_CLASS)})
+    names.update({f"@va{i}": f"{prefix}-va{i}" for i in range(len(case.attachments))})
     return names
 
 
@@ -142,10 +148,14 @@ def summary(case: Case) -> str:
         lines.append(f"bound {_pod_text(pod)}")
     for pv in case.pvs:
         spec = pv["spec"]
+        where = (
+            f"nodeAffinity={spec['nodeAffinity']['required']['nodeSelectorTerms'][0]['matchExpressions'][0]}"
+            if "nodeAffinity" in spec
+            else f"csi={spec.get('csi')}"
+        )
         lines.append(
             f"pv {pv['metadata']['name']} labels={pv['metadata']['labels']} class={spec['storageClassName']} "
-            f"size={spec['capacity']['storage']} claimRef={spec.get('claimRef', {}).get('name')} "
-            f"nodeAffinity={spec['nodeAffinity']['required']['nodeSelectorTerms'][0]['matchExpressions'][0]}"
+            f"size={spec['capacity']['storage']} claimRef={spec.get('claimRef', {}).get('name')} {where}"
         )
     for pvc in case.pvcs:
         spec = pvc["spec"]
@@ -153,6 +163,10 @@ def summary(case: Case) -> str:
             f"pvc {pvc['metadata']['name']} class={spec['storageClassName']} "
             f"size={spec['resources']['requests']['storage']} volumeName={spec.get('volumeName')}"
         )
+    for obj in case.csi_nodes:
+        lines.append(f"csinode {obj['metadata']['name']} drivers={obj['spec']['drivers']}")
+    for va in case.attachments:
+        lines.append(f"volumeattachment {va['metadata']['name']} {va['spec']}")
     lines.append(f"pod {_pod_text(case.pod)}")
     return "\n".join(lines)
 
@@ -511,17 +525,41 @@ def cases(draw: st.DrawFn, features: frozenset[str] = ENABLED_FEATURES) -> Case:
     pods = tuple(draw(bound_pod(features, i, n_nodes)) for i in range(n_pods))
     namespaces = (draw(namespace("@ns", features)), draw(namespace("@ons", features)))
     pod = draw(incoming_pod(features, n_nodes))
-    if VOLUMES not in features:
+    if VOLUMES not in features and CSI_LIMITS not in features:
         return Case(namespaces=namespaces, nodes=nodes, pods=pods, pod=pod)
-    volumes = draw(claims(n_nodes))
-    if volumes.pvcs:
-        pod = {**pod, "spec": {**pod["spec"], "volumes": volumes.pod_volumes()}}
+    pvs: tuple[dict[str, Any], ...] = ()
+    pvcs: tuple[dict[str, Any], ...] = ()
+    pod_volumes: list[dict[str, Any]] = []
+    if VOLUMES in features:
+        volumes = draw(claims(n_nodes))
+        pvs, pvcs, pod_volumes = volumes.pvs, volumes.pvcs, volumes.pod_volumes()
+    classes = storage_classes() if pvcs else ()
+    csi_nodes: tuple[dict[str, Any], ...] = ()
+    attachments: tuple[dict[str, Any], ...] = ()
+    if CSI_LIMITS in features:
+        extra = draw(csi.csi_volumes(n_nodes, len(pvs)))
+        pods = tuple(_with_mounts(draw, p, extra.claims) for p in pods)
+        pod_volumes += csi.mounts(draw(st.lists(st.sampled_from(extra.bound_claims), max_size=2, unique=True)))
+        pvs, pvcs, classes = pvs + extra.pvs, pvcs + extra.pvcs, (*classes, csi.storage_class())
+        csi_nodes, attachments = extra.csi_nodes, extra.attachments
+    if pod_volumes:
+        pod = {**pod, "spec": {**pod["spec"], "volumes": pod_volumes}}
     return Case(
         namespaces=namespaces,
         nodes=nodes,
         pods=pods,
         pod=pod,
-        storage_classes=storage_classes() if volumes.pvcs else (),
-        pvs=volumes.pvs,
-        pvcs=volumes.pvcs,
+        storage_classes=classes,
+        pvs=pvs,
+        pvcs=pvcs,
+        csi_nodes=csi_nodes,
+        attachments=attachments,
     )
+
+
+def _with_mounts(draw: st.DrawFn, pod: dict[str, Any], claim_names: tuple[str, ...]) -> dict[str, Any]:
+    """A bound pod of ``@ns`` mounting 0-2 of ``claim_names`` (pods of ``@ons`` cannot mount them)."""
+    if pod["metadata"]["namespace"] != "@ns":
+        return pod
+    names = draw(st.lists(st.sampled_from(claim_names), max_size=2, unique=True))
+    return {**pod, "spec": {**pod["spec"], "volumes": csi.mounts(names)}} if names else pod

@@ -374,7 +374,20 @@ class Oracle:
             path = f"/api/v1/namespaces/{body['metadata']['namespace']}/persistentvolumeclaims"
             self.rest.call("POST", path, body)
             pvcs.append(self._patch_status(f"{path}/{body['metadata']['name']}", body["status"]))
-        return {"pvcs": pvcs, "pvs": pvs, "storage_classes": classes}
+        csi_nodes = [
+            self.rest.call("POST", "/apis/storage.k8s.io/v1/csinodes", materialize(c, names)) for c in case.csi_nodes
+        ]
+        attachments = [
+            self.rest.call("POST", "/apis/storage.k8s.io/v1/volumeattachments", materialize(va, names))
+            for va in case.attachments
+        ]
+        return {
+            "pvcs": pvcs,
+            "pvs": pvs,
+            "storage_classes": classes,
+            "csi_nodes": csi_nodes,
+            "volume_attachments": attachments,
+        }
 
     def _patch_status(self, path: str, status: Mapping[str, Any]) -> dict[str, Any]:
         return self.rest.call(
@@ -392,6 +405,10 @@ class Oracle:
         paths += [f"/api/v1/persistentvolumes/{names[pv['metadata']['name']]}" for pv in case.pvs]
         paths += [
             f"/apis/storage.k8s.io/v1/storageclasses/{names[sc['metadata']['name']]}" for sc in case.storage_classes
+        ]
+        paths += [f"/apis/storage.k8s.io/v1/csinodes/{names[c['metadata']['name']]}" for c in case.csi_nodes]
+        paths += [
+            f"/apis/storage.k8s.io/v1/volumeattachments/{names[va['metadata']['name']]}" for va in case.attachments
         ]
         for path in paths:
             self.rest.call(

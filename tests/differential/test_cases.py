@@ -33,7 +33,18 @@ def _strings(obj: object) -> list[str]:
 def test_every_placeholder_is_named_and_objects_are_valid(case: Case) -> None:
     names = placeholders(case, "d1-7")
     objects = materialize(
-        [case.namespaces, case.nodes, case.pods, case.pod, case.storage_classes, case.pvs, case.pvcs], names
+        [
+            case.namespaces,
+            case.nodes,
+            case.pods,
+            case.pod,
+            case.storage_classes,
+            case.pvs,
+            case.pvcs,
+            case.csi_nodes,
+            case.attachments,
+        ],
+        names,
     )
     assert not [s for s in _strings(objects) if s.startswith("@")]
     node_names = {n["metadata"]["name"] for n in objects[1]}
@@ -49,7 +60,10 @@ def test_every_placeholder_is_named_and_objects_are_valid(case: Case) -> None:
             res = c["resources"]
             assert res.get("limits", {}).get("nvidia.com/gpu") == res["requests"].get("nvidia.com/gpu")
     claims = {v["persistentVolumeClaim"]["claimName"] for v in objects[3]["spec"].get("volumes", [])}
-    assert claims == {c["metadata"]["name"] for c in objects[6]}
+    assert claims <= {c["metadata"]["name"] for c in objects[6]}
+    csi_claims = {c["metadata"]["name"] for c in objects[6] if c["spec"]["storageClassName"].endswith("-csi")}
+    assert claims - csi_claims == {c["metadata"]["name"] for c in objects[6]} - csi_claims  # every other claim
+    assert {c["metadata"]["name"] for c in objects[7]} <= node_names  # a CSINode is named after its node
     assert {c["spec"]["volumeName"] for c in objects[6] if "volumeName" in c["spec"]} <= {
         pv["metadata"]["name"] for pv in objects[5]
     }

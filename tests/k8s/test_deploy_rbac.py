@@ -90,6 +90,8 @@ ALLOWED = [
     ("list", "persistentvolumeclaims", None),  # the volume filters
     ("watch", "persistentvolumes", None),
     ("watch", "storageclasses.storage.k8s.io", None),
+    ("watch", "csinodes.storage.k8s.io", None),  # NodeVolumeLimits
+    ("list", "volumeattachments.storage.k8s.io", None),
     ("create", "pods:binding", "some-ns"),
     ("create", "events", "some-ns"),
     ("patch", "events", "some-ns"),

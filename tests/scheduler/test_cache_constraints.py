@@ -89,6 +89,8 @@ def _placed(draw: st.DrawFn, i: int) -> dict:
         extra["affinity"] = _anti(draw(_LABELS) or {"app": "a"}, key=draw(st.sampled_from([HOST, ZONE])))
     ports = [{"containerPort": 1, "hostPort": draw(st.sampled_from([80, 81]))}] if draw(st.booleans()) else None
     gpu = {"nvidia.com/gpu": "1"} if draw(st.booleans()) else {}
+    if claim := draw(st.sampled_from([None, "csi1", "csi2"])):
+        extra["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]
     return pod(
         f"e{i}", on=draw(st.sampled_from(["n1", "n2", "n3", "n4"])), labels=labels, ports=ports, requests=gpu, **extra
     )
@@ -109,7 +111,7 @@ def _incoming(draw: st.DrawFn) -> dict:
     if draw(st.booleans()):
         ports = None
     gpu = {"nvidia.com/gpu": str(draw(st.integers(0, 2)))}
-    claim = draw(st.sampled_from([None, "local", "zonal", "unbound", "missing"]))
+    claim = draw(st.sampled_from([None, "local", "zonal", "unbound", "missing", "csi1", "csi2"]))
     if claim:
         extra["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]
     return pod("incoming", labels=labels, ports=ports, requests=gpu, **extra)
@@ -119,6 +121,8 @@ CLAIMS = [
     {"metadata": {"name": "local", "namespace": "default"}, "spec": {"volumeName": "pv-local"}},
     {"metadata": {"name": "zonal", "namespace": "default"}, "spec": {"volumeName": "pv-zonal"}},
     {"metadata": {"name": "unbound", "namespace": "default"}, "spec": {"storageClassName": "fast"}},
+    {"metadata": {"name": "csi1", "namespace": "default"}, "spec": {"volumeName": "pv-csi1"}},
+    {"metadata": {"name": "csi2", "namespace": "default"}, "spec": {"volumeName": "pv-csi2"}},
 ]
 VOLUMES = [
     {
@@ -132,6 +136,12 @@ VOLUMES = [
         },
     },
     {"metadata": {"name": "pv-zonal", "labels": {ZONE: "b"}}, "spec": {}},
+    {"metadata": {"name": "pv-csi1"}, "spec": {"csi": {"driver": "d.example.com", "volumeHandle": "h1"}}},
+    {"metadata": {"name": "pv-csi2"}, "spec": {"csi": {"driver": "d.example.com", "volumeHandle": "h2"}}},
+]
+CSI_NODES = [
+    {"metadata": {"name": n}, "spec": {"drivers": [{"name": "d.example.com", "allocatable": {"count": 1}}]}}
+    for n in ("n1", "n2")
 ]
 CLASSES = [{"metadata": {"name": "fast"}, "volumeBindingMode": "WaitForFirstConsumer"}]
 
@@ -150,7 +160,8 @@ def test_the_scheduler_mask_equals_the_reasons_and_feasible_nodes(placed: tuple,
     cache = _cache(nodes, list(placed))
     cache._claims.update(((c["metadata"]["namespace"], c["metadata"]["name"]), kube.to_claim_info(c)) for c in CLAIMS)
     cache._volumes.update((v["metadata"]["name"], kube.to_volume_info(v)) for v in VOLUMES)
-    cache._modes.update(map(kube.binding_mode, CLASSES))
+    cache._classes.update(map(kube.storage_class, CLASSES))
+    cache._csi_limits.update(map(kube.csi_node_limits, CSI_NODES))
     view = cache.view()
     req = kube.to_pod_request(incoming)
     mask = view.feasible(req).tolist()
@@ -163,6 +174,7 @@ def test_the_scheduler_mask_equals_the_reasons_and_feasible_nodes(placed: tuple,
         pvcs=CLAIMS,
         pvs=VOLUMES,
         storage_classes=CLASSES,
+        csi_nodes=CSI_NODES,
     )
     assert mask == [not r for r in reasons]
     assert dict(zip(view.names, reasons)) == oracle

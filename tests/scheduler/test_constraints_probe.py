@@ -9,6 +9,7 @@ advertises the resource. Pending pods carry kube-scheduler's FailedScheduling wo
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import pytest
@@ -159,3 +160,79 @@ def test_a_claim_waiting_for_its_first_consumer_is_refused_named_and_counted(
         assert _placement(core, ns, "v")["v"] is None and _placement(core, ns, "m")["m"] is None
     finally:
         storage.delete_storage_class(sc)
+
+
+@pytest.mark.integration
+def test_a_csi_attach_limit_keeps_a_volume_off_a_full_node_until_the_limit_grows(
+    control_plane, core, ns, fake_nodes, make_scheduler
+):
+    """CSINodes cap one volume of the driver per node: two pods with one volume each bind on distinct
+    nodes, a third waits with kube-scheduler's "node(s) exceed max volume count" and binds once a
+    node's CSINode allows two."""
+    from kubernetes import client
+
+    storage = client.StorageV1Api(control_plane.admin_client)
+    driver = f"{ns}.csi.example.com"
+    nodes = [fake_nodes(f"{ns}-c{i}", labels={"probe": ns}) for i in (1, 2)]
+
+    def csi_node(name: str, count: int) -> dict:
+        drivers = [{"name": driver, "nodeID": name, "allocatable": {"count": count}}]
+        return {"metadata": {"name": name}, "spec": {"drivers": drivers}}
+
+    for n in nodes:
+        storage.create_csi_node(csi_node(n, 1))
+    pvs = [f"{ns}-pv{i}" for i in range(3)]
+    try:
+        for i, pv in enumerate(pvs):
+            claim_ref = {"kind": "PersistentVolumeClaim", "namespace": ns, "name": f"d{i}"}
+            core.create_persistent_volume(
+                {
+                    "metadata": {"name": pv},
+                    "spec": {
+                        "capacity": {"storage": "1Gi"},
+                        "accessModes": ["ReadWriteOnce"],
+                        "csi": {"driver": driver, "volumeHandle": f"h{i}"},
+                        "claimRef": claim_ref,
+                    },
+                }
+            )
+            claim = {
+                "metadata": {"name": f"d{i}"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "",
+                    "volumeName": pv,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+            core.create_namespaced_persistent_volume_claim(ns, claim)
+        make_scheduler()
+        for i in range(2):
+            volume = [{"name": "d", "persistentVolumeClaim": {"claimName": f"d{i}"}}]
+            core.create_namespaced_pod(ns, pod_body(f"csi-{i}", nodeSelector={"probe": ns}, volumes=volume))
+
+        def both_bound() -> dict | None:
+            got = _placement(core, ns, "csi-")
+            return got if len(got) == 2 and all(got.values()) else None
+
+        placed = wait_for(both_bound, 60, "two pods with one volume each bound")
+        assert sorted(placed.values()) == sorted(nodes)
+        volume = [{"name": "d", "persistentVolumeClaim": {"claimName": "d2"}}]
+        core.create_namespaced_pod(ns, pod_body("third", nodeSelector={"probe": ns}, volumes=volume))
+        msg = wait_for(lambda: _failed(core, ns, "third", "node(s) exceed max volume count"), 30, "limit event")
+        assert msg.startswith("0/") and _placement(core, ns, "third")["third"] is None
+        storage.delete_csi_node(nodes[1])
+        storage.create_csi_node(csi_node(nodes[1], 2))
+        wait_for(lambda: _placement(core, ns, "third")["third"] == nodes[1], 60, "third bound once the limit is 2")
+    finally:
+        for n in nodes:
+            with contextlib.suppress(Exception):
+                storage.delete_csi_node(n)
+        core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+        for i, pv in enumerate(pvs):
+            for path_delete in (
+                lambda i=i: core.delete_namespaced_persistent_volume_claim(f"d{i}", ns),
+                lambda pv=pv: core.delete_persistent_volume(pv),
+            ):
+                with contextlib.suppress(Exception):
+                    path_delete()
