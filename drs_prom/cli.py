@@ -1021,7 +1021,8 @@ def train_cmd(
         )
         return
     if learner == "guided":
-        from drs_prom.training.guided_run import guided_config, run_guided_training
+        from drs_prom.training.guided_options import guided_config
+        from drs_prom.training.guided_run import run_guided_training
 
         run_guided_training(
             out_path,

@@ -75,15 +75,14 @@ class GuidedConfig:
     frozen: tuple[str, ...] = SCALE_AND_CONTEXT
     """Input column prefixes held at their training mean (in training and at inference): what the network may not use."""
     load: tuple[float, float] = (0.4, 0.9)
-    """Bottleneck utilisation range of the training and selection clusters (the generator's ``load``); a wider range
-    (e.g. 0.4-1.3) adds the overloaded periods a real cluster has."""
+    """Bottleneck utilisation of the training and selection clusters (generator's ``load``; > 1: overloaded)."""
     metric_windows: tuple[float, ...] = (1.0, 5.0, 15.0, 30.0)
-    """Metric lags (s) of the training and selection clusters (the generator's ``metric_windows``)."""
+    """Metric lags (s) of the training and selection clusters."""
     seed: int = 0
     workers: int = 2
 
     def generator(self) -> GeneratorParams | None:
-        """The generator's ranges for this run; None where they are the generator's defaults."""
+        """The generator's ranges for this run; None where they are its defaults."""
         p = GeneratorParams(load=self.load, metric_windows=self.metric_windows)
         return None if p == GeneratorParams() else p
 
@@ -289,10 +288,8 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     sel_floor = np.array([c[FLOOR] for c in sel_comps])
     sel_kd = np.array([c["kube-default"] for c in sel_comps])
     echo(f"selection clusters: kube-default {np.mean(sel_kd / sel_floor):.4f}x {FLOOR}")
-    jobs: list[tuple[int, str, list | None, int, int, GeneratorParams | None]] = [
-        (s, targets[s], None, cfg.decisions_per_cluster, 0, gen) for s in train_seeds
-    ]
-    data = Demos.concat([d for d, _ in _pool_map(_record_job, jobs, cfg.workers)])
+    demo_jobs = [(s, targets[s], None, cfg.decisions_per_cluster, 0, gen) for s in train_seeds]
+    data = Demos.concat([d for d, _ in _pool_map(_record_job, demo_jobs, cfg.workers)])
     echo(f"demonstrations: {data.n_decisions} decisions, {len(data.rows)} rows ({time.monotonic() - t0:.0f} s)")
     lo, hi = data.rows.min(axis=0), data.rows.max(axis=0)
     mean = data.rows.mean(axis=0)
@@ -383,43 +380,14 @@ def save_guided(fit: GuidedFit, out: str | Path, command: str = "") -> Path:
         "selected": fit.selected,
     }
     meta["data"] = {
-        "train": f"generator seeds 0..{fit.config['clusters'] - 1}, load {fit.config['load']}, "
-        f"metric lags {fit.config['metric_windows']} s",
+        "train": f"generator seeds 0..{fit.config['clusters'] - 1}, load {fit.config.get('load', GuidedConfig.load)}, "
+        f"metric lags {fit.config.get('metric_windows', GuidedConfig.metric_windows)} s",
         "selection": f"generator seeds {SELECTION_SEED_BASE}..{SELECTION_SEED_BASE + fit.config['selection_clusters'] - 1}",
         "never": "packaged scenarios and the evaluation clusters (eval-*, shift-*)",
     }
     path = save_model(model, meta, out)
     plot_guided(fit.curve, Path(out).with_suffix(".png"))
     return path
-
-
-def guided_config(clusters: int, seed: int, load: str, windows: str, arms: str, dagger: int) -> GuidedConfig:
-    """The run ``drs-prom train --learner guided`` asks for; ConfigError (one line) for a malformed option."""
-    from drs_prom.errors import ConfigError
-
-    try:
-        lo_hi = tuple(float(x) for x in load.split(","))
-        lags = tuple(float(x) for x in windows.split(","))
-    except ValueError as e:
-        raise ConfigError(f"--train-load and --metric-windows take comma-separated numbers: {e}") from None
-    if len(lo_hi) != 2 or not 0 < lo_hi[0] <= lo_hi[1] or not lags or min(lags) < 0:
-        raise ConfigError(
-            f"--train-load needs LO,HI with 0 < LO <= HI and --metric-windows lags >= 0: {load} / {windows}"
-        )
-    label = tuple(a for a in arms.split(",") if a)
-    unknown = [a for a in label if a not in GUIDES]
-    if unknown:
-        raise ConfigError(f"--label-arms: unknown heuristic(s) {unknown}; known: {', '.join(GUIDES)}")
-    if label and FLOOR not in label:
-        label = (FLOOR, *label)
-    return GuidedConfig(
-        clusters=clusters,
-        seed=seed,
-        load=(lo_hi[0], lo_hi[1]),
-        metric_windows=lags,
-        label_arms=label,
-        dagger_rounds=dagger,
-    )
 
 
 def run_guided_training(

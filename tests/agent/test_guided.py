@@ -117,7 +117,8 @@ def test_inputs_outside_the_training_range_read_as_its_nearest_edge(tmp_path):
 def test_training_options_widen_the_generated_clusters_and_refuse_bad_input():
     from drs_prom.errors import ConfigError
     from drs_prom.sim.generator import GeneratorParams
-    from drs_prom.training.guided_run import FLOOR, guided_config
+    from drs_prom.training.guided_options import guided_config
+    from drs_prom.training.guided_run import FLOOR
 
     default = guided_config(48, 0, "0.4,0.9", "1,5,15,30", "", 0)
     assert default.generator() is None  # the generator's own ranges: the shipped run's clusters
