@@ -949,6 +949,26 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
     type=click.Path(dir_okay=False),
     help="rollout: .npz of labelled decisions, reused if it exists, else written.",
 )
+@click.option(
+    "--train-load",
+    default="0.4,0.9",
+    show_default=True,
+    help="guided: LO,HI bottleneck utilisation of the generated training and selection clusters (1.0 and above: "
+    "overloaded periods).",
+)
+@click.option(
+    "--metric-windows",
+    default="1,5,15,30",
+    show_default=True,
+    help="guided: comma-separated metric lags (s) of the generated clusters.",
+)
+@click.option(
+    "--label-arms",
+    default="",
+    help="guided: comma-separated heuristics run on every training cluster; a cluster imitates the best of them "
+    "where it beats capacity-balanced-overload by more than 2% (default: every cluster imitates it).",
+)
+@click.option("--dagger", default=0, show_default=True, type=click.IntRange(0, 10), help="guided: DAgger rounds.")
 @click.option("--no-progress", is_flag=True)
 def train_cmd(
     scenario: str,
@@ -965,6 +985,10 @@ def train_cmd(
     decisions: int | None,
     members: int | None,
     samples_path: str | None,
+    train_load: str,
+    metric_windows: str,
+    label_arms: str,
+    dagger: int,
     no_progress: bool,
 ) -> None:
     """Train drs (or DRS's original DQN) on the simulator; writes .keras + .json + learning-curve .png (needs drs-prom[train])."""
@@ -998,9 +1022,15 @@ def train_cmd(
         )
         return
     if learner == "guided":
-        from drs_prom.training.guided_run import GuidedConfig, run_guided_training
+        from drs_prom.training.guided_options import guided_config
+        from drs_prom.training.guided_run import run_guided_training
 
-        run_guided_training(out_path, GuidedConfig(clusters=clusters or 48, seed=seed), command, click.echo)
+        run_guided_training(
+            out_path,
+            guided_config(clusters or 48, seed, train_load, metric_windows, label_arms, dagger),
+            command,
+            click.echo,
+        )
         return
     if learner == "rollout":
         from drs_prom.training.correction_run import run_rollout_training

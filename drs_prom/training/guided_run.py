@@ -31,7 +31,7 @@ import numpy as np
 from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, GuideScores
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.sim.env import scenario_spec, sim_policy
-from drs_prom.sim.generator import training_scenario
+from drs_prom.sim.generator import GeneratorParams, training_scenario
 from drs_prom.training.rollouts import unclipped_env
 from drs_prom.training.selector_run import SELECTION_SEED_BASE, fold_standardisation
 
@@ -74,8 +74,17 @@ class GuidedConfig:
     cluster imitates the floor. (FLOOR, "kube-default") on 60 clusters gave kube-default as the target on 2."""
     frozen: tuple[str, ...] = SCALE_AND_CONTEXT
     """Input column prefixes held at their training mean (in training and at inference): what the network may not use."""
+    load: tuple[float, float] = (0.4, 0.9)
+    """Bottleneck utilisation of the training and selection clusters (generator's ``load``; > 1: overloaded)."""
+    metric_windows: tuple[float, ...] = (1.0, 5.0, 15.0, 30.0)
+    """Metric lags (s) of the training and selection clusters."""
     seed: int = 0
     workers: int = 2
+
+    def generator(self) -> GeneratorParams | None:
+        """The generator's ranges for this run; None where they are its defaults."""
+        p = GeneratorParams(load=self.load, metric_windows=self.metric_windows)
+        return None if p == GeneratorParams() else p
 
 
 @dataclass
@@ -105,9 +114,9 @@ class Demos:
         return int(self.decision.max()) + 1 if len(self.decision) else 0
 
 
-def arm_composites(seed: int, arms: Sequence[str] = GUIDES) -> dict[str, float]:
+def arm_composites(seed: int, arms: Sequence[str] = GUIDES, params: GeneratorParams | None = None) -> dict[str, float]:
     """Each of ``arms`` on training cluster ``seed``'s workload (paired): composite per heuristic."""
-    sc = training_scenario(seed)
+    sc = training_scenario(seed, params)
     return {a: unclipped_env(sc, seed).run(sim_policy(a, sc, seed), seed=seed).composite for a in arms}
 
 
@@ -117,11 +126,16 @@ def target_of(comp: dict[str, float], switch_margin: float) -> str:
 
 
 def record_cluster(
-    seed: int, target: str, layers: list | None = None, decisions: int = 60, rng_key: int = 0
+    seed: int,
+    target: str,
+    layers: list | None = None,
+    decisions: int = 60,
+    rng_key: int = 0,
+    params: GeneratorParams | None = None,
 ) -> tuple[Demos, float]:
     """Play cluster ``seed`` with the network (``layers``) or, without one, with ``target``; label each visited
     state with ``target``'s first choice there. Returns ``decisions`` sampled decisions and the composite."""
-    sc = training_scenario(seed)
+    sc = training_scenario(seed, params)
     env = unclipped_env(sc, seed)
     guides = GuideScores(scenario_spec(sc).metric_window_seconds)
     actor: Any = None
@@ -173,17 +187,17 @@ def _pool_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> li
         return list(pool.map(fn, jobs, chunksize=1))
 
 
-def _composites_job(args: tuple[int, tuple[str, ...]]) -> dict[str, float]:
+def _composites_job(args: tuple[int, tuple[str, ...], GeneratorParams | None]) -> dict[str, float]:
     return arm_composites(*args)
 
 
-def _record_job(args: tuple[int, str, list | None, int, int]) -> tuple[Demos, float]:
+def _record_job(args: tuple[int, str, list | None, int, int, GeneratorParams | None]) -> tuple[Demos, float]:
     return record_cluster(*args)
 
 
-def _policy_job(args: tuple[int, list, tuple[np.ndarray, np.ndarray]]) -> float:
-    seed, layers, input_range = args
-    sc = training_scenario(seed)
+def _policy_job(args: tuple[int, list, tuple[np.ndarray, np.ndarray], GeneratorParams | None]) -> float:
+    seed, layers, input_range, params = args
+    sc = training_scenario(seed, params)
     policy = GuidedPolicy(layers, scenario_spec(sc).metric_window_seconds, input_range=input_range)
     return unclipped_env(sc, seed).run(policy, seed=seed).composite
 
@@ -260,8 +274,9 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     t0 = time.monotonic()
     train_seeds = list(range(cfg.clusters))
     sel_seeds = [SELECTION_SEED_BASE + k for k in range(cfg.selection_clusters)]
+    gen = cfg.generator()
     if cfg.label_arms:
-        comps = _pool_map(_composites_job, [(s, cfg.label_arms) for s in train_seeds], cfg.workers)
+        comps = _pool_map(_composites_job, [(s, cfg.label_arms, gen) for s in train_seeds], cfg.workers)
         targets = {s: target_of(c, cfg.switch_margin) for s, c in zip(train_seeds, comps, strict=True)}
     else:  # no labelling: every cluster imitates the floor
         targets = dict.fromkeys(train_seeds, FLOOR)
@@ -269,14 +284,12 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     for t in targets.values():
         counts[t] = counts.get(t, 0) + 1
     echo(f"labelled {len(train_seeds)} clusters in {time.monotonic() - t0:.0f} s; targets {counts}")
-    sel_comps = _pool_map(_composites_job, [(s, (FLOOR, "kube-default")) for s in sel_seeds], cfg.workers)
+    sel_comps = _pool_map(_composites_job, [(s, (FLOOR, "kube-default"), gen) for s in sel_seeds], cfg.workers)
     sel_floor = np.array([c[FLOOR] for c in sel_comps])
     sel_kd = np.array([c["kube-default"] for c in sel_comps])
     echo(f"selection clusters: kube-default {np.mean(sel_kd / sel_floor):.4f}x {FLOOR}")
-    jobs: list[tuple[int, str, list | None, int, int]] = [
-        (s, targets[s], None, cfg.decisions_per_cluster, 0) for s in train_seeds
-    ]
-    data = Demos.concat([d for d, _ in _pool_map(_record_job, jobs, cfg.workers)])
+    demo_jobs = [(s, targets[s], None, cfg.decisions_per_cluster, 0, gen) for s in train_seeds]
+    data = Demos.concat([d for d, _ in _pool_map(_record_job, demo_jobs, cfg.workers)])
     echo(f"demonstrations: {data.n_decisions} decisions, {len(data.rows)} rows ({time.monotonic() - t0:.0f} s)")
     lo, hi = data.rows.min(axis=0), data.rows.max(axis=0)
     mean = data.rows.mean(axis=0)
@@ -296,7 +309,7 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     def evaluate(stage: str, loss: float) -> None:
         nonlocal best
         layers = learner.layers()
-        comp = np.array(_pool_map(_policy_job, [(s, layers, input_range) for s in sel_seeds], cfg.workers))
+        comp = np.array(_pool_map(_policy_job, [(s, layers, input_range, gen) for s in sel_seeds], cfg.workers))
         r_floor, r_kd = float(np.mean(comp / sel_floor)), float(np.mean(comp / sel_kd))
         point = {
             "stage": stage,
@@ -318,7 +331,7 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     evaluate("imitation", loss)
     for rnd in range(cfg.dagger_rounds):
         layers = learner.layers()
-        jobs = [(s, targets[s], layers, cfg.decisions_per_cluster // 2, rnd + 1) for s in train_seeds]
+        jobs = [(s, targets[s], layers, cfg.decisions_per_cluster // 2, rnd + 1, gen) for s in train_seeds]
         out = _pool_map(_record_job, jobs, cfg.workers)
         data = Demos.concat([data, *[d for d, _ in out]])
         for _ in range(cfg.dagger_epochs):
@@ -367,7 +380,8 @@ def save_guided(fit: GuidedFit, out: str | Path, command: str = "") -> Path:
         "selected": fit.selected,
     }
     meta["data"] = {
-        "train": f"generator seeds 0..{fit.config['clusters'] - 1}",
+        "train": f"generator seeds 0..{fit.config['clusters'] - 1}, load {fit.config.get('load', GuidedConfig.load)}, "
+        f"metric lags {fit.config.get('metric_windows', GuidedConfig.metric_windows)} s",
         "selection": f"generator seeds {SELECTION_SEED_BASE}..{SELECTION_SEED_BASE + fit.config['selection_clusters'] - 1}",
         "never": "packaged scenarios and the evaluation clusters (eval-*, shift-*)",
     }
