@@ -337,6 +337,7 @@ class Testbed:
             "lost_pods": lost[:20],
             "double_bound": len(st.double_bound),
             "infeasible": len(st.infeasible),
+            "extended_misplaced": len(judge.extended_misplaced(pods, self.nodes)),
             "fallback_decisions": fallbacks,
             "decisions_by_policy": decisions,
             "extender_calls": extender_calls,  # kube-scheduler+drs: filter / prioritize calls drs-prom served
