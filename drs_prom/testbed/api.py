@@ -185,4 +185,4 @@ def run_testbed(
     return report
 
 
-__all__ = ["run_testbed", "scale_scenario", "cluster_stages"]
+__all__ = ["cluster_stages", "run_testbed", "scale_scenario"]

@@ -18,7 +18,7 @@ from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.scenario import GPU_MODEL_LABEL, GPU_RESOURCE, Scenario
 from drs_prom.sim.workload import generate
 from drs_prom.testbed import judge, process
-from drs_prom.testbed.api import run_testbed, cluster_stages
+from drs_prom.testbed.api import cluster_stages, run_testbed
 from drs_prom.testbed.driver import pod_manifest
 
 NODES = """name,cpu,memory,gpu,labels
