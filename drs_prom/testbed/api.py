@@ -127,8 +127,8 @@ def run_testbed(
     with handle_termination():
         try:
             for stage, stage_seeds in stages:
-                workdir_k = base if len(stages) == 1 else base / f"seed-{stage_seeds[0]}"
-                with Testbed(stage, workdir_k, cfg, echo, kubeconfig) as tb:
+                stage_dir = base if len(stages) == 1 else base / f"seed-{stage_seeds[0]}"
+                with Testbed(stage, stage_dir, cfg, echo, kubeconfig) as tb:
                     for seed in stage_seeds if not faults else ():  # --faults: the fault script alone
                         wl = workload_for(stage, seed, pods)
                         for name in schedulers:
