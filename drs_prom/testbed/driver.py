@@ -1,7 +1,8 @@
 """The workload driver: creates a scenario's pods on the apiserver at its arrival times.
 
 The pods are the seeded ``Workload`` of (scenario, seed), the very one ``bench`` replays,
-truncated to ``pods``: requests, ``drs.io/profile``, ``drs.io/demand`` (the profile's
+truncated to ``pods``: requests (extended ones such as ``nvidia.com/gpu`` as limits), node
+selector, tolerations and required node affinity, ``drs.io/profile``, ``drs.io/demand`` (the profile's
 estimate, what a scheduler may know), the simulator-only true demand and work (for the twin
 kubelet), a controller ``ownerReference`` to a Job per profile as a Job controller would
 set (a ConfigMap on a cluster given by ``--kubeconfig``, whose garbage collector would delete pods
