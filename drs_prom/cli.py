@@ -269,6 +269,70 @@ def extender_cmd(
     run_extender(settings, listen, kubeconfig, use_cache=not no_cache)
 
 
+def _trace_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options of a trace replay, shared by ``bench`` and ``testbed`` (fields of a scenario's ``trace:``)."""
+    for option in reversed(_TRACE_OPTIONS):
+        command = option(command)
+    return command
+
+
+_TRACE_OPTIONS = [
+    click.option(
+        "--trace",
+        "trace_dir",
+        default=None,
+        type=click.Path(file_okay=False),
+        help="Replay a trace directory (openb or nodes.csv + pods.csv); seeds are sampling seeds. See docs/traces.md.",
+    ),
+    click.option("--trace-nodes", default=None, type=click.IntRange(1), help="With --trace: sampled nodes [all]."),
+    click.option(
+        "--trace-window", default="0:1", show_default=True, help="With --trace: START:END fractions of the pod list."
+    ),
+    click.option("--trace-pod-list", default="openb_pod_list_default.csv", show_default=True, help="openb pod list."),
+    click.option("--trace-max-pods", default=None, type=click.IntRange(1), help="With --trace: at most N pods."),
+    click.option(
+        "--compression",
+        default=1.0,
+        show_default=True,
+        type=click.FloatRange(min=0, min_open=True),
+        help="With --trace: every time (arrivals and run times) is divided by this.",
+    ),
+    click.option(
+        "--load-factor",
+        default=1.0,
+        show_default=True,
+        type=click.FloatRange(min=0, min_open=True),
+        help="With --trace: arrivals come this many times faster (run times unchanged).",
+    ),
+    click.option("--usage-cpu", default=0.4, show_default=True, type=float, help="Mean used/requested CPU."),
+    click.option("--usage-mem", default=0.6, show_default=True, type=float, help="Mean used/requested memory."),
+    click.option("--usage-spread", default=0.3, show_default=True, type=float, help="Std of the ratios."),
+]
+
+
+def _trace_spec(
+    trace_dir: str,
+    trace_nodes: int | None,
+    trace_window: str,
+    trace_pod_list: str,
+    max_pods: int | None,
+    compression: float,
+    load_factor: float,
+    usage: tuple[float, float, float],
+) -> dict[str, Any]:
+    """A scenario's ``trace:`` section from the trace options (validated with the scenario)."""
+    return {
+        "path": trace_dir,
+        "pod_list": trace_pod_list,
+        "nodes": trace_nodes,
+        "window": _fractions(trace_window),
+        "max_pods": max_pods,
+        "compression": compression,
+        "load_factor": load_factor,
+        "usage": {"cpu_ratio": usage[0], "mem_ratio": usage[1], "spread": usage[2]},
+    }
+
+
 @cli.command("testbed")
 @click.option(
     "--scenario",
@@ -310,6 +374,7 @@ def extender_cmd(
     "(Go >= 1.25 on PATH; 10-20 min once, then a no-op), unless --kubeconfig names a cluster.",
 )
 @click.option("--out", "out_dir", default="out/testbed", show_default=True, type=click.Path(file_okay=False))
+@_trace_options
 def testbed_cmd(
     scenario: str,
     seeds: int,
@@ -324,8 +389,21 @@ def testbed_cmd(
     kubeconfig: str | None,
     build_bins: bool,
     out_dir: str,
+    trace_dir: str | None,
+    trace_nodes: int | None,
+    trace_window: str,
+    trace_pod_list: str,
+    trace_max_pods: int | None,
+    compression: float,
+    load_factor: float,
+    usage_cpu: float,
+    usage_mem: float,
+    usage_spread: float,
 ) -> None:
-    """Closed loop on real parts: control plane, twin kubelets over the simulator, real Prometheus, judged by PromQL."""
+    """Closed loop on real parts: control plane, twin kubelets over the simulator, real Prometheus, judged by PromQL.
+
+    ``--trace DIR`` replays a production trace (docs/traces.md): each seed samples its own nodes, so each seed
+    gets its own control plane."""
     import logging
 
     from drs_prom.testbed.api import run_testbed
@@ -338,7 +416,20 @@ def testbed_cmd(
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # retries while a fault has the apiserver down
     run_testbed(
-        scenario,
+        _testbed_scenario(
+            scenario,
+            trace_dir,
+            _trace_spec(
+                trace_dir or "",
+                trace_nodes,
+                trace_window,
+                trace_pod_list,
+                trace_max_pods or pods,
+                compression,
+                load_factor,
+                (usage_cpu, usage_mem, usage_spread),
+            ),
+        ),
         list(range(seeds)),
         pods,
         speed,
@@ -352,6 +443,26 @@ def testbed_cmd(
         kubeconfig=kubeconfig,
         echo=click.echo,
     )
+
+
+def _testbed_scenario(scenario: str, trace_dir: str | None, spec: dict[str, Any]) -> Any:
+    """The scenario name or path, or with ``--trace`` a validated scenario replaying that trace."""
+    if trace_dir is None:
+        return scenario
+
+    return _trace_scenario({"name": "trace", "trace": spec})
+
+
+def _trace_scenario(data: dict[str, Any]) -> Any:
+    """A trace scenario validated from its data; a bad option is one line, not pydantic's report."""
+    from drs_prom.errors import ConfigError
+    from drs_prom.sim.scenario import Scenario
+
+    try:
+        return Scenario.model_validate(data)
+    except ValueError as exc:
+        first = str(exc).splitlines()
+        raise ConfigError(f"invalid trace options: {' '.join(first[1:3]).strip()}") from None
 
 
 def _seeds(value: str | int) -> int | None:
@@ -414,30 +525,7 @@ def _seeds(value: str | int) -> int | None:
 )
 @click.option("--model", "model_path", default=None, help="Model for the drs policy (default: the shipped one).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option(
-    "--trace",
-    "trace_dir",
-    default=None,
-    type=click.Path(file_okay=False),
-    help="Replay a trace directory (openb or nodes.csv + pods.csv); seeds are sampling seeds. See docs/traces.md.",
-)
-@click.option("--trace-nodes", default=None, type=click.IntRange(1), help="With --trace: sampled nodes [all].")
-@click.option(
-    "--trace-window", default="0:1", show_default=True, help="With --trace: START:END fractions of the pod list."
-)
-@click.option("--trace-pod-list", default="openb_pod_list_default.csv", show_default=True, help="openb pod list.")
-@click.option("--trace-max-pods", default=None, type=click.IntRange(1), help="With --trace: at most N pods.")
-@click.option("--compression", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
-@click.option(
-    "--load-factor",
-    default=1.0,
-    show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
-    help="With --trace: arrivals come this many times faster (run times unchanged).",
-)
-@click.option("--usage-cpu", default=0.4, show_default=True, type=float, help="Mean used/requested CPU.")
-@click.option("--usage-mem", default=0.6, show_default=True, type=float, help="Mean used/requested memory.")
-@click.option("--usage-spread", default=0.3, show_default=True, type=float, help="Std of the ratios.")
+@_trace_options
 @click.option(
     "--usage-sweep",
     default=None,
@@ -481,16 +569,16 @@ def bench_cmd(
     if trace_dir is not None:
         if scenario or suite:
             raise ConfigError("--trace builds its own scenario; give either --trace or --scenario/--suite")
-        spec = {
-            "path": trace_dir,
-            "pod_list": trace_pod_list,
-            "nodes": trace_nodes,
-            "window": _fractions(trace_window),
-            "max_pods": trace_max_pods or pods,
-            "compression": compression,
-            "load_factor": load_factor,
-            "usage": {"cpu_ratio": usage_cpu, "mem_ratio": usage_mem, "spread": usage_spread},
-        }
+        spec = _trace_spec(
+            trace_dir,
+            trace_nodes,
+            trace_window,
+            trace_pod_list,
+            trace_max_pods or pods,
+            compression,
+            load_factor,
+            (usage_cpu, usage_mem, usage_spread),
+        )
         _trace_bench(
             {"name": "trace", "trace": spec},
             seeds,
@@ -573,18 +661,13 @@ def _trace_bench(
     """bench on a trace: validate the trace section, run every sampling seed, print the table and the summary."""
     from drs_prom.errors import ConfigError
     from drs_prom.sim.bench import format_table, model_builder, write_report
-    from drs_prom.sim.scenario import Scenario
     from drs_prom.sim.suite import format_scenario, summarise
     from drs_prom.sim.trace_bench import format_sweep, run_trace_bench
     from drs_prom.sim.trace_bench import usage_sweep as sweep
 
     if seeds is None:
         raise ConfigError("--seeds auto is for scenarios; a trace replay takes a count of sampling seeds (--seeds N)")
-    try:
-        sc = Scenario.model_validate(data)
-    except ValueError as exc:
-        first = str(exc).splitlines()
-        raise ConfigError(f"invalid trace options: {' '.join(first[1:3]).strip()}") from None
+    sc = _trace_scenario(data)
     builder = model_builder(model_path)
     if usage_sweep:
         try:

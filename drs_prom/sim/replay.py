@@ -18,7 +18,10 @@ the testbed run it like any other scenario. Every choice is documented in docs/t
   the trace's finished pods that exceed its observed age (its age when none does);
 - times are divided by ``compression`` (arrival times also by ``load_factor``);
 - GPU fractions round up to one whole GPU, or the trace is refused (``gpu_sharing``);
-- pods that fit no sampled node even when it is empty are dropped and counted.
+- pods that fit no sampled node even when it is empty are dropped and counted;
+- a pod's usage is its usage series' time-weighted mean over the part of its run that is
+  replayed, else its mean usage column, else the usage model's draw (the simulator gives a
+  pod one demand for its whole run).
 """
 
 from __future__ import annotations
@@ -96,6 +99,19 @@ def usage_ratios(model: UsageModel, mean: float, n: int, rng: np.random.Generato
     return np.exp(rng.normal(mu, sigma, size=n)) if sigma > 0 else np.full(n, mean)
 
 
+def series_mean(series: tuple[tuple[float, float], ...], start: float, end: float) -> float:
+    """Time-weighted mean over [start, end] of a step function given as (offset, value) samples: each value holds
+    from its offset to the next one (the first also before it, the last until the end); nan without samples."""
+    if not series:
+        return math.nan
+    t = np.array([s[0] for s in series])
+    v = np.array([s[1] for s in series])
+    if end <= start:
+        return float(v[max(0, int(np.searchsorted(t, start, side="right")) - 1)])
+    edges = np.clip(np.concatenate([[start], t[1:], [end]]), start, end)
+    return float(np.dot(np.diff(edges), v) / (end - start))
+
+
 def _whole_gpus(pod: TracePod, spec: TraceSpec, source: str) -> int:
     if pod.gpus == int(pod.gpus):
         return int(pod.gpus)
@@ -166,7 +182,7 @@ def replay_pods(
         elif pod.arrival < hi:
             rows.append((pod.arrival, life, pod))
     drawn = sum(id(p) in lives for _, _, p in rows)
-    kept: list[tuple[float, float, TracePod, int]] = []
+    kept: list[tuple[float, float, TracePod, int]] = []  # (arrival, run time, pod, GPUs)
     for arrival, life, pod in rows:
         gpus = _whole_gpus(pod, spec, table.source)
         if not _fits_some(pod, gpus, nodes):
@@ -188,13 +204,16 @@ def replay_pods(
     cpu_ratio = usage_ratios(spec.usage, spec.usage.cpu_ratio, len(pods), rng)
     mem_ratio = usage_ratios(spec.usage, spec.usage.mem_ratio, len(pods), rng)
     use_trace = spec.usage.from_trace
+    # the replayed part of each pod's run, in seconds since it started (a carried-over pod joins midway)
+    skip = [max(0.0, lo - p.start) if p.arrival < lo else 0.0 for p in pods]
+    spans = [(a, a + w * spec.compression) for a, w in zip(skip, work.tolist(), strict=True)]
     cpu_used = [
-        p.cpu_used if use_trace and not math.isnan(p.cpu_used) else r * p.cpu_m / 1000
-        for p, r in zip(pods, cpu_ratio, strict=True)
+        _used(p.cpu_series, p.cpu_used, span, r * p.cpu_m / 1000, use_trace)
+        for p, r, span in zip(pods, cpu_ratio, spans, strict=True)
     ]
     mem_used = [
-        p.mem_used if use_trace and not math.isnan(p.mem_used) else r * p.mem_bytes
-        for p, r in zip(pods, mem_ratio, strict=True)
+        _used(p.mem_series, p.mem_used, span, r * p.mem_bytes, use_trace)
+        for p, r, span in zip(pods, mem_ratio, spans, strict=True)
     ]
     out = ReplayPods(
         names=tuple(_dns(p.name) for p in pods),
@@ -211,6 +230,15 @@ def replay_pods(
     )
     stats = ReplayStats(len(nodes), len(out), carried, pending, unfit, drawn)
     return out, stats
+
+
+def _used(
+    series: tuple[tuple[float, float], ...], mean: float, span: tuple[float, float], modelled: float, use_trace: bool
+) -> float:
+    """A pod's usage: its series over the replayed span, else its mean column, else the usage model's draw."""
+    if use_trace and series:
+        return series_mean(series, *span)
+    return mean if use_trace and not math.isnan(mean) else modelled
 
 
 def _dns(name: str) -> str:

@@ -13,7 +13,9 @@ Generic CSV (a directory with ``nodes.csv`` and ``pods.csv``; docs/traces.md has
 - pods.csv: ``name, arrival, cpu, memory`` and ``duration`` or ``end`` (seconds; empty =
   still running at the trace's end), optionally ``gpu, gpu_models (A|B), node_selector,
   tolerations (key=value:Effect or key:Exists), status (Succeeded|Failed|Running|Pending),
-  cpu_used, memory_used`` (mean usage; cores and a quantity).
+  cpu_used, memory_used`` (mean usage; cores and a quantity), ``cpu_used_series,
+  memory_used_series`` (usage over the pod's run: ``offset:value;...``, offsets in seconds
+  since the pod started, each value holding until the next offset).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class TracePod:
     tolerations: tuple[tuple[str, str, str, str], ...] = ()
     cpu_used: float = math.nan  # cores
     mem_used: float = math.nan  # bytes
+    cpu_series: tuple[tuple[float, float], ...] = ()  # (seconds since the pod started, cores), offsets increasing
+    mem_series: tuple[tuple[float, float], ...] = ()  # (seconds since the pod started, bytes)
 
 
 @dataclass(frozen=True)
@@ -243,6 +247,23 @@ def _tolerations(path: Path, line: int, text: str) -> tuple[tuple[str, str, str,
     return tuple(out)
 
 
+def _series(path: Path, line: int, row: dict[str, str], col: str) -> tuple[tuple[float, float], ...]:
+    """``offset:value;...`` (seconds since the pod started, a quantity), offsets strictly increasing."""
+    out: list[tuple[float, float]] = []
+    for item in filter(None, (x.strip() for x in row.get(col, "").split(";"))):
+        offset, sep, value = item.partition(":")
+        try:
+            t, v = float(offset), parse_quantity(value.strip())
+        except ValueError:
+            t = v = math.nan
+        if not sep or not math.isfinite(t) or t < 0 or not math.isfinite(v) or v < 0:
+            raise ConfigError(f"{path}:{line}: column {col}: {item!r} is not offset:value (seconds >= 0, a quantity)")
+        if out and t <= out[-1][0]:
+            raise ConfigError(f"{path}:{line}: column {col}: offsets must increase ({t:g} after {out[-1][0]:g})")
+        out.append((t, v))
+    return tuple(out)
+
+
 def read_csv_trace(root: Path) -> TraceTable:
     """The generic format (see the module docstring)."""
     npath, ppath = root / CSV_NODES, root / CSV_PODS
@@ -296,6 +317,8 @@ def read_csv_trace(root: Path) -> TraceTable:
                 tolerations=_tolerations(ppath, line, row.get("tolerations", "")),
                 cpu_used=_qty(ppath, line, row, "cpu_used", math.nan),
                 mem_used=_qty(ppath, line, row, "memory_used", math.nan),
+                cpu_series=_series(ppath, line, row, "cpu_used_series"),
+                mem_series=_series(ppath, line, row, "memory_used_series"),
             )
         )
     if not pods:

@@ -4,7 +4,9 @@
                          schedulers=["kube-scheduler", "drs"], out_dir="out/testbed")
 
 Each seed's workload is generated once and every scheduler faces the identical pods at the
-identical (accelerated) arrival times, on one control plane with the same fake nodes.
+identical (accelerated) arrival times, on one control plane with the same fake nodes. A
+scenario with a ``trace:`` section (``drs-prom testbed --trace``) gets one control plane
+per seed, with that seed's sampled nodes.
 """
 
 from __future__ import annotations
@@ -43,6 +45,24 @@ def scale_scenario(scenario: Scenario, n_nodes: int) -> Scenario:
     return scenario.with_changes(nodes=[t for t, c in zip(types, counts) if c > 0])
 
 
+def cluster_stages(
+    scenario: Scenario, seeds: Sequence[int], echo: Callable[[str], None]
+) -> list[tuple[Scenario, list[int]]]:
+    """The (scenario, seeds) each Testbed runs: one for a generated scenario, whose nodes are the same for every
+    seed; one per seed for a replayed trace, since each sampling seed draws its own nodes (drs_prom.sim.replay)."""
+    if scenario.trace is None:
+        return [(scenario, list(seeds))]
+    from drs_prom.sim.replay import materialise
+    from drs_prom.sim.trace_bench import describe
+
+    out = []
+    for seed in seeds:
+        concrete, stats = materialise(scenario, seed)
+        echo(describe(seed, stats))
+        out.append((concrete, [seed]))
+    return out
+
+
 def default_model() -> str | None:
     from drs_prom.sim.bench import shipped_model
 
@@ -74,11 +94,19 @@ def run_testbed(
 
     sc = resolve_scenario(scenario) if isinstance(scenario, str) else scenario  # as bench: eval clusters by name
     if nodes_scale:
+        if sc.trace is not None:
+            raise ConfigError("--nodes-scale scales a scenario's node types; a trace samples its own (--trace-nodes)")
         sc = scale_scenario(sc, nodes_scale)
     if speed <= 0:
         raise ConfigError("--speed must be positive")
+    if faults and sc.trace is not None:
+        raise ConfigError("--faults runs its own generated workload; it does not replay a trace")
+    if sc.trace is not None and pods:
+        sc = sc.with_changes(trace=sc.trace.model_copy(update={"max_pods": pods}).model_dump())
+        pods = None  # the replay keeps the first ``pods`` of each seed's window, as bench --trace does
+    stages = cluster_stages(sc, seeds, echo)
     model = model_path or default_model()
-    n_nodes = sc.n_nodes
+    n_nodes = max(stage.n_nodes for stage, _ in stages)
     if n_nodes * 0.5e-3 > 0.1 * scrape_seconds:  # sim-serve renders ~0.5 ms per node page, in one process
         echo(
             f"warning: {n_nodes} simulated exporters every {scrape_seconds:g}s may outrun sim-serve (one process); "
@@ -98,22 +126,25 @@ def run_testbed(
     already_running = live_processes()  # not ours to stop (a caller's control plane)
     with handle_termination():
         try:
-            with Testbed(sc, base, cfg, echo, kubeconfig) as tb:
-                for seed in seeds if not faults else ():  # --faults: the fault script alone
-                    wl = workload_for(sc, seed, pods)
-                    for name in schedulers:
-                        echo(f"run {name} seed {seed}: {len(wl)} pods on {n_nodes} nodes at {speed:g}x")
-                        r = tb.run_one(name, seed, wl)
-                        runs.append(r)
-                        echo(
-                            f"  imbalance {r['imbalance']:.3f} util {r['utilisation']:.3f} ct p95 "
-                            f"{r['completion_p95']:.1f}s (start delay p95 {r['start_delay_p95']:.1f}s) bound {r['bound']}/{r['pods']} done {r['completed']} "
-                            f"lost {r['lost']} infeasible {r['infeasible']} ({r['wall_seconds']:.0f}s wall)"
-                        )
-                if faults:
-                    from drs_prom.testbed.faults import run_faults
+            for stage, stage_seeds in stages:
+                stage_dir = base if len(stages) == 1 else base / f"seed-{stage_seeds[0]}"
+                with Testbed(stage, stage_dir, cfg, echo, kubeconfig) as tb:
+                    for seed in stage_seeds if not faults else ():  # --faults: the fault script alone
+                        wl = workload_for(stage, seed, pods)
+                        for name in schedulers:
+                            echo(f"run {name} seed {seed}: {len(wl)} pods on {stage.n_nodes} nodes at {speed:g}x")
+                            r = tb.run_one(name, seed, wl)
+                            runs.append(r)
+                            echo(
+                                f"  imbalance {r['imbalance']:.3f} util {r['utilisation']:.3f} ct p95 "
+                                f"{r['completion_p95']:.1f}s (start delay p95 {r['start_delay_p95']:.1f}s) "
+                                f"bound {r['bound']}/{r['pods']} done {r['completed']} lost {r['lost']} "
+                                f"infeasible {r['infeasible']} ({r['wall_seconds']:.0f}s wall)"
+                            )
+                    if faults:
+                        from drs_prom.testbed.faults import run_faults
 
-                    fault_report = run_faults(tb, seeds[0], pods, echo)
+                        fault_report = run_faults(tb, seeds[0], pods, echo)
             ok = True
         finally:
             stop_all(keep=already_running)
@@ -122,10 +153,12 @@ def run_testbed(
             elif not ok:
                 echo(f"testbed failed or was interrupted; logs kept in {base}")
     per = rep.summarise(runs)
+    pods_per_seed = [len(workload_for(stage, seed, pods)) for stage, stage_seeds in stages for seed in stage_seeds]
     report: dict[str, Any] = {
         "scenario": sc.name,
         "seeds": list(seeds),
-        "pods": len(workload_for(sc, seeds[0], pods)),
+        "pods": round(sum(pods_per_seed) / len(pods_per_seed)),
+        "pods_per_seed": pods_per_seed,
         "n_nodes": n_nodes,
         "speed": speed,
         "scrape_seconds": scrape_seconds,
@@ -135,6 +168,8 @@ def run_testbed(
         "wall_seconds": time.monotonic() - t0,
         "schedulers": per,
     }
+    if sc.trace is not None:
+        report["trace"] = sc.trace.model_dump()
     if bench and runs:
         report["bench_agreement"] = rep.bench_agreement(sc, pods, seeds, list(per), per, model)
     if fault_report is not None:
@@ -150,4 +185,4 @@ def run_testbed(
     return report
 
 
-__all__ = ["run_testbed", "scale_scenario"]
+__all__ = ["cluster_stages", "run_testbed", "scale_scenario"]

@@ -1,7 +1,8 @@
 """The workload driver: creates a scenario's pods on the apiserver at its arrival times.
 
 The pods are the seeded ``Workload`` of (scenario, seed), the very one ``bench`` replays,
-truncated to ``pods``: requests, ``drs.io/profile``, ``drs.io/demand`` (the profile's
+truncated to ``pods``: requests (extended ones such as ``nvidia.com/gpu`` as limits), node
+selector, tolerations and required node affinity, ``drs.io/profile``, ``drs.io/demand`` (the profile's
 estimate, what a scheduler may know), the simulator-only true demand and work (for the twin
 kubelet), a controller ``ownerReference`` to a Job per profile as a Job controller would
 set (a ConfigMap on a cluster given by ``--kubeconfig``, whose garbage collector would delete pods
@@ -26,6 +27,7 @@ from drs_prom.sim.placement import Placement
 from drs_prom.sim.workload import PROFILE_LABEL, Workload
 from drs_prom.testbed.controlplane import TESTBED_TAINT
 from drs_prom.testbed.kubelet import CREATED_ANNOTATION, SIM_DEMAND_ANNOTATION, WORK_ANNOTATION
+from drs_prom.types import NodeSelectorRequirement
 
 log = logging.getLogger(__name__)
 
@@ -96,12 +98,38 @@ def pod_manifest(
     if wl.scalar is not None and wl.scalar[i]:
         # extended resources are asked for as limits (the apiserver copies them to requests)
         body["spec"]["containers"][0]["resources"]["limits"] = {k: str(v) for k, v in wl.scalar[i]}
+    body["spec"].update(placement_constraints(wl, i))
     if wl.placement is not None and wl.placement[i]:
         _place(body, wl.placement[i], profile)
     if external:
-        body["spec"]["tolerations"] = [TOLERATION]
+        body["spec"]["tolerations"] = [*body["spec"].get("tolerations", []), TOLERATION]
         body["spec"]["nodeSelector"] = {**dict(wl.node_selector[i]), TESTBED_TAINT["key"]: TESTBED_TAINT["value"]}
     return body
+
+
+def _requirements(reqs: tuple[NodeSelectorRequirement, ...]) -> list[dict[str, Any]]:
+    return [{"key": r.key, "operator": r.operator, "values": list(r.values)} for r in reqs]
+
+
+def placement_constraints(wl: Workload, i: int) -> dict[str, Any]:
+    """Row ``i``'s tolerations and required node affinity as Pod spec fields, so the real scheduler under test
+    sees the constraints the simulator's filters apply (a replayed trace's GPU models and taints)."""
+    out: dict[str, Any] = {}
+    tols = () if wl.tolerations is None else wl.tolerations[i]
+    if tols:
+        fields = ("key", "operator", "value", "effect")
+        out["tolerations"] = [{f: getattr(t, f) for f in fields if getattr(t, f)} for t in tols]
+    terms = () if wl.affinity is None else wl.affinity[i]
+    if terms:
+        selector = [
+            {"matchExpressions": _requirements(t.match_expressions)}
+            | ({"matchFields": _requirements(t.match_fields)} if t.match_fields else {})
+            for t in terms
+        ]
+        out["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": selector}}
+        }
+    return out
 
 
 def _place(body: dict[str, Any], placement: Placement, profile: str) -> None:
@@ -112,7 +140,7 @@ def _place(body: dict[str, Any], placement: Placement, profile: str) -> None:
     spec = body["spec"]
     if placement.anti_affinity:
         term = {"labelSelector": own, "topologyKey": placement.anti_affinity}
-        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        spec.setdefault("affinity", {})["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
     if placement.spread:
         spec["topologySpreadConstraints"] = [
             {

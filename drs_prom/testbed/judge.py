@@ -178,6 +178,28 @@ def list_nodes(api: Any, names: Sequence[str]) -> list[dict[str, Any]]:
     return [n for n in items if n["metadata"]["name"] in wanted]
 
 
+def extended_misplaced(pods: Sequence[Mapping[str, Any]], nodes: Nodes) -> list[str]:
+    """Pods the apiserver shows bound to a node that does not offer the extended resources they ask for (a GPU pod
+    on a node without ``nvidia.com/gpu``), read from the pods' own specs and the fake nodes' allocatable, not from
+    any scheduler's filters."""
+    index = {n: i for i, n in enumerate(nodes.names)}
+    out = []
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        i = index.get(spec.get("nodeName") or "")
+        if i is None:
+            continue
+        for container in spec.get("containers") or ():
+            limits = (container.get("resources") or {}).get("limits") or {}
+            for name, amount in limits.items():
+                if name in ("cpu", "memory"):
+                    continue
+                have = nodes.alloc_scalar.get(name)
+                if have is None or int(have[i]) < int(amount):
+                    out.append(pod["metadata"]["name"])
+    return sorted(set(out))
+
+
 def counter_by(prom: PrometheusProc, metric: str, label: str, end: float, seconds: float) -> dict[str, float]:
     """A drs-prom counter over the run by ``label`` (e.g. fallback decisions by reason), from its /metrics as
     Prometheus scraped them: the highest value each process reached, summed, so a killed replica's count stays."""

@@ -41,6 +41,10 @@ def find_binary(name: str, *fallbacks: str) -> str:
     raise ServerError(f"{name} not found on PATH (install it: make test-deps)")
 
 
+RANGE_QUERY_TIMEOUT = 180.0
+"""Seconds a range query over a run may take (a 40-node, 10-minute run on a host at load 30 took over 30)."""
+
+
 def wait_until(fn: Callable[[], Any], timeout: float = 30.0, what: str = "condition", interval: float = 0.2) -> Any:
     """Poll ``fn`` until it returns something truthy; ServerError after ``timeout`` s."""
     deadline = time.monotonic() + timeout
@@ -124,8 +128,8 @@ class PrometheusProc:
         self.managed = ManagedProcess("prometheus", self.argv, self.managed.log_path)
         _wait_ready(self, timeout)
 
-    def _get(self, path: str, params: dict[str, str]) -> Any:
-        with urllib.request.urlopen(f"{self.url}{path}?{urllib.parse.urlencode(params)}", timeout=30) as resp:
+    def _get(self, path: str, params: dict[str, str], timeout: float = 30.0) -> Any:
+        with urllib.request.urlopen(f"{self.url}{path}?{urllib.parse.urlencode(params)}", timeout=timeout) as resp:
             body = json.load(resp)
         if body.get("status") != "success":
             raise ServerError(f"query failed: {params}: {body}")
@@ -139,9 +143,10 @@ class PrometheusProc:
         return list(self._get("/api/v1/query", params)["result"])
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
-        """Range query (``values`` per series); raises on a non-success answer."""
+        """Range query (``values`` per series); raises on a non-success answer. Allowed more time than an instant
+        query: the judge asks for every node over a whole run, which a Prometheus short of CPU answers slowly."""
         params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
-        return list(self._get("/api/v1/query_range", params)["result"])
+        return list(self._get("/api/v1/query_range", params, timeout=RANGE_QUERY_TIMEOUT)["result"])
 
     def targets_up(self) -> dict[str, float]:
         """instance -> value of ``up``."""

@@ -95,13 +95,21 @@ def bench_agreement(
     scenario: Scenario, pods: int | None, seeds: Sequence[int], schedulers: Sequence[str], per: dict[str, Any],
     model_path: str | None,
 ) -> dict[str, Any]:  # fmt: skip
-    """bench on the same scenario/pods/seeds for the schedulers' twins, and the % differences."""
+    """bench on the same scenario/pods/seeds for the schedulers' twins, and the % differences.
+
+    A trace scenario is replayed per sampling seed, as ``bench --trace`` does (its pod count is the trace
+    section's ``max_pods``)."""
     from drs_prom.sim.bench import model_builder, run_bench
+    from drs_prom.sim.trace_bench import run_trace_bench
 
     twins = {s: bench_twin(s) for s in schedulers}
     policies = list(dict.fromkeys(t for t in twins.values() if t))
-    sc = scenario.truncated(pods) if pods else scenario
-    report = run_bench(sc, list(seeds), policies, model_builder(model_path), progress=False)
+    builder = model_builder(model_path)
+    if scenario.trace is not None:
+        report = run_trace_bench(scenario, list(seeds), policies, builder, progress=False)
+    else:
+        sc = scenario.truncated(pods) if pods else scenario
+        report = run_bench(sc, list(seeds), policies, builder, progress=False)
     rows: dict[str, Any] = {}
     for s, twin in twins.items():
         row = report.row(twin) if twin else None

@@ -340,6 +340,7 @@ class Testbed:
             "infeasible": len(st.infeasible),
             "violations": broken.total,
             "violations_by_kind": broken.by_kind(),
+            "extended_misplaced": len(judge.extended_misplaced(pods, self.nodes)),
             "fallback_decisions": fallbacks,
             "decisions_by_policy": decisions,
             "extender_calls": extender_calls,  # kube-scheduler+drs: filter / prioritize calls drs-prom served

@@ -58,3 +58,14 @@ def test_bad_trace_options_give_one_line(tmp_path: Path) -> None:
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     out = _drs("bench", "--trace", str(tmp_path / "missing"), "--no-progress")
     assert out.returncode == 2 and "does not exist" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_testbed_trace_options_are_checked_before_anything_starts(tmp_path: Path) -> None:
+    trace = _tiny(tmp_path)
+    out = _drs("testbed", "--trace", str(trace), "--trace-window", "0.5:0.2", "--no-bench")
+    assert out.returncode == 2 and "window 0.5:0.2 must satisfy" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    out = _drs("testbed", "--trace", str(tmp_path / "missing"), "--no-bench")
+    assert out.returncode == 2 and "does not exist" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    out = _drs("testbed", "--trace", str(trace), "--nodes-scale", "3", "--no-bench")
+    assert out.returncode == 2 and "--trace-nodes" in out.stderr and len(out.stderr.strip().splitlines()) == 1

@@ -15,7 +15,7 @@ import pytest
 from drs_prom.errors import ConfigError
 from drs_prom.registry import make_policy
 from drs_prom.sim.env import SchedulingEnv
-from drs_prom.sim.replay import draw_durations, materialise, sample_nodes
+from drs_prom.sim.replay import draw_durations, materialise, sample_nodes, series_mean
 from drs_prom.sim.scenario import GPU_MODEL_LABEL, GPU_RESOURCE, Scenario, parse_scenario
 from drs_prom.sim.trace_formats import TraceNode, read_trace
 from drs_prom.sim.workload import generate
@@ -130,6 +130,9 @@ def test_generic_csv_reads_quantities_labels_taints_tolerations_and_usage(tmp_pa
         ("name,arrival,end,cpu,memory\nw,10,5,1,1Gi\n", "ends before it arrives"),
         ("name,arrival,duration,cpu,memory,status\nw,0,,1,1Gi,Succeeded\n", "status Succeeded needs a duration"),
         ("name,arrival,duration,cpu,memory,tolerations\nw,0,1,1,1Gi,k=v:Sometimes\n", "unknown effect 'Sometimes'"),
+        ("name,arrival,duration,cpu,memory,cpu_used_series\nw,0,9,1,1Gi,0:1;5\n", "column cpu_used_series: '5' is not"),
+        ("name,arrival,duration,cpu,memory,memory_used_series\nw,0,9,1,1Gi,0:1Gi;-2:1Gi\n", "'-2:1Gi' is not"),
+        ("name,arrival,duration,cpu,memory,cpu_used_series\nw,0,9,1,1Gi,0:1;5:2;5:3\n", "offsets must increase"),
     ],
 )
 def test_bad_generic_rows_fail_with_one_line(tmp_path: Path, pods: str, message: str) -> None:
@@ -301,6 +304,41 @@ def test_the_traces_own_usage_wins_over_the_model(tmp_path: Path) -> None:
     assert sc.replay.cpu_used == (1.5, 0.8) and sc.replay.mem_used == (2**30, 0.6 * 2 * 2**30)
     model_only, _ = materialise(spec(path, usage={"spread": 0, "from_trace": False}), 0)
     assert model_only.replay is not None and model_only.replay.cpu_used == (0.8, 0.8)
+
+
+def test_usage_series_enter_as_their_time_weighted_mean_over_the_replayed_run(tmp_path: Path) -> None:
+    path = generic(
+        tmp_path,
+        "name,cpu,memory\na,8,16Gi\n",
+        "name,arrival,duration,cpu,memory,cpu_used,cpu_used_series,memory_used_series\n"
+        "w1,0,300,4,4Gi,3,0:1;50:3,10:1Gi;90:3Gi\n"  # the series wins over the mean column
+        "w2,0,100,4,4Gi,,,\n"  # no usage at all: the model's draw
+        "late,200,100,4,4Gi,,0:1;50:3,\n",
+    )
+    pod = read_trace(path).pods[0]
+    assert pod.cpu_series == ((0.0, 1.0), (50.0, 3.0)) and pod.mem_series == ((10.0, 2**30), (90.0, 3 * 2**30))
+    sc, _ = materialise(spec(path, usage={"spread": 0}), 0)
+    assert sc.replay is not None
+    cpu, mem = sc.replay.cpu_used, sc.replay.mem_used
+    assert cpu[0] == pytest.approx((50 * 1 + 250 * 3) / 300)
+    assert mem[0] == pytest.approx((90 * 2**30 + 210 * 3 * 2**30) / 300)  # the first value also before its offset
+    assert cpu[1] == pytest.approx(0.4 * 4)
+    assert cpu[2] == pytest.approx((50 * 1 + 50 * 3) / 100)
+    half, _ = materialise(spec(path, usage={"spread": 0}, compression=2), 0)  # the same run, in half the time
+    assert half.replay is not None and half.replay.cpu_used == cpu
+    cut, _ = materialise(spec(path, usage={"spread": 0}, window=(0.0, 0.9)), 0)  # w1 and w2, cut at 200 s
+    assert cut.replay is not None and cut.replay.cpu_used[0] == pytest.approx((50 * 1 + 150 * 3) / 200)
+    ignored, _ = materialise(spec(path, usage={"spread": 0, "from_trace": False}), 0)
+    assert ignored.replay is not None and ignored.replay.cpu_used[0] == pytest.approx(0.4 * 4)
+
+
+def test_series_mean_weights_each_value_by_how_long_it_holds() -> None:
+    s = ((10.0, 2.0), (20.0, 4.0))
+    assert series_mean(s, 0, 20) == pytest.approx(2.0)
+    assert series_mean(s, 15, 25) == pytest.approx(3.0)
+    assert series_mean(s, 30, 40) == pytest.approx(4.0)
+    assert series_mean(s, 15, 15) == pytest.approx(2.0)
+    assert math.isnan(series_mean((), 0, 1))
 
 
 # --- scenario YAML ------------------------------------------------------------------------------------------------
