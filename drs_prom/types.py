@@ -103,6 +103,9 @@ class PodRecord:
     scalar: tuple[tuple[str, int], ...] = ()
     terminating: bool = False
     claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (in its namespace)
+    name: str = ""
+    priority: int = 0  # spec.priority: preemption takes only pods of lower priority
+    start: float = float("inf")  # status.startTime (epoch seconds); not started yet counts as the newest
 
 
 @dataclass(frozen=True)
@@ -178,3 +181,4 @@ class PodRequest:
     spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule constraints only
     unsupported: tuple[str, ...] = ()  # what this pod needs that drs-prom cannot check (it is refused)
     claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (in its namespace), ephemeral ones included
+    preempts: bool = True  # False for preemptionPolicy: Never (it waits instead of evicting lower priorities)

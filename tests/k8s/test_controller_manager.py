@@ -98,7 +98,9 @@ def test_persistentvolume_binder_binds_a_matching_claim(control_plane, controlle
             },
         )
         claim = wait_for(
-            lambda: (c := core.read_namespaced_persistent_volume_claim("data", namespace)).status.phase == "Bound" and c,
+            lambda: (
+                (c := core.read_namespaced_persistent_volume_claim("data", namespace)).status.phase == "Bound" and c
+            ),
             30,
             "the claim to bind",
         )
