@@ -57,7 +57,7 @@ def preemption_cases(draw: st.DrawFn) -> PreemptionCase:
     nodes = tuple(
         (draw(st.sampled_from((2000, 4000))), draw(st.sampled_from((110, 110, 110, 4)))) for _ in range(n_nodes)
     )
-    starts = iter(draw(st.lists(st.integers(1, 10_000), min_size=24, max_size=24, unique=True)))
+    starts = iter(draw(st.lists(st.integers(1, 10_000), min_size=32, max_size=32, unique=True)))
     pods: list[Placed] = []
     for i, (cpu, max_pods) in enumerate(nodes):
         used = 0
