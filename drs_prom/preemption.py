@@ -165,11 +165,17 @@ class _Node:
 
 
 def select_victims(
-    pod: PodRequest, nodes: Sequence[NodeInfo], near: interpod.Neighbours, index: int, budgets: Sequence[Budget]
+    pod: PodRequest,
+    nodes: Sequence[NodeInfo],
+    near: interpod.Neighbours,
+    index: int,
+    budgets: Sequence[Budget],
+    protected: frozenset[str] = frozenset(),
 ) -> Candidate | None:
-    """The fewest, least important victims on ``nodes[index]`` (None: preemption cannot help there)."""
+    """The fewest, least important victims on ``nodes[index]`` (None: preemption cannot help there).
+    ``protected``: uids never taken (room reserved for nominated pods is not a pod to evict)."""
     node = nodes[index]
-    lower = [p for p in near.pods_by_node.get(node.name, ()) if p.priority < pod.priority]
+    lower = [p for p in near.pods_by_node.get(node.name, ()) if p.priority < pod.priority and p.uid not in protected]
     if not lower:
         return None
     work = _Node(pod, nodes, near, index)
@@ -197,6 +203,7 @@ def find_candidates(
     near: interpod.Neighbours,
     reasons: Sequence[Sequence[str]],
     budgets: Sequence[Budget],
+    protected: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """Every node where preemption makes room, with its victims; ``reasons`` are the failed filter pass's."""
     if not pod.preempts:
@@ -204,7 +211,7 @@ def find_candidates(
     out = []
     for i, node in enumerate(nodes):
         if might_help(pod, node, reasons[i]):
-            cand = select_victims(pod, nodes, near, i, budgets)
+            cand = select_victims(pod, nodes, near, i, budgets, protected)
             if cand is not None:
                 out.append(cand)
     return out
@@ -245,7 +252,8 @@ def plan(
     near: interpod.Neighbours,
     reasons: Sequence[Sequence[str]],
     budgets: Sequence[Budget],
+    protected: frozenset[str] = frozenset(),
 ) -> Candidate | None:
     """The node to nominate and the pods to evict for ``pod`` (None: preemption cannot help)."""
-    chosen = best(find_candidates(pod, nodes, near, reasons, budgets))
+    chosen = best(find_candidates(pod, nodes, near, reasons, budgets, protected))
     return chosen[0] if chosen else None
