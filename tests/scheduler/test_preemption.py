@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from drs_prom import interpod, preemption
 from drs_prom.preemption import Budget, Candidate
 from drs_prom.types import HostPort, LabelSelector, NodeInfo, PodRecord, PodRequest, Taint
@@ -146,3 +149,53 @@ def test_post_eviction_state_passes_every_filter_including_anti_affinity():
     nodes, near = _state(placed, labels={"kubernetes.io/hostname": "n1"})
     pod = dataclasses.replace(INCOMING, cpu_m=100, pod_anti_affinity=(term,), labels={"app": "web"})
     assert _victims(_plan(pod, nodes, near)) == ("n1", ["web"])
+
+
+# -- properties over generated states ------------------------------------------------------------------
+
+
+@st.composite
+def _states(draw):
+    placed: dict[str, list[PodRecord]] = {}
+    k = 0
+    for n in range(draw(st.integers(1, 4))):
+        name, used, pods = f"n{n}", 0, []
+        for _ in range(draw(st.integers(0, 6))):
+            cpu = draw(st.sampled_from((250, 500, 1000, 2000)))
+            if used + cpu <= CPU:
+                used += cpu
+                k += 1
+                prio, start, app = (
+                    draw(st.sampled_from((0, 10, 20, 200))),
+                    draw(st.integers(0, 50)),
+                    draw(st.sampled_from("abc")),
+                )
+                pods.append(_pod(f"p{k}", name, cpu, prio, start=start, app=app))
+        placed[name] = pods
+    budgets = [
+        Budget("ns", LabelSelector(match_labels=(("app", a),)), allowed=draw(st.integers(0, 2)))
+        for a in draw(st.lists(st.sampled_from("abc"), max_size=3, unique=True))
+    ]
+    return placed, budgets, draw(st.sampled_from((1000, 2000, 3000, 4000)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_states())
+def test_choice_passes_every_filter_after_eviction_and_breaks_no_avoidable_budget(state):
+    placed, budgets, cpu = state
+    nodes, near = _state(placed)
+    pod = dataclasses.replace(INCOMING, cpu_m=cpu)
+    reasons = interpod.filter_all(pod, nodes, near).reasons
+    found = preemption.find_candidates(pod, nodes, near, reasons, budgets)
+    chosen = preemption.best(found)
+    if not found:
+        return
+    pick = chosen[0]
+    assert all(v.priority < pod.priority for v in pick.victims)
+    if any(c.violations == 0 for c in found):
+        assert pick.violations == 0
+    gone = {v.uid for v in pick.victims}
+    after = {n: [p for p in ps if p.uid not in gone] for n, ps in placed.items()}
+    nodes_after, near_after = _state(after)
+    index = [n.name for n in nodes_after].index(pick.node)
+    assert not interpod.filter_all(pod, nodes_after, near_after).reasons[index]
