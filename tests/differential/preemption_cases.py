@@ -1,6 +1,8 @@
 """Hypothesis strategies for preemption cases: nodes full of pods of several priorities, PodDisruptionBudgets
 over them, and one high-priority pod that fits nowhere until something is evicted.
 
+Some pods hold host port 8080 or keep the preemptor's app off their node (required anti-affinity), and
+some preemptors ask for that port or keep an app off theirs, so evictions resolve more than cpu.
 A case is plain data; ``PreemptionOracle`` turns it into API objects. Pods get distinct start times
 (kube-scheduler orders equal priorities by start time, and a pod without one counts as started now, which
 makes its order arbitrary) and a zero grace period, so evicted pods disappear at once and the preemptor
@@ -17,6 +19,7 @@ PRIORITIES = (0, 10, 20, 30, 1000)
 """Values of the PriorityClasses the oracle creates (``drs-pre-<value>``; ``-never`` with preemptionPolicy Never)."""
 APPS = ("a", "b", "c")
 PORT = 8080
+PREEMPTOR_APP = "x"
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class Placed:
     app: str
     start: int  # seconds before the case's reference time; distinct within a case
     port: bool = False
+    anti: bool = False  # required anti-affinity (hostname) against the preemptor's app
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class Preemptor:
     priority: int
     never: bool = False
     port: bool = False
+    anti: str = ""  # an app it must not share a node with (required anti-affinity on the hostname)
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ def preemption_cases(draw: st.DrawFn) -> PreemptionCase:
                     app=draw(st.sampled_from(APPS)),
                     start=next(starts),
                     port=draw(st.integers(0, 9)) == 0,
+                    anti=draw(st.integers(0, 9)) == 0,
                 )
             )
     budgets = tuple(
@@ -85,5 +91,6 @@ def preemption_cases(draw: st.DrawFn) -> PreemptionCase:
         priority=draw(st.sampled_from((1000, 1000, 1000, 20))),
         never=draw(st.integers(0, 9)) == 0,
         port=draw(st.integers(0, 9)) == 0,
+        anti=draw(st.sampled_from(("",) * 7 + APPS)),
     )
     return PreemptionCase(nodes=nodes, pods=tuple(pods), budgets=budgets, pod=pod)

@@ -23,7 +23,7 @@ from typing import Any
 from drs_prom.feasibility import preemption_candidates
 from drs_prom.preemption import Candidate, best
 from tests.differential.oracle import Rest
-from tests.differential.preemption_cases import APPS, PORT, PRIORITIES, PreemptionCase
+from tests.differential.preemption_cases import APPS, PORT, PREEMPTOR_APP, PRIORITIES, PreemptionCase
 
 SCHEDULER_NAME = "drs-pre"
 CASE_LABEL = "drs-pre/case"
@@ -94,7 +94,15 @@ def _names(c: Candidate) -> frozenset[str]:
     return frozenset(v.name for v in c.victims)
 
 
-def _pod_body(name: str, node: str, cpu_m: int, pclass: str, labels: dict[str, str], port: bool) -> dict[str, Any]:
+def _away_from(app: str) -> dict[str, Any]:
+    """Required anti-affinity: never on a node (hostname) with a pod of ``app``."""
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _pod_body(
+    name: str, node: str, cpu_m: int, pclass: str, labels: dict[str, str], port: bool, away: str = ""
+) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": "c",
         "image": "registry.k8s.io/pause:3.10",
@@ -105,6 +113,8 @@ def _pod_body(name: str, node: str, cpu_m: int, pclass: str, labels: dict[str, s
     spec: dict[str, Any] = {"priorityClassName": pclass, "containers": [container], "terminationGracePeriodSeconds": 0}
     if node:
         spec["nodeName"] = node
+    if away:
+        spec["affinity"] = _away_from(away)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": spec}
 
 
@@ -170,16 +180,19 @@ class PreemptionOracle:
             self.rest.call("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
             nodes = [self._node(f"{prefix}-n{i}", prefix, cpu, pods) for i, (cpu, pods) in enumerate(case.nodes)]
             for i, p in enumerate(case.pods):
-                body = _pod_body(
-                    f"v{i}", nodes[p.node]["metadata"]["name"], p.cpu_m, class_name(p.priority), {"app": p.app}, p.port
-                )
+                on = nodes[p.node]["metadata"]["name"]
+                away = PREEMPTOR_APP if p.anti else ""
+                body = _pod_body(f"v{i}", on, p.cpu_m, class_name(p.priority), {"app": p.app}, p.port, away)
                 self.rest.call("POST", f"/api/v1/namespaces/{ns}/pods", body)
                 self._running(ns, f"v{i}", REFERENCE - p.start)
             pdbs = self._budgets(ns, case)
             pods = self.rest.call("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
             before = {p["metadata"]["name"] for p in pods}
             pre = case.pod
-            body = _pod_body("preemptor", "", pre.cpu_m, class_name(pre.priority, pre.never), {"app": "x"}, pre.port)
+            labels = {"app": PREEMPTOR_APP}
+            body = _pod_body(
+                "preemptor", "", pre.cpu_m, class_name(pre.priority, pre.never), labels, pre.port, pre.anti
+            )
             body["spec"]["schedulerName"] = SCHEDULER_NAME
             body["spec"]["nodeSelector"] = {CASE_LABEL: prefix}
             created = self.rest.call("POST", f"/api/v1/namespaces/{ns}/pods", body)
