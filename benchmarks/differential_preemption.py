@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     print(tally.summary())
     for case, outcome in tally.disagreements[: args.show]:
         print(f"\n{case!r}\n{outcome.describe()}")
+    for case, why in tally.undecided[: args.show]:
+        print(f"\nundecided ({why}):\n{case!r}")
     for case, outcome in tally.avoidable_violations[: args.show]:
         print(f"\navoidable PDB violation:\n{case!r}\n{outcome.describe()}")
     if args.json:

@@ -65,12 +65,14 @@ def preemption_cases(draw: st.DrawFn) -> PreemptionCase:
     starts = iter(draw(st.lists(st.integers(1, 10_000), min_size=32, max_size=32, unique=True)))
     pods: list[Placed] = []
     for i, (cpu, max_pods) in enumerate(nodes):
-        used = 0
+        used, port_taken = 0, False  # one holder of the port per node, as any scheduler leaves it
         for _ in range(min(8, max_pods)):
             want = draw(st.sampled_from((250, 500, 500, 1000, 1000, 1500)))
             if used + want > cpu:
                 continue
             used += want
+            port = not port_taken and draw(st.integers(0, 9)) == 0
+            port_taken = port_taken or port
             pods.append(
                 Placed(
                     node=i,
@@ -78,7 +80,7 @@ def preemption_cases(draw: st.DrawFn) -> PreemptionCase:
                     priority=draw(st.sampled_from(PRIORITIES)),
                     app=draw(st.sampled_from(APPS)),
                     start=next(starts),
-                    port=draw(st.integers(0, 9)) == 0,
+                    port=port,
                     anti=draw(st.integers(0, 9)) == 0,
                 )
             )

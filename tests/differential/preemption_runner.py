@@ -17,13 +17,15 @@ _QUIET = {"deadline": None, "database": None, "suppress_health_check": list(Heal
 @dataclass
 class PreemptionTally:
     outcomes: list[tuple[PreemptionCase, PreemptionOutcome]] = field(default_factory=list)
+    undecided: list[tuple[PreemptionCase, str]] = field(default_factory=list)
+    """Cases kube-scheduler gave no answer for in time (counted as disagreements)."""
 
     def add(self, case: PreemptionCase, outcome: PreemptionOutcome) -> None:
         self.outcomes.append((case, outcome))
 
     @property
     def cases(self) -> int:
-        return len(self.outcomes)
+        return len(self.outcomes) + len(self.undecided)
 
     @property
     def agreed(self) -> int:
@@ -50,7 +52,8 @@ class PreemptionTally:
         victims = [len(o.kube_victims) for _, o in self.outcomes if o.kube_victims]
         seconds = [o.seconds for _, o in self.outcomes]
         return (
-            f"cases: {self.cases}, agreed: {self.agreed} ({100 * self.rate:.1f}%)\n"
+            f"cases: {self.cases}, agreed: {self.agreed} ({100 * self.rate:.1f}%), "
+            f"kube-scheduler undecided: {len(self.undecided)}\n"
             f"kube-scheduler preempted in {preempted} cases (victims per preemption: mean "
             f"{statistics.fmean(victims) if victims else 0:.2f}, max {max(victims, default=0)}); "
             f"preemptionPolicy Never in {never}\n"
@@ -68,7 +71,10 @@ def count(oracle: PreemptionOracle, n: int, seed: int) -> PreemptionTally:
     @settings(max_examples=n, phases=[Phase.generate], **_QUIET)
     @given(preemption_cases())
     def each(case: PreemptionCase) -> None:
-        tally.add(case, oracle.run(case))
+        try:
+            tally.add(case, oracle.run(case))
+        except TimeoutError as exc:
+            tally.undecided.append((case, str(exc)))
 
     each()
     return tally
