@@ -5,8 +5,7 @@ Some pods hold host port 8080 or keep the preemptor's app off their node (requir
 some preemptors ask for that port or keep an app off theirs, so evictions resolve more than cpu.
 A case is plain data; ``PreemptionOracle`` turns it into API objects. Pods get distinct start times
 (kube-scheduler orders equal priorities by start time, and a pod without one counts as started now, which
-makes its order arbitrary) and a zero grace period, so evicted pods disappear at once and the preemptor
-then binds: that bind marks the end of kube-scheduler's preemption.
+makes its order arbitrary) and a zero grace period, so evicted pods disappear at once.
 """
 
 from __future__ import annotations

@@ -5,10 +5,11 @@ another scheduler placed) and marked Running and Ready with their start times, a
 controller (kube-controller-manager, started here) writes each PodDisruptionBudget's status. Once every
 budget's status counts the case's pods, drs-prom's choice is computed from the objects read back from the
 apiserver (``feasibility.preemption_choices``), then the preemptor is created for the real kube-scheduler
-(its own profile, only this case's nodes through a nodeSelector). kube-scheduler nominates a node, evicts
-(victims have a zero grace period, so they are gone at once) and, since it retries a preempting pod only
-after every eviction is done, binds the pod: the pods of the case gone by then are its victims. A pod it
-does not preempt for ends ``PodScheduled=False`` without a nominated node, or binds with no eviction.
+(its own profile, only this case's nodes through a nodeSelector). kube-scheduler nominates a node and
+evicts (victims have a zero grace period, so they are gone at once); its ``scheduler_preemption_victims``
+histogram, observed as a preemption starts, says how many victims it chose, and once that many of the
+case's pods are gone they are its victims. A pod it does not preempt for ends ``PodScheduled=False``
+without a nominated node, or binds with no eviction.
 """
 
 from __future__ import annotations
@@ -195,10 +196,11 @@ class PreemptionOracle:
             )
             body["spec"]["schedulerName"] = SCHEDULER_NAME
             body["spec"]["nodeSelector"] = {CASE_LABEL: prefix}
+            chosen_before = self._victims_chosen()
             created = self.rest.call("POST", f"/api/v1/namespaces/{ns}/pods", body)
             # the reply carries spec.priority (admission resolves the class); the state read above is unchanged
             candidates = preemption_candidates(created, nodes, pods, pdbs)
-            node, gone = self._kube_decision(ns, before)
+            node, gone = self._kube_decision(ns, before, chosen_before)
             return PreemptionOutcome(node, gone, best(candidates), candidates, time.monotonic() - t0)
         finally:
             self._delete(prefix, ns)
@@ -258,27 +260,50 @@ class PreemptionOracle:
 
         return self._wait("the disruption controller's PDB status", settled)
 
-    def _kube_decision(self, ns: str, before: set[str]) -> tuple[str, frozenset[str]]:
-        """(node, victims): the bound node and the case pods gone, or ("", {}) when it stays unschedulable."""
-        seen_nominated = ""
+    def _victims_chosen(self) -> int:
+        """kube-scheduler's running total of victims chosen (``scheduler_preemption_victims`` histogram's sum,
+        observed when a preemption starts, before any eviction)."""
+        assert self.scheduler is not None
+        resp = self.rest.session.get(
+            f"https://127.0.0.1:{self.scheduler.port}/metrics", verify=False, timeout=30
+        )  # its serving certificate is self-signed; the bearer token is the admin's
+        resp.raise_for_status()
+        for line in resp.text.splitlines():
+            if line.startswith("scheduler_preemption_victims_sum "):
+                return round(float(line.split()[1]))
+        return 0
+
+    def _kube_decision(self, ns: str, before: set[str], chosen_before: int) -> tuple[str, frozenset[str]]:
+        """(node, victims) once kube-scheduler's preemption has evicted every victim it chose (or the pod bound
+        without one), ("", {}) when it stays unschedulable without a nomination. Victims are not waited on
+        through the pod's bind: a preemptor whose victims were deleted while the preemption was still running
+        may wait in kube-scheduler's queue for its periodic flush."""
+
+        def gone_now() -> frozenset[str]:
+            return frozenset(before - {p["metadata"]["name"] for p in self._pods(ns)})
 
         def check() -> tuple[str, frozenset[str]] | None:
-            nonlocal seen_nominated
             pod = self.rest.call("GET", f"/api/v1/namespaces/{ns}/pods/preemptor")
             status = pod.get("status", {})
-            seen_nominated = status.get("nominatedNodeName") or seen_nominated
+            nominated = status.get("nominatedNodeName") or ""
+            if nominated:
+                want = self._victims_chosen() - chosen_before
+                gone = gone_now()
+                return (nominated, gone) if want and len(gone) >= want else None
             if pod["spec"].get("nodeName"):
-                names = {p["metadata"]["name"] for p in self.rest.call("GET", f"/api/v1/namespaces/{ns}/pods")["items"]}
-                gone = frozenset(before - names)
-                return (seen_nominated or pod["spec"]["nodeName"]) if gone else "", gone
+                gone = gone_now()
+                return (pod["spec"]["nodeName"] if gone else "", gone)
             for cond in status.get("conditions", []):
-                if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and not seen_nominated:
+                if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
                     if cond.get("reason") != "Unschedulable":
                         raise RuntimeError(f"kube-scheduler could not schedule the preemptor: {cond}")
                     return "", frozenset()
             return None
 
         return self._wait("kube-scheduler's decision on the preemptor", check)
+
+    def _pods(self, ns: str) -> list[dict[str, Any]]:
+        return self.rest.call("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
 
     def _delete(self, prefix: str, ns: str) -> None:
         with contextlib.suppress(Exception):
