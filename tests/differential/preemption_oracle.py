@@ -3,9 +3,9 @@
 Each case gets a fresh namespace and its own nodes; its pods are bound directly (``nodeName``, as pods
 another scheduler placed) and marked Running and Ready with their start times, and the real disruption
 controller (kube-controller-manager, started here) writes each PodDisruptionBudget's status. Once every
-budget's status counts the case's pods, drs-prom's choice is computed from the objects read back from the
-apiserver (``feasibility.preemption_choices``), then the preemptor is created for the real kube-scheduler
-(its own profile, only this case's nodes through a nodeSelector). kube-scheduler nominates a node and
+budget's status counts the case's pods, the preemptor is created for the real kube-scheduler (its own
+profile, only this case's nodes through a nodeSelector) and drs-prom's candidates are computed from the
+objects read back from the apiserver before it (``feasibility.preemption_candidates``). kube-scheduler nominates a node and
 evicts (victims have a zero grace period, so they are gone at once); its ``scheduler_preemption_victims``
 histogram, observed as a preemption starts, says how many victims it chose, and once that many of the
 case's pods are gone they are its victims. A pod it does not preempt for ends ``PodScheduled=False``
