@@ -174,6 +174,7 @@ class ControlPlane:
         self.apiserver: ManagedProcess | None = None
         self.schedulers: list[ManagedProcess] = []
         self.controller_managers: list[ManagedProcess] = []
+        self._started = 0  # processes started so far: each gets its own folder and log, even after one stopped
         self._controller_token = ""
         self.server = ""
         self.admin_token = ""
@@ -582,7 +583,8 @@ class ControlPlane:
         le = cfg.setdefault("leaderElection", {}) or {}
         cfg["leaderElection"] = le
         le.setdefault("leaderElect", False)
-        idx = len(self.schedulers)
+        idx = self._started
+        self._started += 1
         sdir = self.workdir / f"scheduler-{idx}"
         sdir.mkdir()
         cfg_path = sdir / "config.yaml"
@@ -633,8 +635,9 @@ class ControlPlane:
             self._ca_pem,
             self._controller_token,
             controllers,
-            len(self.controller_managers),
+            self._started,
         )
+        self._started += 1
         self.controller_managers.append(proc)
         try:
             self._wait_http(
