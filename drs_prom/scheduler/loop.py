@@ -117,7 +117,9 @@ class Scheduler:
         self._next_start = 0  # where the next node search starts (kube-scheduler's nextStartNodeIndex)
         # events go through their own pool so a slow event write never delays the next bind
         self._events = WorkerPool(2, "drs-event")
-        self.preemptor = Preemptor(api_client, self.cache, self.cfg.scheduler_name, self._pool.submit)
+        self.preemptor = Preemptor(
+            api_client, self.cache, self.cfg.scheduler_name, self._pool.submit, self._submit_event
+        )
         self._serve_http = serve_http
         self.http: HealthServer | None = None
         self.elector = None

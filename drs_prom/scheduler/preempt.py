@@ -5,7 +5,7 @@ The scheduling loop makes one call when a pod fits nowhere (``Preemptor.attempt`
 kube-scheduler does, the room is then reserved on the nominated node (the cache counts the pod there, so
 other pods do not take what the evictions free), each victim gets the ``DisruptionTarget`` condition
 (reason ``PreemptionByScheduler``) and is deleted with its own grace period, and the pod's
-``status.nominatedNodeName`` is set. A pod that already preempted waits while its victims terminate
+``status.nominatedNodeName`` is set; each victim gets a ``Preempted`` event. A pod that already preempted waits while its victims terminate
 instead of choosing more; it is retried when they are gone (a pod removal wakes the queue) and placed
 by the policy on whichever node then passes every filter.
 """
@@ -43,13 +43,22 @@ def disruption_condition(scheduler_name: str, now: float) -> dict[str, str]:
 class Preemptor:
     """Chooses victims for a pod that fits nowhere and submits their eviction (``submit`` runs it off the loop)."""
 
-    def __init__(self, api_client: Any, cache: ClusterCache, scheduler_name: str, submit: Callable[..., None]) -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        cache: ClusterCache,
+        scheduler_name: str,
+        submit: Callable[..., None],
+        event: Callable[[dict[str, Any], str, str], None],
+    ) -> None:
+        """``event(pod, reason, message)`` posts an Event about a pod (the loop's event pool)."""
         from kubernetes import client
 
         self.core = client.CoreV1Api(api_client)
         self.cache = cache
         self.scheduler_name = scheduler_name
         self.submit = submit
+        self.event = event
 
     def attempt(
         self, pod: dict[str, Any], req: PodRequest, view: NodeView, result: filters.FilterResult, own: PodRecord | None
@@ -84,6 +93,7 @@ class Preemptor:
         from kubernetes.client.rest import ApiException
 
         condition = disruption_condition(self.scheduler_name, time.time())
+        meta = pod.get("metadata") or {}
         for v in cand.victims:
             try:
                 self.core.patch_namespaced_pod_status(v.name, v.namespace, {"status": {"conditions": [condition]}})
@@ -93,7 +103,9 @@ class Preemptor:
             except ApiException as exc:
                 if exc.status != NOT_FOUND:
                     log.warning("preempting %s/%s failed: %s %s", v.namespace, v.name, exc.status, exc.reason)
-        meta = pod.get("metadata") or {}
+                continue
+            victim = {"metadata": {"name": v.name, "namespace": v.namespace, "uid": v.uid}}
+            self.event(victim, "Preempted", f"Preempted by pod {meta.get('uid', '')} on node {cand.node}")
         try:
             self.core.patch_namespaced_pod_status(
                 meta.get("name", ""), meta.get("namespace", "default"), {"status": {"nominatedNodeName": cand.node}}

@@ -118,6 +118,12 @@ def test_waits_for_terminating_victims_with_its_room_reserved(
     condition = next(c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget")
     assert condition.get("reason") == "PreemptionByScheduler" and condition["status"] == "True", victim["status"]
     wait_for(lambda: _pod(core, ns, "urgent")["status"].get("nominatedNodeName") == node, 30, "the nomination")
+    preempted = wait_for(
+        lambda: next((e["message"] for e in events_for(core, ns, "slow") if e["reason"] == "Preempted"), None),
+        30,
+        "the victim's Preempted event",
+    )
+    assert preempted.endswith(f"on node {node}")
     # a lower-priority pod arriving meanwhile must not take the room the eviction frees
     core.create_namespaced_pod(
         ns, pod_body("sneak", cpu="1500m", priorityClassName=LOW, nodeSelector={"pre": ns}), _preload_content=False
