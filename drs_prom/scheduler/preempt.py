@@ -4,10 +4,10 @@ The scheduling loop makes one call when a pod fits nowhere (``Preemptor.attempt`
 ``drs_prom.preemption`` (kube-scheduler's DefaultPreemption as pure functions) on the cache's state. As
 kube-scheduler does, the room is then reserved on the nominated node (the cache counts the pod there, so
 other pods do not take what the evictions free), each victim gets the ``DisruptionTarget`` condition
-(reason ``PreemptionByScheduler``) and is deleted with its own grace period, and the pod's
-``status.nominatedNodeName`` is set; each victim gets a ``Preempted`` event. A pod that already preempted waits while its victims terminate
-instead of choosing more; it is retried when they are gone (a pod removal wakes the queue) and placed
-by the policy on whichever node then passes every filter.
+(reason ``PreemptionByScheduler``), is deleted with its own grace period and gets a ``Preempted`` event,
+and the pod's ``status.nominatedNodeName`` is set. A pod that already preempted waits while its victims
+terminate instead of choosing more; it is retried when they are gone (a pod removal wakes the queue) and
+placed by the policy on whichever node then passes every filter.
 """
 
 from __future__ import annotations
