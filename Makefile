@@ -25,7 +25,7 @@ venv: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/drs-prom demo
 
-## test-deps: Prometheus, node_exporter, etcd (Debian; root for apt-get) and kube-apiserver/kube-scheduler/kubectl/helm
+## test-deps: Prometheus, node_exporter, etcd (Debian; root for apt-get) and kube-apiserver/kube-controller-manager/kube-scheduler/kubectl/helm
 ## (built once with Go >= 1.26 into ~/.cache/drs-prom; about 5 GB); never stops or starts a service of the host
 test-deps:
 	scripts/install-test-deps.sh

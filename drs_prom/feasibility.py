@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from drs_prom import interpod, volumes
-from drs_prom.scheduler import kube
+from drs_prom import interpod, preemption, volumes
+from drs_prom.scheduler import kube, kube_terms
 from drs_prom.types import PodRecord
 
 
@@ -78,3 +78,28 @@ def feasible_nodes(
     infos = [interpod.with_pods(i, near.pods_by_node.get(i.name, ())) for i in infos]
     result = interpod.filter_all(req, infos, near)
     return {info.name: reasons for info, reasons in zip(infos, result.reasons)}
+
+
+def preemption_candidates(
+    pod: Mapping[str, Any],
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    pdbs: Sequence[Mapping[str, Any]] = (),
+    *,
+    namespaces: Sequence[Mapping[str, Any]] = (),
+    pvcs: Sequence[Mapping[str, Any]] = (),
+    pvs: Sequence[Mapping[str, Any]] = (),
+    storage_classes: Sequence[Mapping[str, Any]] = (),
+) -> list[preemption.Candidate]:
+    """Every node where kube-scheduler's DefaultPreemption could make room for ``pod`` on this state, with its
+    victims; empty when the pod fits somewhere or no eviction can make room (``preemption.best`` picks
+    among them). Same inputs as ``feasible_nodes``, plus the PodDisruptionBudgets."""
+    req = kube.to_pod_request(pod)
+    infos = [kube.to_node_info(n) for n in nodes]
+    near = neighbours(pods, namespaces, {i.name for i in infos}, pvcs, pvs, storage_classes)
+    infos = [interpod.with_pods(i, near.pods_by_node.get(i.name, ())) for i in infos]
+    result = interpod.filter_all(req, infos, near)
+    if result.mask.any() or result.prefilter:
+        return []
+    budgets = [kube_terms.to_budget(p) for p in pdbs]
+    return preemption.find_candidates(req, infos, near, result.reasons, budgets)

@@ -415,4 +415,6 @@ def record_of(pod: PodRequest, node: str) -> PodRecord:
         mem_bytes=pod.mem_bytes,
         scalar=pod.scalar,
         claims=pod.claims,
+        name=pod.name,
+        priority=pod.priority,
     )

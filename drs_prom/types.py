@@ -104,6 +104,9 @@ class PodRecord:
     scalar: tuple[tuple[str, int], ...] = ()
     terminating: bool = False
     claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (in its namespace)
+    name: str = ""
+    priority: int = 0  # spec.priority: preemption takes only pods of lower priority
+    start: float = float("inf")  # status.startTime (epoch seconds); not started yet counts as the newest
 
 
 @dataclass(frozen=True)
@@ -183,3 +186,4 @@ class PodRequest:
     soft_spread: tuple[SpreadConstraint, ...] = ()  # ScheduleAnyway constraints (a score, never a filter)
     unsupported: tuple[str, ...] = ()  # what this pod needs that drs-prom cannot check (it is refused)
     claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (in its namespace), ephemeral ones included
+    preempts: bool = True  # False for preemptionPolicy: Never (it waits instead of evicting lower priorities)

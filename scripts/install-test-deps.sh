@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the integration tests start: Debian's prometheus (+ promtool), the real
 # prometheus-node-exporter, victoria-metrics (single-node; the any-PromQL-store test) and openssl (test certificates), then builds (once, into ~/.cache/drs-prom, from the Go module
-# proxy) upstream promtool and etcd + kube-apiserver + kube-scheduler + kubectl.
+# proxy) upstream promtool and etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kubectl.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 need=()

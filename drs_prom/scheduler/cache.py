@@ -9,7 +9,9 @@ bound to each node (requests, labels, host ports, anti-affinity, claims), and th
 bound ourselves but have not yet seen bound in the watch ("assumed", as in kube-scheduler),
 so that two decisions in a row never both count on the same free capacity, port or
 topology domain; plus namespaces' labels, claims, volumes, storage classes, CSINodes and
-VolumeAttachments for the filters that read them.
+VolumeAttachments for the filters that read them, PodDisruptionBudgets for preemption, and the room reserved
+for pods nominated to a node by a preemption (counted like assumed pods until the pod binds, is deleted or is
+decided again).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from drs_prom import interpod, volumes
-from drs_prom.scheduler import kube
+from drs_prom.preemption import Budget
+from drs_prom.scheduler import kube, kube_terms
 from drs_prom.scheduler.nodes import NodeTable, NodeView
 from drs_prom.types import ClaimInfo, NodeInfo, PodRecord, VolumeInfo
 
@@ -232,6 +235,8 @@ class ClusterCache:
         self._classes: dict[str, tuple[str, str]] = {}  # StorageClass -> (volumeBindingMode, provisioner)
         self._csi_limits: dict[str, dict[str, int]] = {}  # CSINode (node name) -> driver -> attach limit
         self._attachments: dict[str, tuple[str, str, str]] = {}  # VolumeAttachment -> (node, attacher, volume)
+        self._budgets: dict[tuple[str, str], Budget] = {}  # (namespace, name) -> PodDisruptionBudget
+        self._nominated: dict[str, PodRecord] = {}  # uid -> the room a preemption reserved for that pod
         self._pending: dict[str, dict[str, Any]] = {}  # uid -> pod (ours, unbound)
         self._node_version = 0
         self._next_expiry = -float("inf")
@@ -265,6 +270,12 @@ class ClusterCache:
             self._store_reflector("csinodes", storage_v1.list_csi_node, self._csi_limits, kube.csi_node_limits),
             self._store_reflector(
                 "volumeattachments", storage_v1.list_volume_attachment, self._attachments, kube.volume_attachment
+            ),
+            self._store_reflector(
+                "poddisruptionbudgets",
+                client.PolicyV1Api(core_v1.api_client).list_pod_disruption_budget_for_all_namespaces,
+                self._budgets,
+                _budget_entry,
             ),
         ]
         for r in self._reflectors:
@@ -376,6 +387,8 @@ class ClusterCache:
         freed = False
         action: str | None = None
         with self._lock:
+            if kind == "DELETED" or kube.is_terminal(pod) or node:
+                self._drop_nomination(uid)  # bound or gone: the room reserved for it is released
             if kind == "DELETED" or kube.is_terminal(pod):
                 freed = self._drop_bound(uid)
                 self._unassume(uid)
@@ -383,7 +396,7 @@ class ClusterCache:
                 action = "gone"
             elif node:
                 old = self._pods.get(uid)
-                if old is None or not _same_placement(old, node, meta):
+                if old is None or not _same_placement(old, node, meta) or old.start != kube_terms.start_time(pod):
                     rec = kube.to_pod_record(pod, node)
                     self._unassume(uid)  # confirmed: from now on it counts where it is bound
                     self._drop_bound(uid)
@@ -455,6 +468,36 @@ class ClusterCache:
         if freed:
             self.on_change()
 
+    # -- nominations (preemption) ---------------------------------------------
+    def nominate(self, rec: PodRecord) -> None:
+        """Reserve ``rec``'s room on ``rec.node`` for a pod whose preemption evicts pods there, so that
+        other pods do not take the room the evictions free (kube-scheduler's nominated pods)."""
+        with self._lock:
+            self._drop_nomination(rec.uid)
+            if rec.uid not in self._pods and rec.uid not in self._assumed:
+                self._nominated[rec.uid] = rec
+                self._count(rec, 1)
+
+    def take_nomination(self, uid: str) -> PodRecord | None:
+        """Release the pod's reservation before it is decided again (its own room must not stand in its way)."""
+        with self._lock:
+            return self._drop_nomination(uid)
+
+    def nominated_uids(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._nominated)
+
+    def _drop_nomination(self, uid: str) -> PodRecord | None:
+        rec = self._nominated.pop(uid, None)
+        if rec is not None:
+            self._count(rec, -1)
+        return rec
+
+    def budgets(self) -> list[Budget]:
+        """The PodDisruptionBudgets as last seen (status written by the disruption controller)."""
+        with self._lock:
+            return list(self._budgets.values())
+
     def is_bound(self, uid: str) -> bool:
         with self._lock:
             return uid in self._pods
@@ -480,6 +523,8 @@ class ClusterCache:
                 for uid, (rec, _) in self._assumed.items():
                     if uid not in self._pods:
                         by_node.setdefault(rec.node, []).append(rec)
+                for rec in self._nominated.values():
+                    by_node.setdefault(rec.node, []).append(rec)
                 storage = volumes.Storage(
                     claims=dict(self._claims),
                     volumes=dict(self._volumes),
@@ -509,6 +554,8 @@ class ClusterCache:
         for uid, (rec, _) in self._assumed.items():
             if uid not in self._pods:
                 table.add(rec.node, rec.cpu_m, rec.mem_bytes, 1, rec.scalar)
+        for rec in self._nominated.values():
+            table.add(rec.node, rec.cpu_m, rec.mem_bytes, 1, rec.scalar)
         self._table = table
         return table
 
@@ -551,3 +598,8 @@ def _claim_entry(pvc: dict[str, Any]) -> tuple[tuple[str, str], ClaimInfo]:
 def _volume_entry(pv: dict[str, Any]) -> tuple[str, VolumeInfo]:
     volume = kube.to_volume_info(pv)
     return volume.name, volume
+
+
+def _budget_entry(pdb: dict[str, Any]) -> tuple[tuple[str, str], Budget]:
+    budget = kube_terms.to_budget(pdb)
+    return (budget.namespace, (pdb.get("metadata") or {}).get("name", "")), budget

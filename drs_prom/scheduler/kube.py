@@ -249,6 +249,7 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
         soft_spread=kube_terms.spread_constraints(spec, labels, "ScheduleAnyway"),
         unsupported=kube_terms.unsupported(spec),
         claims=kube_terms.claim_names(pod),
+        preempts=spec.get("preemptionPolicy") != "Never",
     )
 
 

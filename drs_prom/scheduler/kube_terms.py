@@ -9,9 +9,11 @@ kube-scheduler's (an absent label selector selects nothing, an empty one everyth
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from drs_prom.preemption import Budget
 from drs_prom.types import (
     HostPort,
     LabelSelector,
@@ -248,4 +250,33 @@ def pod_record(
         scalar=scalar,
         terminating=bool(meta.get("deletionTimestamp")),
         claims=claim_names(pod),
+        name=_text(meta.get("name")),
+        priority=spec["priority"] if type(spec.get("priority")) is int else 0,
+        start=start_time(pod),
+    )
+
+
+def start_time(pod: Mapping[str, Any]) -> float:
+    """``status.startTime`` as epoch seconds; +inf when absent or unreadable (kube-scheduler reads a pod that
+    has not started as started now, the newest, so the first to be preempted among equal priorities)."""
+    text = _mapping(pod.get("status")).get("startTime")
+    if not isinstance(text, str):
+        return float("inf")
+    try:
+        return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return float("inf")
+
+
+def to_budget(pdb: Mapping[str, Any]) -> Budget:
+    """A PodDisruptionBudget as preemption reads it: selector, ``status.disruptionsAllowed`` (0 until the
+    disruption controller has written it, so an unsynced budget protects its pods) and ``disruptedPods``."""
+    meta = _mapping(pdb.get("metadata"))
+    status = _mapping(pdb.get("status"))
+    allowed = status.get("disruptionsAllowed")
+    return Budget(
+        namespace=_text(meta.get("namespace"), "default"),
+        selector=label_selector(_mapping(pdb.get("spec")).get("selector")),
+        allowed=allowed if type(allowed) is int else 0,
+        disrupted=frozenset(k for k in _mapping(status.get("disruptedPods")) if isinstance(k, str)),
     )

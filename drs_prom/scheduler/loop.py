@@ -37,6 +37,7 @@ from drs_prom.scheduler.decide import Decider
 from drs_prom.scheduler.http_server import HealthServer
 from drs_prom.scheduler.metrics import SchedulerMetrics
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve
+from drs_prom.scheduler.preempt import Preemptor
 from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
 from drs_prom.scheduler.ratelimit import TokenBucket
 from drs_prom.scheduler.rollout import RolloutWatcher, arm_text
@@ -116,6 +117,9 @@ class Scheduler:
         self._next_start = 0  # where the next node search starts (kube-scheduler's nextStartNodeIndex)
         # events go through their own pool so a slow event write never delays the next bind
         self._events = WorkerPool(2, "drs-event")
+        self.preemptor = Preemptor(
+            api_client, self.cache, self.cfg.scheduler_name, self._pool.submit, self._submit_event
+        )
         self._serve_http = serve_http
         self.http: HealthServer | None = None
         self.elector = None
@@ -259,11 +263,12 @@ class Scheduler:
             return "gone"
         demand = resolve(pod, self.observed)
         req = kube.to_pod_request(pod, demand.demand)
+        own = self.cache.take_nomination(item.uid)  # the room a preemption reserved for it: its own to use
         view = self.cache.view()
         mask = view.feasible(req)
         if not mask.any():
             result = view.filter_result(req)
-            msg = filters.failure_message(result)
+            msg = filters.failure_message(result) + self.preemptor.attempt(pod, req, view, result, own)
             self.metrics.unschedulable.inc()
             for what in result.refused:  # refused, not guessed: counted by what drs-prom cannot check
                 self.metrics.unsupported.labels(what).inc()

@@ -1,7 +1,7 @@
 """Locating (and, when asked, building) the cached Kubernetes binaries the testbed runs.
 
 The recipe is ``k8s_recipe/build.sh`` beside this module, with its pinned ``go.mod``: it
-builds kube-apiserver, kube-scheduler, kubectl and etcd from the Go module proxy into
+builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd from the Go module proxy into
 ``~/.cache/drs-prom/k8s-<version>/bin`` once, and is a sub-second no-op afterwards. It ships
 inside the package (package data), so an installed drs-prom can build its testbed's
 binaries with ``drs-prom testbed --build`` and no source checkout; ``DRS_K8S_BUILD_DIR``
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from drs_prom.errors import DrsError
 
-K8S_BINARIES = ("kube-apiserver", "kube-scheduler", "kubectl", "etcd")
+K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd")
 
 
 class ControlPlaneError(DrsError, RuntimeError):

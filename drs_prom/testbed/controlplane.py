@@ -1,10 +1,11 @@
-"""A real Kubernetes control plane (etcd + kube-apiserver [+ kube-scheduler]) on loopback.
+"""A real Kubernetes control plane (etcd + kube-apiserver [+ kube-scheduler, kube-controller-manager]) on loopback.
 
 Over 400 lines because it holds the control plane's whole life (start, restart on the same etcd, fake nodes, tokens, kubectl); PKI, processes and builds are already apart.
 
 Binaries come from the packaged recipe ``k8s_recipe/build.sh`` (see build.py). Everything listens on 127.0.0.1
 only, on free ports, with state in a temporary directory that ``stop()`` removes. There is
-no kubelet and no kube-controller-manager: Nodes are plain API objects
+no kubelet, and kube-controller-manager runs only when a test starts it
+(``start_kube_controller_manager``, with the controllers it names): Nodes are plain API objects
 (``create_fake_node``), bound pods stay Pending unless something (the testbed's twin
 kubelet) updates them, namespaces never finish terminating and no ``default``
 ServiceAccount is auto-created (the ServiceAccount admission plugin is disabled by default
@@ -39,6 +40,7 @@ from typing import Any
 import yaml
 
 from drs_prom.testbed.build import ControlPlaneError, find_bin_dir, how_to_build, missing_binaries
+from drs_prom.testbed.controllers import DEFAULT_CONTROLLERS, start_controller_manager
 from drs_prom.testbed.pki import kubeconfig as _kubeconfig
 from drs_prom.testbed.pki import make_pki
 from drs_prom.testbed.process import LOOPBACK, ManagedProcess, free_port, run, wait_http
@@ -171,6 +173,9 @@ class ControlPlane:
         self.etcd: ManagedProcess | None = None
         self.apiserver: ManagedProcess | None = None
         self.schedulers: list[ManagedProcess] = []
+        self.controller_managers: list[ManagedProcess] = []
+        self._started = 0  # processes started so far: each gets its own folder and log, even after one stopped
+        self._controller_token = ""
         self.server = ""
         self.admin_token = ""
         self.admin_kubeconfig: Path | None = None
@@ -204,6 +209,7 @@ class ControlPlane:
         try:
             pki = make_pki(self.workdir)
             self.ca_file, self._ca_pem, self.admin_token = pki.ca_file, pki.ca_pem, pki.admin_token
+            self._controller_token = pki.controller_token
             last: Exception | None = None
             for _attempt in range(3):  # retry only on port races
                 try:
@@ -274,9 +280,10 @@ class ControlPlane:
         self.created_namespaces.clear()
 
     def _stop_processes(self) -> None:
-        for p in reversed(self.schedulers):
+        for p in reversed([*self.schedulers, *self.controller_managers]):
             p.stop()
         self.schedulers.clear()
+        self.controller_managers.clear()
         if self.apiserver:
             self.apiserver.stop(grace=15)
             self.apiserver = None
@@ -576,7 +583,8 @@ class ControlPlane:
         le = cfg.setdefault("leaderElection", {}) or {}
         cfg["leaderElection"] = le
         le.setdefault("leaderElect", False)
-        idx = len(self.schedulers)
+        idx = self._started
+        self._started += 1
         sdir = self.workdir / f"scheduler-{idx}"
         sdir.mkdir()
         cfg_path = sdir / "config.yaml"
@@ -611,6 +619,40 @@ class ControlPlane:
                 raise
         return proc
 
+    # -- kube-controller-manager -------------------------------------------
+    def start_kube_controller_manager(
+        self, controllers: Iterable[str] = DEFAULT_CONTROLLERS, timeout: float | None = None
+    ) -> ManagedProcess:
+        """Start the real kube-controller-manager running only ``controllers`` (see testbed.controllers);
+        waits for /healthz. Stopped by ``stop()`` (or ``handle.stop()``)."""
+        if self.external is not None:
+            raise ControlPlaneError("the testbed starts kube-controller-manager only on a control plane of its own")
+        assert self.workdir
+        proc = start_controller_manager(
+            self.bin_dir,
+            self.workdir,
+            self.server,
+            self._ca_pem,
+            self._controller_token,
+            controllers,
+            self._started,
+        )
+        self._started += 1
+        self.controller_managers.append(proc)
+        try:
+            self._wait_http(
+                proc,
+                f"https://{LOOPBACK}:{proc.port}/healthz",
+                ok=lambda b: b.strip() == b"ok",
+                insecure=True,
+                timeout=timeout,
+            )
+        except BaseException:
+            proc.stop()
+            self.controller_managers.remove(proc)
+            raise
+        return proc
+
     # -- convenience -------------------------------------------------------
     def kubectl(
         self, *args: str, kubeconfig: str | os.PathLike | None = None, **kw: Any
@@ -637,7 +679,7 @@ class ControlPlane:
     def logs(self) -> dict[str, Path]:
         """Log files of the processes started so far, by name."""
         out = {}
-        for p in [self.etcd, self.apiserver, *self.schedulers]:
+        for p in [self.etcd, self.apiserver, *self.schedulers, *self.controller_managers]:
             if p is not None:
                 out[p.name] = p.log_path
         return out

@@ -27,6 +27,8 @@ class Pki:
     ca_file: Path
     ca_pem: bytes
     admin_token: str
+    controller_token: str = ""
+    """Bearer token of ``system:kube-controller-manager`` (the identity RBAC's bootstrap roles expect)."""
 
     def file(self, name: str) -> Path:
         return self.dir / name
@@ -41,7 +43,7 @@ def _openssl(cwd: Path, *args: str) -> None:
 
 
 def make_pki(workdir: Path) -> Pki:
-    """Create ``workdir/pki`` with ca.crt/key, apiserver.crt/key, sa.key/pub and tokens.csv."""
+    """Create ``workdir/pki`` with ca.crt/key, apiserver.crt/key, sa.key/pub and tokens.csv (admin and controller manager)."""
     pki = workdir / "pki"
     pki.mkdir()
 
@@ -73,12 +75,14 @@ def make_pki(workdir: Path) -> Pki:
     )  # fmt: skip
     o("genrsa", "-out", str(pki / "sa.key"), "2048")
     o("rsa", "-in", str(pki / "sa.key"), "-pubout", "-out", str(pki / "sa.pub"))
-    token = secrets.token_hex(24)
+    token, controller = secrets.token_hex(24), secrets.token_hex(24)
     # token,user,uid,"group1,group2"
-    (pki / "tokens.csv").write_text(f'{token},admin,admin-uid,"system:masters"\n')
+    (pki / "tokens.csv").write_text(
+        f'{token},admin,admin-uid,"system:masters"\n{controller},system:kube-controller-manager,kcm-uid\n'
+    )
     os.chmod(pki / "tokens.csv", 0o600)
     ca = pki / "ca.crt"
-    return Pki(dir=pki, ca_file=ca, ca_pem=ca.read_bytes(), admin_token=token)
+    return Pki(dir=pki, ca_file=ca, ca_pem=ca.read_bytes(), admin_token=token, controller_token=controller)
 
 
 def kubeconfig(server: str, ca_pem: bytes, user: str, token: str, namespace: str | None = None) -> dict[str, Any]:

@@ -269,7 +269,8 @@ def test_helm_install_gives_the_scheduler_its_rbac(helm_bin: str, helm_ns, tmp_p
         assert can("list", "nodes") and can("watch", "pods", NS)
         assert can("patch", "events.events.k8s.io", NS)
         assert can("update", "leases/drs-scheduler", NS) and not can("update", "leases/other", NS)
-        assert not can("get", "secrets", NS) and not can("delete", "pods", NS)
+        assert not can("get", "secrets", NS) and not can("update", "pods", NS)
+        assert can("delete", "pods", NS) and can("patch", "pods", NS, "status")  # preemption's victims and nomination
         listed = _helm(helm_bin, "list", "--namespace", NS, "-o", "json", kubeconfig=kubeconfig, tmp=tmp_path)
         assert [r["status"] for r in json.loads(listed.stdout) if r["name"] == release] == ["deployed"]
     finally:

@@ -7,6 +7,10 @@ Enable with ``pytest_plugins = ["tests.k8s.fixtures"]`` in tests/conftest.py.
                         build FAILS the test with one line saying why (it is not skipped).
 * ``control_plane``     (session) a started ``harness.ControlPlane``; stopped at session end.
 * ``k8s_admin_client``  (session) ``kubernetes.client.ApiClient`` authenticated as admin.
+* ``controller_manager`` (module) the real kube-controller-manager on ``control_plane`` with the
+                        disruption, replicaset, garbage-collector and persistentvolume-binder controllers;
+                        stopped after the module, so tests that do not ask for it stay fast and untouched
+                        (its garbage collector would delete pods whose owners do not exist).
 * ``fake_nodes``        (function) ``fake_nodes(name, **create_fake_node kwargs) -> name``;
                         every node it made is deleted after the test, because nodes are
                         cluster-wide and the control plane is shared by the whole session.
@@ -51,6 +55,20 @@ def k8s_admin_client(control_plane):
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture(scope="module")
+def controller_manager(control_plane):
+    try:
+        proc = control_plane.start_kube_controller_manager()
+    except ControlPlaneError as e:
+        pytest.fail(f"kube-controller-manager failed to start: {e}", pytrace=False)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+        if proc in control_plane.controller_managers:
+            control_plane.controller_managers.remove(proc)
 
 
 @pytest.fixture

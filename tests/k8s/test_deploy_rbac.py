@@ -93,6 +93,10 @@ ALLOWED = [
     ("watch", "csinodes.storage.k8s.io", None),  # NodeVolumeLimits
     ("list", "volumeattachments.storage.k8s.io", None),
     ("create", "pods:binding", "some-ns"),
+    ("list", "poddisruptionbudgets.policy", None),  # preemption respects the budgets
+    ("watch", "poddisruptionbudgets.policy", None),
+    ("delete", "pods", "some-ns"),  # preemption evicts the victims
+    ("patch", "pods:status", "some-ns"),  # DisruptionTarget, nominatedNodeName
     ("create", "events", "some-ns"),
     ("patch", "events", "some-ns"),
     ("create", "events.events.k8s.io", "some-ns"),
@@ -105,9 +109,10 @@ REFUSED = [
     ("list", "secrets", None),
     ("get", "configmaps", "kube-system"),
     ("create", "pods", "some-ns"),
-    ("delete", "pods", "some-ns"),
     ("update", "pods", "some-ns"),
     ("patch", "pods", "some-ns"),
+    ("update", "pods:status", "some-ns"),
+    ("delete", "poddisruptionbudgets.policy", "some-ns"),
     ("update", "nodes", None),
     ("patch", "nodes", None),
     ("delete", "nodes", None),
