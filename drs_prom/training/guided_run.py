@@ -29,13 +29,15 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, GuideScores
+from drs_prom.agent.policy import fold_standardisation
 from drs_prom.policy import DecisionContext, choose
-from drs_prom.sim.env import scenario_spec, sim_policy
+from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import training_scenario
-from drs_prom.training.rollouts import unclipped_env
-from drs_prom.training.selector_run import SELECTION_SEED_BASE, fold_standardisation
 
 FLOOR = "capacity-balanced-overload"
+
+SELECTION_SEED_BASE = 500_000
+"""Held-out generator seeds for checkpoint selection (labelling and training use seeds below them)."""
 
 SCALE_AND_CONTEXT: tuple[str, ...] = (
     *("load_", "recent_", "pod_", "after_", "dev_", "dstd_", "std_"),
