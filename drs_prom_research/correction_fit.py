@@ -4,7 +4,7 @@
   of its outputs between a candidate and the heuristic's own choice matches the labelled
   advantage (composite difference x TARGET_SCALE, Huber loss): only differences decide, so
   the network never has to predict how much of the episode is left. Members differ in seed
-  and bootstrap sample; the shipped network is their exact mean (block_ensemble), because
+  and bootstrap sample; the saved network is their exact mean (block_ensemble), because
   single seeds swing widely.
 - **Select**: the checkpoint and the margin are chosen on held-out *training-distribution*
   clusters (generator seeds disjoint from the labelled ones), by the mean ratio of the

@@ -1,6 +1,6 @@
-"""``drs-prom train --learner rollout``: label generated clusters, fit the top-k correction, save model + JSON + PNG.
+"""``drs-prom-research train-correction``: label generated clusters, fit the top-k correction, save model + JSON + PNG.
 
-The shipped ``drs`` model is made by this one command (models/README.md). Its JSON says which
+A research learner: its models were not shipped (models/README.md, "Other learners tried"). Its JSON says which
 generator seeds were labelled, which held-out generator seeds chose the checkpoint and the
 margin, and that the named scenarios and the 20 evaluation clusters were used by neither.
 """

@@ -1,10 +1,12 @@
-"""``drs-prom train --learner selector``: the shipped ``drs`` model (drs_prom_research.selector), in one command.
+"""``drs-prom-research train-selector``: a heuristic-selector ``drs`` model (drs_prom_research.selector), in one command.
+
+A research learner: none of its models was shipped (models/README.md, "Other learners tried").
 
 1. **Label** generated training clusters (generator seeds 0..clusters-1): each arm schedules the
    cluster's workload once (same workload for every arm: paired), giving the episode's composite
    score; the default arm's run also records the smoothed cluster features the selector would see
    at a few decisions. Label of a sample = log(composite of arm / composite of the default arm).
-2. **Fit** an ensemble of small MLPs (features -> one value per arm, MSE on the labels); the shipped
+2. **Fit** an ensemble of small MLPs (features -> one value per arm, MSE on the labels); the saved
    network is their exact mean (drs_prom_research.corrector.block_ensemble).
 3. **Select** the checkpoint and the margin on held-out generator seeds by the mean composite ratio
    of the selector to the default arm, each run as a real policy; a margin of +inf (the default

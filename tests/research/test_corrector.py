@@ -123,7 +123,7 @@ def test_tiny_rollout_training_run_saves_a_model_that_loads_as_a_correction(tmp_
         cfg=FitConfig(members=2, hidden=(8, 8), epochs=2, checkpoints=(2,)),
         workers=1,
         progress=False,
-        command="drs-prom train --learner rollout (test)",
+        command="drs-prom-research train-correction (test)",
         echo=lines.append,
     )
     meta = read_metadata(path)

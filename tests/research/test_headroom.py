@@ -1,4 +1,4 @@
-"""The clairvoyant headroom over a scenario's best heuristic (benchmarks/suite_headroom.py's numbers)."""
+"""The clairvoyant headroom over a scenario's best heuristic (drs-prom-research headroom's numbers)."""
 
 import math
 

@@ -87,7 +87,7 @@ def test_tiny_selector_training_saves_a_model_that_loads_and_schedules(tmp_path)
         cfg=SelectorConfig(members=2, hidden=(4,), epochs=2, checkpoints=(2,)),
         workers=1,
         progress=False,
-        command="drs-prom train --learner selector (test)",
+        command="drs-prom-research train-selector (test)",
         echo=lambda _: None,
     )
     meta = read_metadata(path)
