@@ -27,16 +27,16 @@ from typing import Any
 
 import numpy as np
 
+from drs_prom.agent.cluster_context import CLUSTER_FEATURES
 from drs_prom.agent.guided import GUIDES, GuideScores
 from drs_prom.policy import DecisionContext
 from drs_prom.recent_binds import RecentBinds
-from drs_prom.sim.env import SchedulingEnv, policy_norm, scenario_spec, sim_policy
+from drs_prom.sim.env import SchedulingEnv, policy_norm, scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
 from drs_prom.sim.suite import resolve_scenario
-from drs_prom.training.rollouts import unclipped_env
 
 FLOOR = GUIDES[0]
-HOT_SHARE = 10  # index of hot_share in the smoothed cluster context (drs_prom.agent.selector.CLUSTER_FEATURES)
+HOT_SHARE = CLUSTER_FEATURES.index("hot_share")  # in the smoothed cluster context
 
 
 class HotSwitch:

@@ -509,8 +509,7 @@ def _seeds(value: str | int) -> int | None:
 @click.option(
     "--policies",
     default=None,
-    help="Comma-separated (default: all heuristics, drs, drs-original). "
-    "'clairvoyant' adds a rollout that reads the future from the simulator, to show what is reachable (slow: ~15 s a seed).",
+    help="Comma-separated (default: all heuristics, drs, drs-original).",
 )
 @click.option(
     "--out",
@@ -1009,28 +1008,19 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
 )
 @click.option(
     "--learner",
-    type=click.Choice(["dqn", "selector", "rollout", "guided"]),
+    type=click.Choice(["dqn", "guided"]),
     default="dqn",
     show_default=True,
-    help="drs: 'selector' trains a Q-network choosing among heuristics per cluster state, 'rollout' a top-k "
-    "correction of capacity-balanced-overload, both from rollout labels on generated clusters (--clusters, "
-    "--decisions, --members, --samples; --scenario and --episodes are ignored); 'dqn' the per-node Double DQN "
-    "on --scenario; 'guided' the per-node network that reads the heuristics' scores, imitating per generated "
-    "cluster its best heuristic (--clusters).",
+    help="drs: 'guided' the heuristic-guided per-node network of the shipped drs-v2, imitating per generated "
+    "cluster its best heuristic (--clusters; --scenario and --episodes are ignored); 'dqn' the per-node Double DQN "
+    "on --scenario (drs-v1, drs-original, retraining).",
 )
 @click.option(
-    "--clusters", default=800, show_default=True, type=click.IntRange(1, 100_000), help="rollout: clusters labelled."
-)
-@click.option(
-    "--decisions", default=8, show_default=True, type=click.IntRange(1, 1000), help="rollout: decisions per cluster."
-)
-@click.option("--members", default=3, show_default=True, type=click.IntRange(1, 16), help="rollout: ensemble members.")
-@click.option(
-    "--samples",
-    "samples_path",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="rollout: .npz of labelled decisions, reused if it exists, else written.",
+    "--clusters",
+    default=48,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="guided: generated training clusters.",
 )
 @click.option(
     "--train-load",
@@ -1064,10 +1054,7 @@ def train_cmd(
     bench_seeds: int,
     config_path: str | None,
     learner: str,
-    clusters: int | None,
-    decisions: int | None,
-    members: int | None,
-    samples_path: str | None,
+    clusters: int,
     train_load: str,
     metric_windows: str,
     label_arms: str,
@@ -1090,44 +1077,15 @@ def train_cmd(
     command = "drs-prom train " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     if learner != "dqn" and policy != "drs":
         raise ConfigError(f"--learner {learner} applies to --policy drs only")
-    if learner == "selector":
-        from drs_prom.training.selector_run import SelectorConfig, run_selector_training
-
-        run_selector_training(
-            out_path,
-            clusters=clusters or 400,
-            decisions=decisions or 10,
-            cfg=SelectorConfig(members=members or 5, seed=seed),
-            labels_path=samples_path,
-            progress=not no_progress,
-            command=command,
-            echo=click.echo,
-        )
-        return
     if learner == "guided":
         from drs_prom.training.guided_options import guided_config
         from drs_prom.training.guided_run import run_guided_training
 
         run_guided_training(
             out_path,
-            guided_config(clusters or 48, seed, train_load, metric_windows, label_arms, dagger),
+            guided_config(clusters, seed, train_load, metric_windows, label_arms, dagger),
             command,
             click.echo,
-        )
-        return
-    if learner == "rollout":
-        from drs_prom.training.correction_run import run_rollout_training
-        from drs_prom.training.corrector import FitConfig
-
-        run_rollout_training(
-            out_path,
-            clusters=clusters or 800,
-            decisions=decisions or 8,
-            cfg=FitConfig(members=members or 3, seed=seed),
-            samples_path=samples_path,
-            progress=not no_progress,
-            command=command,
-            echo=click.echo,
         )
         return
     if imitate and imitate != "none" and policy != "drs":

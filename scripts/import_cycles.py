@@ -1,4 +1,4 @@
-"""Print every import cycle between modules of drs_prom and exporters (exit 1 if any).
+"""Print every import cycle between modules of drs_prom, exporters and drs_prom_research (exit 1 if any).
 
     python scripts/import_cycles.py
 
@@ -9,12 +9,16 @@ those inside functions and under ``if TYPE_CHECKING``, so a cycle hidden in a fu
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import grimp
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 def main() -> int:
-    graph = grimp.build_graph("drs_prom", "exporters")
+    sys.path.insert(0, str(REPO))  # the checkout's packages (drs_prom_research is not installed, only checked out)
+    graph = grimp.build_graph("drs_prom", "exporters", "drs_prom_research")
     modules = sorted(graph.modules)
     # strongly connected components (Tarjan), iteratively
     index: dict[str, int] = {}

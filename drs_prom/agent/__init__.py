@@ -2,7 +2,9 @@
 
 - ``networks``: the Keras networks; ``dqn``: one learning step (DQN, DRS's DQN); ``replay``: buffers;
 - ``features``: the per-node candidate rows and DRS's flat state; ``persistence``: save/load ``.keras``
-  + JSON metadata; ``policy``: the numpy inference policies.
+  + JSON metadata, and the model heads it serves (``register_head``); ``policy``: the numpy inference policies;
+- ``guided``: the heuristic-guided ``drs`` head of the shipped model; ``cluster_context``: the cluster features
+  it reads beside each node's row.
 
 The training loop, plots and benchmark summaries are in drs_prom.training (above the simulator).
 Importing this package does not import TensorFlow; only training and loading a ``.keras``

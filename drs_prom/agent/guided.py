@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures
 from drs_prom.agent.features import CANDIDATE_COLUMNS, candidate_matrix
 from drs_prom.agent.policy import Layers, forward
-from drs_prom.agent.selector import CLUSTER_FEATURES, ClusterFeatures
 from drs_prom.baselines import BalancedLoad, LeastLoaded, kube_default_scores
 from drs_prom.config import Normalisation
 from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, full_of

@@ -45,7 +45,7 @@ def configure_tf(threads: int = 1) -> Any:
 
 
 def node_scorer(n_inputs: int, hidden: Sequence[int] = (64, 64), seed: int = 0, outputs: int = 1) -> Any:
-    """Per-candidate MLP: (batch, n_inputs) -> (batch, 1) Q value (``outputs`` > 1: one per option, the selector)."""
+    """Per-candidate MLP: (batch, n_inputs) -> (batch, 1) Q value (``outputs`` > 1: one value per option, for a head that chooses among options)."""
     configure_tf()
     import keras
 

@@ -12,6 +12,7 @@ import json
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,23 +20,64 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from drs_prom.agent.corrector import BASES, HEAD, TopKCorrection
 from drs_prom.agent.dense_archive import read_dense_chain
 from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
 from drs_prom.agent.guided import GUIDED, GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, valid_input_range
 from drs_prom.agent.policy import DRSOriginalPolicy, Layers, NodeAgentPolicy
-from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, SELECTOR, HeuristicSelector
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError, MissingExtraError, ModelError
 from drs_prom.extras import train_missing_message
 from drs_prom.features import FEATURE_SCHEMA_VERSION
+from drs_prom.policy import Policy
 
-LearnedPolicy = NodeAgentPolicy | DRSOriginalPolicy | TopKCorrection | HeuristicSelector | GuidedPolicy
+LearnedPolicy = Policy
 """What a model file loads as (LoadedModel.policy): a Policy with ``version`` and ``normalisation`` set."""
 
 FORMAT = "drs-prom-model"
 FORMAT_VERSION = 1
 POLICIES = ("drs", "drs-original")
+
+
+@dataclass(frozen=True)
+class Head:
+    """A kind of ``drs`` model head: how a network's outputs become a choice, named by ``head.kind`` in the JSON.
+
+    The shipped kind is the heuristic-guided network (drs_prom.agent.guided). Other kinds are registered by the
+    code that trains them (``register_head``), so this module serves only what has been registered and refuses
+    every other head with one line."""
+
+    kind: str
+    valid: Callable[[dict[str, Any]], bool]
+    """Whether a ``head`` section of this kind is one the policy can serve (its other fields checked)."""
+    io_shape: Callable[[dict[str, Any]], tuple[int, int]]
+    """(inputs, outputs) the network under a valid ``head`` must have."""
+    policy: Callable[..., LearnedPolicy]
+    """``policy(layers, head, metric_window_seconds=..., version=..., [name=...])``: the policy it serves as."""
+    fine_tunable: bool = False
+    """Whether retraining may fine-tune it from history: its network reads the per-node candidate rows the journal
+    rebuilds (drs_prom.agent.features), and the head is kept on the candidate."""
+
+
+_HEADS: dict[str, Head] = {}
+
+
+def register_head(head: Head) -> None:
+    """Let models with ``head.kind`` load (and be checked) as ``head`` describes."""
+    _HEADS[head.kind] = head
+
+
+def head_kind(kind: object) -> Head | None:
+    """The registered head of this kind, None for any other."""
+    return _HEADS.get(kind) if isinstance(kind, str) else None
+
+
+def _guided_valid(head: dict[str, Any]) -> bool:
+    return (
+        head.get("guides") == list(GUIDES) and head.get("columns") == list(GUIDED_COLUMNS) and valid_input_range(head)
+    )
+
+
+register_head(Head(GUIDED, _guided_valid, lambda _head: (N_GUIDED, 1), GuidedPolicy.from_head))
 
 
 def default_model_path() -> Path:
@@ -158,34 +200,18 @@ def _check_head(mp: Path, policy: Any, head: Any) -> None:
     ok = policy == "drs" and isinstance(head, dict)
     margin = head.get("margin") if ok else None
     ok = ok and (margin is None or (isinstance(margin, (int, float)) and not isinstance(margin, bool)))
-    if ok and head.get("kind") == GUIDED:
-        ok = head.get("guides") == list(GUIDES) and head.get("columns") == list(GUIDED_COLUMNS)
-        ok = ok and valid_input_range(head)
-    elif ok and head.get("kind") == HEAD:
-        ok = head.get("base") in BASES and isinstance(head.get("k"), int) and head["k"] >= 1
-    elif ok and head.get("kind") == SELECTOR:
-        arms = head.get("arms")
-        ok = (
-            isinstance(arms, list)
-            and all(isinstance(a, str) and a in ARMS for a in arms)
-            and DEFAULT_ARM in arms
-            and head.get("features") == list(CLUSTER_FEATURES)
-        )
-    else:
-        ok = False
-    if not ok:
-        raise ModelError(
-            f"{mp}: invalid head section {repr(head)[:120]} (a {HEAD!r}, {SELECTOR!r} or {GUIDED!r} head this drs-prom can serve)"
-        )
+    kind = head_kind(head.get("kind")) if ok else None
+    if kind is None or not kind.valid(head):
+        known = " or ".join(repr(k) for k in _HEADS)
+        raise ModelError(f"{mp}: invalid head section {repr(head)[:120]} (a {known} head this drs-prom can serve)")
 
 
 def _io_shape(meta: dict[str, Any]) -> tuple[int, int]:
     """(inputs, outputs) the network of a checked model must have."""
     head = meta.get("head")
-    if isinstance(head, dict) and head.get("kind") == SELECTOR:
-        return len(CLUSTER_FEATURES), len(head["arms"])
-    if isinstance(head, dict) and head.get("kind") == GUIDED:
-        return N_GUIDED, 1
+    kind = head_kind(head.get("kind")) if isinstance(head, dict) else None
+    if kind is not None:
+        return kind.io_shape(head)  # type: ignore[arg-type]
     if meta["policy"] == "drs":
         return len(CANDIDATE_COLUMNS), 1
     return drs_state_dim(meta["n_nodes"]), meta["n_nodes"]
@@ -207,7 +233,7 @@ class LoadedModel:
 
     @property
     def head(self) -> dict[str, Any] | None:
-        """The policy head (drs_prom.agent.corrector) or None for the plain per-node argmax."""
+        """The policy head (a registered ``Head``, e.g. drs_prom.agent.guided) or None for the plain per-node argmax."""
         head = self.meta.get("head")
         return head if isinstance(head, dict) else None
 
@@ -232,19 +258,18 @@ def model_policy(
     (a comparison that runs several models side by side).
 
     A plain network reads load on the scales it was trained on (``normalisation``; None when the metadata
-    has none: the cluster's); a head over a heuristic (top-k correction, selector) reads loads relative to
-    each node's capacity like its base, so it takes the cluster's own scales (None).
-    A new model-backed policy class is one more branch here (and its kind in POLICIES or the head kinds).
+    has none: the cluster's); a head (``register_head``) reads loads relative to each node's capacity like
+    the heuristics it builds on, so it takes the cluster's own scales (None).
+    A new kind of model head registers a ``Head``; a new plain network is its kind in POLICIES and a branch here.
     """
     head = meta.get("head") if isinstance(meta.get("head"), dict) else None
     norm = Normalisation.model_validate(meta["normalisation"]) if meta.get("normalisation") else None
     named = {"version": version} | ({"name": name} if name else {})
-    if head is not None and head["kind"] == SELECTOR:
-        return HeuristicSelector.from_head(layers, head, metric_window_seconds=metric_window_seconds, **named)
-    if head is not None and head["kind"] == GUIDED:
-        return GuidedPolicy.from_head(layers, head, metric_window_seconds=metric_window_seconds, **named)
     if head is not None:
-        return TopKCorrection.from_head(layers, head, metric_window_seconds=metric_window_seconds, **named)
+        kind = head_kind(head.get("kind"))
+        if kind is None:
+            raise ModelError(f"model head {head.get('kind')!r} is not one this drs-prom can serve")
+        return kind.policy(layers, head, metric_window_seconds=metric_window_seconds, **named)
     if meta["policy"] == "drs":
         return NodeAgentPolicy(layers, metric_window_seconds, normalisation=norm, **named)
     return DRSOriginalPolicy(layers, int(meta["n_nodes"]), normalisation=norm, **named)

@@ -38,6 +38,16 @@ def forward(layers: Layers, x: np.ndarray) -> np.ndarray:
     return h
 
 
+def fold_standardisation(layers: Layers, mu: np.ndarray, sd: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    """First layer rewritten to take raw features: W (x - mu) / sd + b = (W / sd) x + (b - (mu / sd) W).
+
+    A network trained on standardised inputs then serves raw ones with no scaling step of its own."""
+    out = [(np.asarray(k), np.asarray(b), a) for k, b, a in layers]
+    k0, b0, a0 = out[0]
+    out[0] = ((k0 / sd[:, None]).astype(np.float32), (b0 - (mu / sd) @ k0).astype(np.float32), a0)
+    return out
+
+
 class NodeAgentPolicy(RemembersRecentBinds):
     """``drs``: the shared per-node Q network scores every node; infeasible ones get -inf.
 

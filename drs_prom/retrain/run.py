@@ -28,10 +28,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from drs_prom.agent import default_model_path, load_model
-from drs_prom.agent.guided import GUIDED
-from drs_prom.agent.persistence import base_metadata, save_model
+from drs_prom.agent.persistence import base_metadata, head_kind, save_model
 from drs_prom.agent.policy import Layers
-from drs_prom.agent.selector import SELECTOR
 from drs_prom.config import Settings
 from drs_prom.errors import DrsError, ModelError
 from drs_prom.journal import Decision
@@ -220,10 +218,11 @@ class CurrentModel:
     name: str | None
     note: str
     head: dict[str, Any] | None = None
-    """The policy head (drs_prom.agent.corrector) the weights serve under; the candidate keeps it."""
+    """The policy head (drs_prom.agent.persistence.Head, one that is ``fine_tunable``) the weights serve under;
+    the candidate keeps it."""
     unsupported: str = ""
-    """Why the running model cannot be fine-tuned from history (a heuristic selector reads cluster
-    features, not the per-node rows the journal rebuilds); the run then trains nothing."""
+    """Why the running model cannot be fine-tuned from history (a guided network reads the heuristics' scores
+    and cluster features, not only the per-node rows the journal rebuilds); the run then trains nothing."""
 
 
 def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
@@ -245,10 +244,11 @@ def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
         if loaded.policy_name != "drs":
             notes.append(f"{p} is a {loaded.policy_name} model; only drs models are retrained")
             continue
-        if loaded.head and loaded.head.get("kind") in (SELECTOR, GUIDED):
+        kind = head_kind(loaded.head.get("kind")) if loaded.head else None
+        if loaded.head and (kind is None or not kind.fine_tunable):
             why = (
-                f"{p} is a {loaded.head['kind']} drs model: it is trained on generated clusters "
-                f"(drs-prom train --learner {'selector' if loaded.head['kind'] == SELECTOR else 'guided'}); "
+                f"{p} is a {loaded.head.get('kind')} drs model: it is trained on generated clusters "
+                "(drs-prom train --learner guided); "
                 "fine-tuning from history applies to per-node drs models on the candidate columns"
             )
             return CurrentModel(None, name, why, unsupported=why)

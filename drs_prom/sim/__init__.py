@@ -6,8 +6,8 @@
 - ``source``    ``SimSource``: a ``state.MetricsSource`` over the simulated cluster.
 - ``env``       ``SchedulingEnv``: reset/step per pod decision, ``run(policy)`` per episode.
 - ``step_reward`` a settled step as the reward's Outcome (drs_prom.reward), as retraining rebuilds it from history.
-- ``bench``     ``drs-prom bench`` / ``demo``; ``report`` holds its results, ``plot`` draws its PNG,
-                ``clairvoyant`` is the future-reading reference it can add (bench -> clairvoyant, plot -> report).
+- ``bench``     ``drs-prom bench`` / ``demo``; ``report`` holds its results, ``plot`` draws its PNG (plot -> report);
+                reference runs that read the future (not policies) are registered from outside the package.
 - ``serve``     a simulated cluster on the wall clock, scraped by a real Prometheus (exporters/ exposition).
 - ``retrain_checks`` the simulator's part of a retraining run (replay, gate score), injected by retrain_job.
 

@@ -12,7 +12,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +23,7 @@ from drs_prom.errors import ConfigError, DrsError
 from drs_prom.objectives import TERMS, composite_definition
 from drs_prom.policy import Policy
 from drs_prom.registry import HEURISTICS, LEARNED, PolicySpec, make_policy, policies_by_name
-from drs_prom.sim.clairvoyant import CLAIRVOYANT, clairvoyant_run, migration_floor
-from drs_prom.sim.env import SchedulingEnv, policy_norm, scenario_spec
+from drs_prom.sim.env import EpisodeResult, SchedulingEnv, policy_norm, scenario_spec
 from drs_prom.sim.plot import plot_report
 from drs_prom.sim.report import METRICS, REFERENCE, BenchReport, PolicyRow
 from drs_prom.sim.scenario import Scenario, load_scenario
@@ -36,6 +35,31 @@ PolicyBuilder = Callable[[str, int, PolicySpec], Policy]
 
 def default_builder(name: str, seed: int, spec: PolicySpec) -> Policy:
     return make_policy(name, spec, seed)
+
+
+@dataclass(frozen=True)
+class ReferenceRun:
+    """A run the benchmark can put beside the policies that is not a policy: it may read what no scheduler can
+    (the simulated future), to show what is reachable. None ships; the research package registers its own
+    (``register_reference``), so the product's benchmark runs policies only unless such a name is asked for."""
+
+    run: Callable[[Scenario, int, PolicySpec], EpisodeResult]
+    """``run(scenario, seed, spec)``: one seeded episode on the same workload the policies get."""
+    migration_floor: Callable[[Scenario, int], float] | None = None
+    """Per seed, the imbalance left if running pods could be re-placed at will; DrsError where there is none."""
+
+
+_REFERENCES: dict[str, ReferenceRun] = {}
+
+
+def register_reference(name: str, reference: ReferenceRun) -> None:
+    """Let ``--policies`` name ``reference`` as ``name`` (a policy name stays a policy)."""
+    _REFERENCES[name] = reference
+
+
+def reference_names() -> tuple[str, ...]:
+    """The registered reference runs (none in the shipped package)."""
+    return tuple(_REFERENCES)
 
 
 def run_bench(
@@ -65,8 +89,9 @@ def run_bench(
                     continue
                 env: SchedulingEnv | None = None
                 try:
-                    if row.policy == CLAIRVOYANT:
-                        result = clairvoyant_run(scenario, seed, spec=sspec)
+                    reference = _REFERENCES.get(row.policy)
+                    if reference is not None:
+                        result = reference.run(scenario, seed, sspec)
                         bar.update(scenario.n_pods)
                         row.runs.append(result)
                         continue
@@ -83,14 +108,20 @@ def run_bench(
     report = BenchReport(
         scenario.name, list(seeds), scenario.n_nodes, scenario.n_pods, rows, wall_seconds=time.perf_counter() - t0
     )
-    if CLAIRVOYANT in policies:
-        report.migration_floor = _migration_floor(scenario, seeds)
+    floors = [f for p in policies if (f := _floor(p)) is not None]
+    if floors:
+        report.migration_floor = _migration_floor(floors[0], scenario, seeds)
     return report
 
 
-def _migration_floor(scenario: Scenario, seeds: Sequence[int]) -> float | None:
+def _floor(policy: str) -> Callable[[Scenario, int], float] | None:
+    reference = _REFERENCES.get(policy)
+    return reference.migration_floor if reference is not None else None
+
+
+def _migration_floor(floor: Callable[[Scenario, int], float], scenario: Scenario, seeds: Sequence[int]) -> float | None:
     try:
-        return float(np.mean([migration_floor(scenario, s) for s in seeds]))
+        return float(np.mean([floor(scenario, s) for s in seeds]))
     except DrsError:  # heterogeneous nodes or jittered demand: no floor for this scenario
         return None
 
@@ -177,8 +208,8 @@ def parse_policies(text: str | None) -> list[str]:
     names = [p.strip() for p in text.split(",") if p.strip()]
     known = policies_by_name()
     for n in names:
-        if n not in known and n != CLAIRVOYANT:
-            raise ConfigError(f"unknown policy {n!r}; known: {', '.join(sorted([*known, CLAIRVOYANT]))}")
+        if n not in known and n not in _REFERENCES:
+            raise ConfigError(f"unknown policy {n!r}; known: {', '.join(sorted([*known, *_REFERENCES]))}")
     if REFERENCE not in names:
         names.insert(0, REFERENCE)  # ratios need the reference
     return names

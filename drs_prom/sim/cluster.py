@@ -139,7 +139,7 @@ class Cluster:
 
     def replace_future(self, workload: Workload, arrived: int) -> None:
         """Go on with ``workload``, whose first ``arrived`` pods are this one's (their state is kept) and whose
-        later pods have not arrived yet (a sampled future, drs_prom.sim.lookahead)."""
+        later pods have not arrived yet (a sampled future)."""
         p = len(workload)
         fresh = {
             "node_of": np.full(p, -1, dtype=np.int64),

@@ -509,6 +509,11 @@ def policy_norm(policy: Policy, scenario: Scenario) -> Normalisation:
     return input_scales(policy, scenario.norm)
 
 
+def unclipped_env(scenario: Scenario, seed: int) -> SchedulingEnv:
+    """The env as the benchmark builds it for policies that read overload (``reads_unclipped_load``)."""
+    return SchedulingEnv(scenario, seed=seed, norm=scenario.norm.model_copy(update={"clip": False}))
+
+
 def scenario_spec(scenario: Scenario, spec: PolicySpec | None = None) -> PolicySpec:
     """``spec`` (default: the configured one, drs_prom.registry.configured_spec) on a simulated scenario:
     the scenario's scales, and the window never shorter than its metric lag (a memory at least as long as

@@ -48,7 +48,9 @@ class BenchReport:
     pods: int
     rows: list[PolicyRow]
     wall_seconds: float = 0.0
-    migration_floor: float | None = None  # mean over seeds of clairvoyant.migration_floor, when asked for
+    migration_floor: float | None = (
+        None  # mean over seeds of a reference run's floor (bench.ReferenceRun), when asked for
+    )
 
     def row(self, policy: str) -> PolicyRow | None:
         return next((r for r in self.rows if r.policy == policy), None)

@@ -88,8 +88,8 @@ class SimulatorChecks:
         return env.run(policy, seed=seed, on_step=on_step)
 
     def _run(self, layers: Layers, head: dict[str, Any] | None) -> tuple[EpisodeResult, list[float]]:
-        """One seeded greedy run of ``layers`` (the corrected heuristic under a top-k ``head``, on unclipped
-        loads as it serves); the episode and the reward of every decision."""
+        """One seeded greedy run of ``layers`` (under its model ``head``, if any, on the scales it serves with);
+        the episode and the reward of every decision."""
         settings = self.settings
         rewards: list[float] = []
         result = self._episode(

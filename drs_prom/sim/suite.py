@@ -31,7 +31,7 @@ from drs_prom.errors import ConfigError
 from drs_prom.objectives import OBJECTIVES
 from drs_prom.paired_stats import paired_ci
 from drs_prom.registry import HEURISTICS
-from drs_prom.sim.bench import CLAIRVOYANT, LEARNED, REFERENCE, BenchReport, model_builder
+from drs_prom.sim.bench import LEARNED, REFERENCE, BenchReport, model_builder, reference_names
 from drs_prom.sim.generator import EVAL_CLUSTERS, resolve_scenario
 from drs_prom.sim.scenario import scenario_names
 from drs_prom.sim.verdicts import CANDIDATE, interval_text, judge, run_judged
@@ -61,7 +61,7 @@ class ScenarioSummary:
     composite: dict[str, float]
     objectives: dict[str, dict[str, float]]
     ratio_to_reference: dict[str, dict[str, float]]  # policy -> objective/composite -> ratio to kube-default
-    best: str  # lowest mean composite of all policies run (clairvoyant excluded)
+    best: str  # lowest mean composite of all policies run (reference runs excluded: bench.ReferenceRun)
     best_baseline: str  # lowest mean composite among the heuristics
     vs_best_baseline: dict[str, dict[str, float]]  # policy -> mean, ci_low, ci_high, relative
     wall_seconds: float
@@ -74,7 +74,7 @@ class ScenarioSummary:
 
 
 def _is_heuristic(policy: str) -> bool:
-    return policy in HEURISTICS and policy not in LEARNED and policy != CLAIRVOYANT
+    return policy in HEURISTICS and policy not in LEARNED
 
 
 def summarise(report: BenchReport, candidate: str = CANDIDATE) -> ScenarioSummary:
@@ -93,7 +93,7 @@ def summarise(report: BenchReport, candidate: str = CANDIDATE) -> ScenarioSummar
         base = ref | {"composite": comp[REFERENCE]}
         ratios[p] = {k: (v / base[k] if base[k] else math.nan) for k, v in vals.items()}
     heur = [p for p in comp if _is_heuristic(p)]
-    ranked = [p for p in comp if p != CLAIRVOYANT]
+    ranked = [p for p in comp if p not in reference_names()]
     best = min(ranked, key=lambda p: comp[p]) if ranked else ""
     best_baseline = min(heur, key=lambda p: comp[p]) if heur else ""
     vs: dict[str, dict[str, float]] = {}

@@ -1,18 +1,17 @@
 """``drs-prom train --learner guided``: the heuristic-guided per-node network (drs_prom.agent.guided).
 
-1. **Label** (optional, ``label_arms``) generated training clusters (generator seeds below
-   SELECTION_SEED_BASE): each listed heuristic schedules the cluster's workload once (paired); the cluster's *target* is
-   the heuristic with the lowest composite when it beats capacity-balanced-overload by more than
-   ``switch_margin``, else capacity-balanced-overload (the floor: small wins are seed noise).
-2. **Demonstrations**: the target schedules the cluster again while every decision's input rows are
-   recorded; the label of a decision is the set of nodes the target ranks first.
-3. **Fit** (DQfD's supervised part): a large-margin loss makes the labelled node score at least
-   ``margin`` above every other feasible node. Then **DAgger** rounds: the network itself schedules
-   the training clusters, each visited state is labelled with the target's first choice in that
-   state, and the fit continues on all data (the network learns to recover from its own mistakes).
+1. **Label** (optional, ``label_arms``) generated training clusters (seeds below SELECTION_SEED_BASE): each listed
+   heuristic schedules the cluster's workload once (paired); the cluster's *target* is the heuristic with the lowest
+   composite when it beats capacity-balanced-overload by more than ``switch_margin``, else capacity-balanced-overload
+   (the floor: small wins are seed noise).
+2. **Demonstrations**: the target schedules the cluster again while every decision's input rows are recorded; the
+   label of a decision is the set of nodes the target ranks first.
+3. **Fit** (DQfD's supervised part): a large-margin loss makes the labelled node score at least ``margin`` above
+   every other feasible node. Then **DAgger** rounds: the network itself schedules the training clusters, each visited
+   state is labelled with the target's first choice, and the fit continues on all data (it learns to recover).
 4. **Select** the checkpoint on held-out generator seeds (SELECTION_SEED_BASE and up) by the mean
-   composite ratio to capacity-balanced-overload, refusing any whose mean ratio to kube-default is
-   above 1. Named scenarios and the evaluation clusters are never used.
+   composite ratio to capacity-balanced-overload, refusing any whose mean ratio to kube-default is above 1. Named
+   scenarios and the evaluation clusters are never used.
 """
 
 from __future__ import annotations
@@ -29,13 +28,14 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, GuideScores
+from drs_prom.agent.policy import fold_standardisation
 from drs_prom.policy import DecisionContext, choose
-from drs_prom.sim.env import scenario_spec, sim_policy
+from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
-from drs_prom.training.rollouts import unclipped_env
-from drs_prom.training.selector_run import SELECTION_SEED_BASE, fold_standardisation
 
 FLOOR = "capacity-balanced-overload"
+SELECTION_SEED_BASE = 500_000
+"""Held-out generator seeds for checkpoint selection (labelling and training use seeds below them)."""
 
 SCALE_AND_CONTEXT: tuple[str, ...] = (
     *("load_", "recent_", "pod_", "after_", "dev_", "dstd_", "std_"),

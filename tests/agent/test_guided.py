@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from drs_prom.agent import load_policy
+from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures, decision_features
 from drs_prom.agent.guided import GAP_CLIP, GUIDED_COLUMNS, N_GUIDED, GuidedPolicy, GuideScores, score_gaps
 from drs_prom.errors import ModelError
 from drs_prom.load_aware import CapacityBalancedOverload
-from drs_prom.sim.env import fit_to_scenario
+from drs_prom.sim.env import fit_to_scenario, unclipped_env
 from drs_prom.sim.generator import training_scenario
 from drs_prom.training.guided_run import GuidedFit, save_guided
-from drs_prom.training.rollouts import unclipped_env
 from tests.specs import WINDOW
 
 
@@ -134,3 +134,17 @@ def test_training_options_widen_the_generated_clusters_and_refuse_bad_input():
     # the widened range reaches the clusters: a 60 s lag exists only in the widened ones
     only_60 = guided_config(4, 0, "1.2,1.3", "60", "", 0).generator()
     assert {training_scenario(s, only_60).metric_window_seconds for s in range(3)} == {60.0}
+
+
+def test_cluster_features_are_finite_named_and_see_node_sizes():
+    sc = training_scenario(3)
+    env = unclipped_env(sc, 3)
+    ctx = env.reset(3)
+    x = decision_features(ctx, 30.0, 0.5)
+    assert x.shape == (len(CLUSTER_FEATURES),) and np.isfinite(x).all()
+    nan_ctx = type(ctx)(**{**ctx.__dict__, "load": np.full_like(ctx.load, np.nan)})
+    y = decision_features(nan_ctx, 30.0, 0.5)
+    assert np.isfinite(y).all() and y[CLUSTER_FEATURES.index("stale_share")] == 1.0
+    tracker = ClusterFeatures(alpha=0.5)
+    a = tracker.update(ctx, 30.0).copy()
+    assert np.allclose(a, decision_features(ctx, 30.0, 1.0))  # the first decision has no rate yet

@@ -354,15 +354,6 @@ def test_a_scenario_yaml_with_a_trace_section(tmp_path: Path) -> None:
         parse_scenario("name: empty\n")
 
 
-def test_the_sampled_future_rollout_refuses_a_replay(tmp_path: Path) -> None:
-    """Every seed of a replay is the same pods, so 'sampled' futures would be the true one."""
-    from drs_prom.sim.lookahead import lookahead_run
-
-    sc, _ = materialise(spec(small_openb(tmp_path)), 0)
-    with pytest.raises(ConfigError, match="replays a trace: its futures cannot be sampled"):
-        lookahead_run(sc, 0, "kube-default")
-
-
 def test_generic_trace_runs_with_taints_selectors_and_tolerations(tmp_path: Path) -> None:
     """Tainted node: only tolerating pods land there; a node selector pins its pod to its zone."""
     path = generic(

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drs_prom.agent.corrector import BASES, top_k
 from drs_prom.agent.features import N_CANDIDATE, candidate_matrix
 from drs_prom.policy import DecisionContext, choose
-from drs_prom.sim.clairvoyant import fork_env, play_out
-from drs_prom.sim.env import SchedulingEnv, scenario_spec
+from drs_prom.sim.env import SchedulingEnv, scenario_spec, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
 from drs_prom.sim.scenario import Scenario
+from drs_prom_research.clairvoyant import fork_env, play_out
+from drs_prom_research.corrector import BASES, top_k
 
 
 @dataclass(frozen=True)
@@ -72,11 +72,6 @@ def save_samples(samples: Samples, path: str) -> None:
 def load_samples(path: str) -> Samples:
     with np.load(path, allow_pickle=False) as data:
         return Samples(*(data[f] for f in FIELDS))
-
-
-def unclipped_env(scenario: Scenario, seed: int) -> SchedulingEnv:
-    """The env as the benchmark builds it for policies that read overload (``reads_unclipped_load``)."""
-    return SchedulingEnv(scenario, seed=seed, norm=scenario.norm.model_copy(update={"clip": False}))
 
 
 def _window_cost(env: SchedulingEnv, policy: object, until: float) -> float:

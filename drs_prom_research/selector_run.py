@@ -1,11 +1,13 @@
-"""``drs-prom train --learner selector``: the shipped ``drs`` model (drs_prom.agent.selector), in one command.
+"""``drs-prom-research train-selector``: a heuristic-selector ``drs`` model (drs_prom_research.selector), in one command.
+
+A research learner: none of its models was shipped (models/README.md, "Other learners tried").
 
 1. **Label** generated training clusters (generator seeds 0..clusters-1): each arm schedules the
    cluster's workload once (same workload for every arm: paired), giving the episode's composite
    score; the default arm's run also records the smoothed cluster features the selector would see
    at a few decisions. Label of a sample = log(composite of arm / composite of the default arm).
-2. **Fit** an ensemble of small MLPs (features -> one value per arm, MSE on the labels); the shipped
-   network is their exact mean (drs_prom.agent.corrector.block_ensemble).
+2. **Fit** an ensemble of small MLPs (features -> one value per arm, MSE on the labels); the saved
+   network is their exact mean (drs_prom_research.corrector.block_ensemble).
 3. **Select** the checkpoint and the margin on held-out generator seeds by the mean composite ratio
    of the selector to the default arm, each run as a real policy; a margin of +inf (the default
    heuristic itself) is always a candidate. Named scenarios and evaluation clusters are never used.
@@ -26,16 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.corrector import block_ensemble
-from drs_prom.agent.selector import ARMS, CLUSTER_FEATURES, DEFAULT_ARM, ClusterFeatures, HeuristicSelector
+from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures
+from drs_prom.agent.policy import fold_standardisation
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.registry import configured_spec
-from drs_prom.sim.env import scenario_spec, sim_policy
+from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import EVAL_CLUSTERS, EVAL_SEED_BASE, training_scenario
-from drs_prom.training.rollouts import unclipped_env
-
-SELECTION_SEED_BASE = 500_000
-"""Held-out generator seeds for checkpoint and margin selection (labelling uses seeds below them)."""
+from drs_prom.training.guided_run import SELECTION_SEED_BASE
+from drs_prom_research.corrector import block_ensemble
+from drs_prom_research.selector import ARMS, DEFAULT_ARM, HeuristicSelector
 
 MARGINS: tuple[float, ...] = (0.0, 0.01, 0.02, 0.04, 0.08)
 """Margins tried at selection (predicted log-ratio gain); +inf (the default arm) is always kept as an option."""
@@ -145,14 +146,6 @@ def log_ratios(labels: ArmLabels, arms: Sequence[str]) -> np.ndarray:
     """(D, A) log(composite of arm / composite of the default arm): the regression targets."""
     d = list(arms).index(DEFAULT_ARM)
     return np.log(labels.composite / labels.composite[:, d : d + 1])
-
-
-def fold_standardisation(layers: list[tuple[np.ndarray, np.ndarray, str]], mu: np.ndarray, sd: np.ndarray) -> list:
-    """First layer rewritten to take raw features: W (x - mu) / sd + b = (W / sd) x + (b - (mu / sd) W)."""
-    out = [(np.asarray(k), np.asarray(b), a) for k, b, a in layers]
-    k0, b0, a0 = out[0]
-    out[0] = ((k0 / sd[:, None]).astype(np.float32), (b0 - (mu / sd) @ k0).astype(np.float32), a0)
-    return out
 
 
 def selection_ratio(

@@ -2,7 +2,7 @@
 
 Per scenario and seed (paired, one workload per seed): every heuristic of the suite and the
 shipped ``drs`` are run as the benchmark runs them; the scenario's best heuristic (lowest
-mean composite) is the base of a clairvoyant fortified rollout (drs_prom.sim.clairvoyant,
+mean composite) is the base of a clairvoyant fortified rollout (drs_prom_research.clairvoyant,
 branching on the base's ``top_k`` nodes per decision, never worse than the base). Its gain
 over the base is the *headroom*: what foresight of arrivals, work and demand buys on this
 workload. A learned policy sees only the present, so it can at best capture part of it; where
@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from drs_prom.sim.bench import model_builder, run_bench
-from drs_prom.sim.clairvoyant import clairvoyant_run
-from drs_prom.sim.lookahead import lookahead_run
 from drs_prom.sim.suite import resolve_scenario, summarise
+from drs_prom_research.clairvoyant import clairvoyant_run
+from drs_prom_research.lookahead import lookahead_run
 
 SUITE_HEURISTICS = (
     "kube-default",
@@ -78,7 +78,7 @@ def scenario_headroom(
 ) -> Headroom:
     """Bench the heuristics (and drs) on ``name`` (its first ``pods`` pods if given) and run the clairvoyant
     rollout over the best of them; with ``samples`` > 0 also the look-ahead over sampled futures
-    (drs_prom.sim.lookahead), which sees no more of the future than a scheduler could, gated by ``gate`` and,
+    (drs_prom_research.lookahead), which sees no more of the future than a scheduler could, gated by ``gate`` and,
     with ``veil``, not even the present pods' run times."""
     t0 = time.perf_counter()
     scenario = resolve_scenario(name)

@@ -1,7 +1,7 @@
 """A rollout that plans on *sampled* futures: how much of the clairvoyant headroom is open to a policy that
 cannot see the future.
 
-The clairvoyant rollout (drs_prom.sim.clairvoyant) reads the episode's true future. This
+The clairvoyant rollout (drs_prom_research.clairvoyant) reads the episode's true future. This
 one replaces every pod that has not arrived yet with pods drawn from the scenario's own
 workload generator under other seeds (so it knows the *distribution* of arrivals, kinds,
 work and demand exactly, but not the draw), plays each candidate node out with the base
@@ -25,10 +25,10 @@ import numpy as np
 
 from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext, Policy
-from drs_prom.sim.clairvoyant import FixedSchedule, branch_nodes, fork_env, play_out, told
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv, policy_norm, sim_policy
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload, generate
+from drs_prom_research.clairvoyant import FixedSchedule, branch_nodes, fork_env, play_out, told
 
 LOOKAHEAD = "lookahead"
 """Not a policy either: the sampled-future rollout below (its results carry this name)."""

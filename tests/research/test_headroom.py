@@ -1,10 +1,10 @@
-"""The clairvoyant headroom over a scenario's best heuristic (benchmarks/suite_headroom.py's numbers)."""
+"""The clairvoyant headroom over a scenario's best heuristic (drs-prom-research headroom's numbers)."""
 
 import math
 
 import pytest
 
-from drs_prom.sim.headroom import SUITE_HEURISTICS, format_headroom, scenario_headroom
+from drs_prom_research.headroom import SUITE_HEURISTICS, format_headroom, scenario_headroom
 
 
 def test_headroom_is_measured_over_the_best_heuristic_and_is_never_negative():

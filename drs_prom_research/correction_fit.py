@@ -1,10 +1,10 @@
-"""Fit, select and save the top-k correction (drs_prom.agent.corrector) from rollout-labelled decisions.
+"""Fit, select and save the top-k correction (drs_prom_research.corrector) from rollout-labelled decisions.
 
 - **Fit**: each ensemble member is a per-candidate network trained so that the *difference*
   of its outputs between a candidate and the heuristic's own choice matches the labelled
   advantage (composite difference x TARGET_SCALE, Huber loss): only differences decide, so
   the network never has to predict how much of the episode is left. Members differ in seed
-  and bootstrap sample; the shipped network is their exact mean (block_ensemble), because
+  and bootstrap sample; the saved network is their exact mean (block_ensemble), because
   single seeds swing widely.
 - **Select**: the checkpoint and the margin are chosen on held-out *training-distribution*
   clusters (generator seeds disjoint from the labelled ones), by the mean ratio of the
@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.corrector import TARGET_SCALE, TopKCorrection, block_ensemble
 from drs_prom.agent.networks import configure_tf, export_dense, node_scorer
 from drs_prom.agent.policy import Layers
-from drs_prom.sim.env import fit_to_scenario, sim_policy
+from drs_prom.sim.env import fit_to_scenario, sim_policy, unclipped_env
 from drs_prom.sim.generator import training_scenario
-from drs_prom.training.rollouts import Samples, unclipped_env
+from drs_prom_research.corrector import TARGET_SCALE, TopKCorrection, block_ensemble
+from drs_prom_research.rollouts import Samples
 
 MARGINS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.25, 0.5, 1.0, float("inf"))
 """Margins tried at selection (network units: composite difference x 100); inf = the base heuristic."""

@@ -1,4 +1,4 @@
-"""The top-k correction head (drs_prom.agent.corrector) and its rollout labels (drs_prom.training.rollouts)."""
+"""The top-k correction head (drs_prom_research.corrector) and its rollout labels (drs_prom_research.rollouts)."""
 
 import copy
 import json
@@ -7,17 +7,17 @@ import numpy as np
 import pytest
 
 from drs_prom.agent import load_policy
-from drs_prom.agent.corrector import TopKCorrection, block_ensemble, pick, top_k
 from drs_prom.agent.features import N_CANDIDATE
 from drs_prom.agent.persistence import read_metadata
 from drs_prom.agent.policy import forward
 from drs_prom.errors import ModelError
 from drs_prom.load_aware import CapacityBalancedOverload
 from drs_prom.policy import choose
-from drs_prom.sim.clairvoyant import fork_env, play_out
-from drs_prom.sim.env import fit_to_scenario
+from drs_prom.sim.env import fit_to_scenario, unclipped_env
 from drs_prom.sim.generator import training_scenario
-from drs_prom.training.rollouts import label_episode, unclipped_env
+from drs_prom_research.clairvoyant import fork_env, play_out
+from drs_prom_research.corrector import TopKCorrection, block_ensemble, pick, top_k
+from drs_prom_research.rollouts import label_episode
 from tests.specs import WINDOW
 
 
@@ -110,8 +110,8 @@ def test_rollout_labels_are_the_episode_costs_of_each_candidate():
 
 
 def test_tiny_rollout_training_run_saves_a_model_that_loads_as_a_correction(tmp_path):
-    from drs_prom.training.correction_run import run_rollout_training
-    from drs_prom.training.corrector import FitConfig
+    from drs_prom_research.correction_fit import FitConfig
+    from drs_prom_research.correction_run import run_rollout_training
 
     out = tmp_path / "tiny.keras"
     lines: list[str] = []
@@ -123,7 +123,7 @@ def test_tiny_rollout_training_run_saves_a_model_that_loads_as_a_correction(tmp_
         cfg=FitConfig(members=2, hidden=(8, 8), epochs=2, checkpoints=(2,)),
         workers=1,
         progress=False,
-        command="drs-prom train --learner rollout (test)",
+        command="drs-prom-research train-correction (test)",
         echo=lines.append,
     )
     meta = read_metadata(path)
@@ -140,8 +140,8 @@ def test_tiny_rollout_training_run_saves_a_model_that_loads_as_a_correction(tmp_
 
 
 def test_a_bad_head_section_is_refused_in_one_line(tmp_path):
-    from drs_prom.training.correction_run import run_rollout_training
-    from drs_prom.training.corrector import FitConfig
+    from drs_prom_research.correction_fit import FitConfig
+    from drs_prom_research.correction_run import run_rollout_training
 
     path = run_rollout_training(
         tmp_path / "m.keras",

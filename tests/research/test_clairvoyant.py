@@ -5,9 +5,9 @@ import pytest
 from drs_prom.errors import ConfigError
 from drs_prom.registry import make_policy
 from drs_prom.sim.bench import format_table, parse_policies, run_bench
-from drs_prom.sim.clairvoyant import clairvoyant_run, migration_floor
 from drs_prom.sim.env import SchedulingEnv, fit_to_scenario, policy_norm
 from drs_prom.sim.scenario import load_scenario
+from drs_prom_research.clairvoyant import clairvoyant_run, migration_floor
 from tests.sim.helpers import tiny
 from tests.specs import SPEC
 

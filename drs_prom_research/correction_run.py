@@ -1,6 +1,6 @@
-"""``drs-prom train --learner rollout``: label generated clusters, fit the top-k correction, save model + JSON + PNG.
+"""``drs-prom-research train-correction``: label generated clusters, fit the top-k correction, save model + JSON + PNG.
 
-The shipped ``drs`` model is made by this one command (models/README.md). Its JSON says which
+A research learner: its models were not shipped (models/README.md, "Other learners tried"). Its JSON says which
 generator seeds were labelled, which held-out generator seeds chose the checkpoint and the
 margin, and that the named scenarios and the 20 evaluation clusters were used by neither.
 """
@@ -12,13 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from drs_prom.agent.corrector import TopKCorrection
 from drs_prom.agent.features import N_CANDIDATE
 from drs_prom.agent.persistence import base_metadata, save_model
 from drs_prom.config import Normalisation
 from drs_prom.sim.generator import EVAL_CLUSTERS, EVAL_SEED_BASE
-from drs_prom.training.corrector import FitConfig, FitResult, fit
-from drs_prom.training.rollouts import Samples, label_training_clusters, load_samples, save_samples
+from drs_prom_research.correction_fit import FitConfig, FitResult, fit
+from drs_prom_research.corrector import TopKCorrection
+from drs_prom_research.rollouts import Samples, label_training_clusters, load_samples, save_samples
 
 SELECTION_SEED_BASE = 500_000
 """Held-out generator seeds for checkpoint/margin selection start here (labelling uses seeds below it)."""

@@ -2,23 +2,27 @@
 
 import copy
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from drs_prom.errors import ConfigError
 from drs_prom.registry import make_policy
-from drs_prom.sim.clairvoyant import branch_nodes, fork_env, play_out, told
 from drs_prom.sim.env import SchedulingEnv, fit_to_scenario, policy_norm
 from drs_prom.sim.generator import eval_scenario
-from drs_prom.sim.lookahead import (
+from drs_prom.sim.replay import materialise
+from drs_prom.sim.scenario import load_scenario
+from drs_prom.sim.workload import generate
+from drs_prom_research.clairvoyant import branch_nodes, fork_env, play_out, told
+from drs_prom_research.lookahead import (
     LOOKAHEAD,
     confident_choice,
     lookahead_run,
     splice_future,
     with_future,
 )
-from drs_prom.sim.scenario import load_scenario
-from drs_prom.sim.workload import generate
+from tests.sim.test_replay import small_openb, spec
 from tests.specs import SPEC
 
 BASE = "capacity-balanced-overload"
@@ -181,3 +185,10 @@ def test_a_sampled_future_keeps_the_samples_gaps_from_the_true_last_arrival():
     first_drawn = spliced.names.index(sample.names[s_idx[rank]])
     gap = sample.arrival[s_idx[rank]] - sample.arrival[s_idx[rank - 1]]
     assert spliced.arrival[first_drawn] == pytest.approx(max(last_true + gap, now))
+
+
+def test_the_sampled_future_rollout_refuses_a_replay(tmp_path: Path) -> None:
+    """Every seed of a replay is the same pods, so 'sampled' futures would be the true one."""
+    sc, _ = materialise(spec(small_openb(tmp_path)), 0)
+    with pytest.raises(ConfigError, match="replays a trace: its futures cannot be sampled"):
+        lookahead_run(sc, 0, "kube-default")

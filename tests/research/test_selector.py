@@ -1,4 +1,4 @@
-"""The heuristic-selector head (drs_prom.agent.selector) and its training (drs_prom.training.selector_run)."""
+"""The heuristic-selector head (drs_prom_research.selector) and its training (drs_prom_research.selector_run)."""
 
 import json
 import math
@@ -7,21 +7,14 @@ import numpy as np
 import pytest
 
 from drs_prom.agent import load_policy
+from drs_prom.agent.cluster_context import CLUSTER_FEATURES
 from drs_prom.agent.persistence import read_metadata
-from drs_prom.agent.selector import (
-    ARMS,
-    CLUSTER_FEATURES,
-    DEFAULT_ARM,
-    ClusterFeatures,
-    HeuristicSelector,
-    decision_features,
-)
 from drs_prom.errors import ModelError
 from drs_prom.policy import choose
-from drs_prom.sim.env import fit_to_scenario
+from drs_prom.sim.env import fit_to_scenario, unclipped_env
 from drs_prom.sim.generator import training_scenario
-from drs_prom.training.rollouts import unclipped_env
-from drs_prom.training.selector_run import SelectorConfig, label_cluster, log_ratios, run_selector_training
+from drs_prom_research.selector import ARMS, DEFAULT_ARM, HeuristicSelector
+from drs_prom_research.selector_run import SelectorConfig, label_cluster, log_ratios, run_selector_training
 from tests.specs import WINDOW
 
 
@@ -37,20 +30,6 @@ def _net(bias: np.ndarray) -> list:
 def _episode(policy, seed=5):
     sc = training_scenario(seed)
     return unclipped_env(sc, seed).run(fit_to_scenario(policy, sc), seed=seed)
-
-
-def test_features_are_finite_named_and_see_node_sizes():
-    sc = training_scenario(3)
-    env = unclipped_env(sc, 3)
-    ctx = env.reset(3)
-    x = decision_features(ctx, 30.0, 0.5)
-    assert x.shape == (len(CLUSTER_FEATURES),) and np.isfinite(x).all()
-    nan_ctx = type(ctx)(**{**ctx.__dict__, "load": np.full_like(ctx.load, np.nan)})
-    y = decision_features(nan_ctx, 30.0, 0.5)
-    assert np.isfinite(y).all() and y[CLUSTER_FEATURES.index("stale_share")] == 1.0
-    tracker = ClusterFeatures(alpha=0.5)
-    a = tracker.update(ctx, 30.0).copy()
-    assert np.allclose(a, decision_features(ctx, 30.0, 1.0))  # the first decision has no rate yet
 
 
 def test_a_selector_that_predicts_no_gain_is_exactly_its_default_arm():
@@ -108,7 +87,7 @@ def test_tiny_selector_training_saves_a_model_that_loads_and_schedules(tmp_path)
         cfg=SelectorConfig(members=2, hidden=(4,), epochs=2, checkpoints=(2,)),
         workers=1,
         progress=False,
-        command="drs-prom train --learner selector (test)",
+        command="drs-prom-research train-selector (test)",
         echo=lambda _: None,
     )
     meta = read_metadata(path)

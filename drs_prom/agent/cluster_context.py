@@ -1,0 +1,111 @@
+"""What a decision context says about the cluster as a whole: the cluster features a learned ``drs`` reads.
+
+No single heuristic wins everywhere, and which one wins depends on what the cluster looks like:
+node count and size spread, load and overload over capacity, how many nodes are hot, how little
+requests say about measured use, metric lag and arrival rate. These are those features, read from
+one decision context (``decision_features``) and smoothed over recent decisions
+(``ClusterFeatures``) so that what the network reads is steady. The heuristic-guided ``drs``
+(drs_prom.agent.guided) puts them, the same on every node's row, beside the per-node columns.
+Pure numpy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from drs_prom.load_aware import full_of
+from drs_prom.policy import DecisionContext
+
+CLUSTER_FEATURES: tuple[str, ...] = (
+    "log_nodes",
+    "cpu_size_cv",  # spread of node sizes (allocatable cpu), coefficient of variation
+    "mem_size_cv",
+    "cpu_load_mean",  # measured load over each node's own capacity, mean over nodes
+    "cpu_load_max",
+    "mem_load_mean",
+    "mem_load_max",
+    "io_load_mean",  # network and disk, the larger of the four, over capacity
+    "bottleneck_mean",  # per node the most loaded resource over capacity, mean over nodes
+    "bottleneck_std",
+    "hot_share",  # nodes with the bottleneck above 0.8 of capacity
+    "overloaded_share",  # nodes above capacity (visible only unclipped)
+    "requested_cpu_share",  # requested over allocatable cpu, cluster-wide
+    "request_gap",  # requested share minus measured cpu share: how little requests say about usage
+    "feasible_share",
+    "pod_cpu_request",  # the pod's cpu request over the mean node's allocatable
+    "pod_bottleneck",  # the pod's expected load over capacity, most loaded resource, mean over nodes
+    "stale_share",  # nodes without metrics
+    "log_metric_window",  # the rate window behind the metrics (seconds)
+    "log_arrival_rate",  # decisions per second, smoothed
+)
+N_CLUSTER_FEATURES = len(CLUSTER_FEATURES)
+
+
+def _cv(x: np.ndarray) -> float:
+    m = float(np.mean(x)) if len(x) else 0.0
+    return float(np.std(x) / m) if m > 0 else 0.0
+
+
+def decision_features(ctx: DecisionContext, metric_window: float, arrival_rate: float) -> np.ndarray:
+    """One decision's cluster features (CLUSTER_FEATURES order), before smoothing; pure and NaN-free."""
+    n = len(ctx.nodes)
+    load = np.asarray(ctx.load, dtype=np.float64)
+    stale = np.isnan(load).any(axis=1) if n else np.zeros(0, bool)
+    rel = np.nan_to_num(load / full_of(ctx), nan=0.0)[~stale] if n else np.zeros((0, 6))
+    pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx), nan=0.0) if n else np.zeros((0, 6))
+    alloc_cpu = np.array([x.allocatable_cpu_m for x in ctx.nodes], dtype=np.float64)
+    alloc_mem = np.array([x.allocatable_mem_bytes for x in ctx.nodes], dtype=np.float64)
+    req_cpu = np.array([x.requested_cpu_m for x in ctx.nodes], dtype=np.float64)
+    peak = rel.max(axis=1) if len(rel) else np.zeros(1)
+    req_share = float(req_cpu.sum() / max(alloc_cpu.sum(), 1.0))
+    cpu_mean = float(rel[:, 0].mean()) if len(rel) else 0.0
+    feats = [
+        math.log(max(n, 1)),
+        _cv(alloc_cpu),
+        _cv(alloc_mem),
+        cpu_mean,
+        float(rel[:, 0].max()) if len(rel) else 0.0,
+        float(rel[:, 1].mean()) if len(rel) else 0.0,
+        float(rel[:, 1].max()) if len(rel) else 0.0,
+        float(rel[:, 2:].mean(axis=0).max()) if len(rel) else 0.0,
+        float(peak.mean()),
+        float(peak.std()),
+        float((peak > 0.8).mean()),
+        float((peak > 1.0).mean()),
+        req_share,
+        req_share - cpu_mean,
+        float(np.asarray(ctx.feasible, bool).mean()) if n else 0.0,
+        float(ctx.pod.cpu_m / max(alloc_cpu.mean(), 1.0)) if n else 0.0,
+        float(pod.max(axis=1).mean()) if len(pod) else 0.0,
+        float(stale.mean()) if n else 0.0,
+        math.log1p(max(metric_window, 0.0)),
+        math.log(max(arrival_rate, 1e-3)),
+    ]
+    return np.clip(np.nan_to_num(np.asarray(feats, dtype=np.float64), nan=0.0, posinf=10.0, neginf=-10.0), -10, 10)
+
+
+class ClusterFeatures:
+    """Smoothed cluster features over recent decisions (exponential, ``alpha`` per decision).
+
+    Keeps its own arrival-rate estimate from the decisions' times; a decision earlier than
+    the last (a new simulated episode) starts over.
+    """
+
+    def __init__(self, alpha: float = 0.05) -> None:
+        self.alpha = alpha
+        self.value: np.ndarray | None = None
+        self._last_now = -math.inf
+        self._rate = 0.0
+
+    def update(self, ctx: DecisionContext, metric_window: float) -> np.ndarray:
+        if ctx.now < self._last_now:
+            self.value, self._rate, self._last_now = None, 0.0, -math.inf
+        if math.isfinite(self._last_now):
+            dt = max(ctx.now - self._last_now, 1e-3)
+            self._rate = (1 - self.alpha) * self._rate + self.alpha / dt if self._rate else 1.0 / dt
+        self._last_now = ctx.now
+        x = decision_features(ctx, metric_window, self._rate or 1.0)
+        self.value = x if self.value is None else (1 - self.alpha) * self.value + self.alpha * x
+        return self.value
