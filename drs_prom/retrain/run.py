@@ -5,6 +5,8 @@
    time and after its settle delay;
 3. ``rebuild_transitions`` (pure, drs_prom.retrain.rebuild): skipped rows counted by reason;
 4. ``train_candidate``: a copy of the current model on the older transitions (plus simulator replay);
+   a model that cannot be fine-tuned (the heuristic-guided network, a selector) is challenged, with a
+   twin only, by a fresh per-node network trained on the twin;
 5. ``gate_scores`` + ``gate``: candidate vs current on the newest, held-out transitions and, with
    a simulator, on a short seeded run; ``publish``: promote (atomic pointer swap in the model
    store) only if the candidate is not worse by ``gate_margin``, else keep it as rejected. With a
@@ -120,7 +122,7 @@ def _run(
     res.trained_on, res.held_out = len(train), len(held)
     current = current_model(store, settings)
     res.previous = store.current()
-    if current.unsupported:
+    if current.unsupported and not (simulator is not None and rs.twin):
         res.result, res.reason = "unsupported", current.unsupported
         return res
 
@@ -129,28 +131,35 @@ def _run(
         with _timed(secs, "twin"):
             twin_sim, twin = simulator.fitted(decisions, ends, history)
         log.info("retraining twin: %s", twin)
+    if current.unsupported and twin_sim is None:
+        res.result, res.reason = "unsupported", f"{current.unsupported}; {twin}"
+        return res
+    # a model that cannot be fine-tuned (heuristic-guided, selector) is challenged by a fresh per-node network
+    # trained on the twin, and the gate judges the two on the twin like any other candidate and current model
+    start, head = (None, None) if current.unsupported else (current.layers, current.head)
     with _timed(secs, "train"):
         if twin_sim is not None:
             # the twin's transitions show every placement's outcome; the journal's only the current model's, and they built the twin
-            trained = train_candidate(current.layers, [], settings, twin_sim, teach=True)
+            trained = train_candidate(start, [], settings, twin_sim, teach=True)
         else:
-            trained = train_candidate(current.layers, train, settings, simulator)
+            trained = train_candidate(start, train, settings, simulator)
     secs["train_steps"] = float(trained.steps)
     with _timed(secs, "gate"):
         versus: dict[str, Any] | None = None
         if twin_sim is not None:
-            scores = twin_gate_scores(trained, current.layers, trans, held, settings, twin_sim, current.head)
+            scores = twin_gate_scores(trained, head, current, trans, held, settings, twin_sim)
             verdict = gate({"twin_composite": scores["twin_composite"]}, rs.gate_margin)
-            if verdict.promote:  # and never below the heuristic the scheduler would fall back to
-                versus = twin_sim.versus_best_heuristic(trained.layers, current.head)
-                against = non_inferior(versus, rs.gate_inferiority_margin)
-                verdict = GateVerdict(against.promote, f"{verdict.reason}; {against.reason}")
+            # asked whatever the first verdict: the run reports where the candidate stands against the heuristic
+            # the scheduler would fall back to, and a candidate above it is never promoted
+            versus = twin_sim.versus_best_heuristic(trained.layers, head)
+            against = non_inferior(versus, rs.gate_inferiority_margin)
+            verdict = GateVerdict(verdict.promote and against.promote, f"{verdict.reason}; {against.reason}")
         else:
             scores = gate_scores(trained, current.layers, trans, held, settings, simulator, current.head)
             verdict = gate(scores, rs.gate_margin)
     res.scores = scores
 
-    meta = candidate_metadata(settings, trained, current, decisions, train, held, skipped, res.approximated)
+    meta = candidate_metadata(settings, trained, current, head, decisions, train, held, skipped, res.approximated)
     if twin:
         meta["training"]["twin"] = twin
     meta["gate"] = {"scores": scores, "margin": rs.gate_margin, "promote": verdict.promote, "reason": verdict.reason}
@@ -222,7 +231,9 @@ class CurrentModel:
     the candidate keeps it."""
     unsupported: str = ""
     """Why the running model cannot be fine-tuned from history (a guided network reads the heuristics' scores
-    and cluster features, not only the per-node rows the journal rebuilds); the run then trains nothing."""
+    and cluster features, not only the per-node rows the journal rebuilds). Without a twin the run then trains
+    nothing; with one, a fresh per-node network is trained there and gated against this model (``layers`` and
+    ``head`` are then its own, for the gate's twin runs only)."""
 
 
 def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
@@ -251,7 +262,7 @@ def current_model(store: ModelStore, settings: Settings) -> CurrentModel:
                 "(drs-prom train --learner guided); "
                 "fine-tuning from history applies to per-node drs models on the candidate columns"
             )
-            return CurrentModel(None, name, why, unsupported=why)
+            return CurrentModel(list(loaded.layers), name, why, loaded.head, unsupported=why)
         return CurrentModel(list(loaded.layers), name, "", loaded.head)
     return CurrentModel(None, None, "; ".join(notes))
 
@@ -279,20 +290,22 @@ def gate_scores(
 
 def twin_gate_scores(
     trained: Trained,
-    current: Layers | None,
+    head: dict[str, Any] | None,
+    current: CurrentModel,
     trans: list[Transition],
     held: list[Transition],
     settings: Settings,
     twin: RetrainSimulator,
-    head: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, float]]:
     """With a twin, the gate is the composite objective on a workload of the twin neither model trained on
-    (``twin_composite``, minus the composite: higher is better). The held-out TD error is reported, not gated on:
-    its rewards cannot see slowdown, so it measures how well Q values match them, not placements."""
-    scores = gate_scores(trained, current, trans, held, settings, None, head)
+    (``twin_composite``, minus the composite: higher is better); ``head``: the candidate's, the current model
+    runs under its own. The held-out TD error is reported, not gated on: its rewards cannot see slowdown, so it
+    measures how well Q values match them, not placements (and a model that is not per-node has none)."""
+    per_node = None if current.unsupported else current.layers
+    scores = gate_scores(trained, per_node, trans, held, settings, None, head)
     scores["twin_composite"] = {"candidate": twin.composite(trained.layers, head)}
-    if current is not None:
-        scores["twin_composite"]["current"] = twin.composite(current, head)
+    if current.layers is not None:
+        scores["twin_composite"]["current"] = twin.composite(current.layers, current.head)
     return scores
 
 
@@ -300,19 +313,25 @@ def candidate_metadata(
     settings: Settings,
     trained: Trained,
     current: CurrentModel,
+    head: dict[str, Any] | None,
     decisions: list[Decision],
     train: list[Transition],
     held: list[Transition],
     skipped: Counter[str],
     approximated: dict[str, int],
 ) -> dict[str, Any]:
-    """The candidate's model metadata: how it was trained (the gate's verdict is added by the caller)."""
+    """The candidate's model metadata: how it was trained (the gate's verdict is added by the caller);
+    ``head``: the candidate's (the current model's when fine-tuned from it, none for a fresh network)."""
     meta = base_metadata("drs", settings.normalisation)
-    if current.head:
-        meta["head"] = dict(current.head)
+    if head:
+        meta["head"] = dict(head)
+    if current.unsupported:
+        started = f"fresh network, challenging {current.name}"
+    else:
+        started = current.name if current.layers is not None and current.name else "fresh network"
     meta["training"] = {
         "kind": "retrain",
-        "started_from": current.name or "fresh network",
+        "started_from": started,
         "transitions": len(train),
         "held_out": len(held),
         "sim_transitions": trained.sim_transitions,
