@@ -79,6 +79,7 @@ class Reflector:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.resource_version = ""
+        self.received_at = 0.0  # monotonic time the event being handled was read (stage timings)
         self.synced = threading.Event()
         self.relists = 0
         self.reconnects = 0
@@ -134,6 +135,7 @@ class Reflector:
 
     def _list(self) -> None:
         resp = self.list_fn(_preload_content=False, _request_timeout=30, **self.list_kwargs)
+        self.received_at = time.monotonic()
         body = json.loads(resp.data)
         self.resource_version = body["metadata"]["resourceVersion"]
         self.on_list(body.get("items") or [])
@@ -156,6 +158,7 @@ class Reflector:
             for line in _lines(resp):
                 if self._stop.is_set():
                     return
+                self.received_at = time.monotonic()
                 event = json.loads(line)
                 kind, obj = event.get("type"), event.get("object") or {}
                 if kind == "ERROR":
@@ -278,6 +281,12 @@ class ClusterCache:
     @property
     def reflectors(self) -> list[Reflector]:
         return list(self._reflectors)
+
+    def pod_event_received(self) -> float | None:
+        """When the pod event being handled was read from the watch (monotonic); valid inside
+        ``on_pending``, which the pods reflector calls on its own thread. None before start."""
+        pods = next((r for r in self._reflectors if r.name == "pods"), None)
+        return pods.received_at if pods is not None else None
 
     # -- nodes --------------------------------------------------------------
     def _on_node_list(self, items: list[dict[str, Any]]) -> None:
