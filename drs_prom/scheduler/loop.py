@@ -30,7 +30,7 @@ from drs_prom.journal import NODE_KEYS, Decision, Journal, node_entries_from_val
 from drs_prom.policy import NODE_REQUEST_COLUMNS, Policy
 from drs_prom.ratelog import RateLimitedLog
 from drs_prom.scheduler import bind as binder
-from drs_prom.scheduler import kube
+from drs_prom.scheduler import kube, write_process
 from drs_prom.scheduler.arms import Choice
 from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.decide import Decider
@@ -87,8 +87,9 @@ class Scheduler:
         self.coord = client.CoordinationV1Api(api_client)
         self.writer = binder.ApiWriter(api_client)
         workers = bind_workers or self.cfg.bind_workers
-        # the binds' and events' HTTP in a child process, off this process's GIL (write_process)
-        self._remote = RemoteWriter(self.writer, workers + 2) if self.cfg.write_process else None
+        # the binds' and events' HTTP in a child process, off this process's GIL, given a core for it
+        use_child = write_process.wanted(self.cfg.write_process, write_process.usable_cpus())
+        self._remote = RemoteWriter(self.writer, workers + 2) if use_child else None
         self._post: binder.Writer = self._remote if self._remote is not None else self.writer
         self.journal = journal
         self._journal_log = RateLimitedLog(log, 60.0)  # a full disk fails every row: one line a minute
