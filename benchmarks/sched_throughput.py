@@ -790,119 +790,123 @@ def main() -> None:
     results: list[dict] = []
     drains: list[dict] = []
     notes: list[str] = []
-    with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
-        from kubernetes import client
+    try:
+        with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
+            from kubernetes import client
 
-        core = client.CoreV1Api(cp.admin_client)
-        work = Path(tmp)
-        for n in counts:
-            names = sim_scenario(n, work)[1]
-            sim = SimPrometheus(n, work).start_serving() if args.prometheus else None
-            try:
-                create_nodes(cp, names)
-                prom_url = sim.start_prometheus(names) if sim else None
-                drs, drs_url = start_drs(cp, work, model, prom_url=prom_url, py_spy=spy)
-                kube = start_kube(cp, KUBE_CFG.format(name="bench-kube"))
+            core = client.CoreV1Api(cp.admin_client)
+            work = Path(tmp)
+            for n in counts:
+                names = sim_scenario(n, work)[1]
+                sim = SimPrometheus(n, work).start_serving() if args.prometheus else None
                 try:
-                    time.sleep(1.0)
-                    results.append(
-                        {
-                            "nodes": n,
-                            **run_once(
-                                cp,
-                                f"drs-{n}",
-                                "drs-scheduler",
-                                args.pods,
-                                scheduler_pid(drs),
-                                settle=lambda: journal_settled(drs_url),
-                                rate=args.rate,
-                            ),
-                        }
-                    )
-                    results[-1]["stages"] = stage_rows(drs_metrics(drs_url))
-                    results.append(
-                        {"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods, kube.pid, rate=args.rate)}
-                    )
-                    if args.extender:
-                        results.append({"nodes": n, **run_extender(cp, work, model, prom_url, n, args)})
-                    if args.in_process:
-                        results.append({"nodes": n, **run_in_process(cp, work, model, prom_url, n, args.pods)})
-                    own = drs_metrics(drs_url)
-                    att = own.get("drs_scheduling_attempt_seconds_count", 0)
-                    notes.append(
-                        f"{n} nodes: drs-prom scheduling cycle (filter+score, no bind) mean "
-                        f"{own.get('drs_scheduling_attempt_seconds_sum', 0) / max(att, 1) * 1000:.2f} ms over {att:.0f}"
-                        f" attempts; fallback decisions {fallbacks(own):.0f}"
-                    )
-                    notes.append(gc_note(f"{n} nodes, drs-prom after the created-pods run", own))
-                    if args.prometheus and fallbacks(own):
-                        notes.append(
-                            f"WARNING: {n} nodes: drs-prom fell back {fallbacks(own):.0f} times (not the model)"
-                        )
-                finally:
-                    stop_drs(drs)
-                    kube.stop()
-                pod_counts = [args.pods] if args.drain else []
-                if args.rss_pods and n == max(counts):
-                    pod_counts.append(args.rss_pods)
-                for n_pods in pod_counts:
-                    holder: dict = {}
-                    drs_start = drs_starter(cp, work, model, f"drain-drs-{n_pods}", prom_url, holder, py_spy=spy)
-
-                    def kube_start(n_pods: int = n_pods) -> tuple[int, object, object]:
-                        k = start_kube(cp, KUBE_CFG.format(name=f"drain-kube-{n_pods}"))
-                        return k.pid, k.stop, None
-
-                    drains.append({"nodes": n, **drain_once(cp, f"drs-{n}", f"drain-drs-{n_pods}", n_pods, drs_start)})
-                    drains[-1]["stages"] = stage_rows(holder.get("m", {}))
-                    notes.append(gc_note(f"{n} nodes, drs-prom after draining {n_pods} pods", holder.get("m", {})))
-                    if args.prometheus and fallbacks(holder.get("m", {})):
-                        notes.append(
-                            f"WARNING: drain at {n} nodes: drs-prom fell back {fallbacks(holder['m']):.0f} times"
-                        )
-                    drains.append(
-                        {"nodes": n, **drain_once(cp, f"kube-{n}", f"drain-kube-{n_pods}", n_pods, kube_start)}
-                    )
-                    if args.extender and n_pods == args.pods:
-                        drains.append(
+                    create_nodes(cp, names)
+                    prom_url = sim.start_prometheus(names) if sim else None
+                    drs, drs_url = start_drs(cp, work, model, prom_url=prom_url, py_spy=spy)
+                    kube = start_kube(cp, KUBE_CFG.format(name="bench-kube"))
+                    try:
+                        time.sleep(1.0)
+                        results.append(
                             {
                                 "nodes": n,
-                                **drain_once(
+                                **run_once(
                                     cp,
-                                    f"ext-{n}",
-                                    f"drain-ext-{n_pods}",
-                                    n_pods,
-                                    extender_starter(cp, work, model, prom_url, n_pods),
+                                    f"drs-{n}",
+                                    "drs-scheduler",
+                                    args.pods,
+                                    scheduler_pid(drs),
+                                    settle=lambda: journal_settled(drs_url),
+                                    rate=args.rate,
                                 ),
                             }
                         )
-                    if args.in_process and n_pods == args.pods:
-                        inproc_start = drs_starter(
-                            cp, work, model, f"drain-inproc-{n_pods}", prom_url, {}, extra=IN_PROCESS
+                        results[-1]["stages"] = stage_rows(drs_metrics(drs_url))
+                        results.append(
+                            {"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods, kube.pid, rate=args.rate)}
                         )
+                        if args.extender:
+                            results.append({"nodes": n, **run_extender(cp, work, model, prom_url, n, args)})
+                        if args.in_process:
+                            results.append({"nodes": n, **run_in_process(cp, work, model, prom_url, n, args.pods)})
+                        own = drs_metrics(drs_url)
+                        att = own.get("drs_scheduling_attempt_seconds_count", 0)
+                        notes.append(
+                            f"{n} nodes: drs-prom scheduling cycle (filter+score, no bind) mean "
+                            f"{own.get('drs_scheduling_attempt_seconds_sum', 0) / max(att, 1) * 1000:.2f} ms over {att:.0f}"
+                            f" attempts; fallback decisions {fallbacks(own):.0f}"
+                        )
+                        notes.append(gc_note(f"{n} nodes, drs-prom after the created-pods run", own))
+                        if args.prometheus and fallbacks(own):
+                            notes.append(
+                                f"WARNING: {n} nodes: drs-prom fell back {fallbacks(own):.0f} times (not the model)"
+                            )
+                    finally:
+                        stop_drs(drs)
+                        kube.stop()
+                    pod_counts = [args.pods] if args.drain else []
+                    if args.rss_pods and n == max(counts):
+                        pod_counts.append(args.rss_pods)
+                    for n_pods in pod_counts:
+                        holder: dict = {}
+                        drs_start = drs_starter(cp, work, model, f"drain-drs-{n_pods}", prom_url, holder, py_spy=spy)
+
+                        def kube_start(n_pods: int = n_pods) -> tuple[int, object, object]:
+                            k = start_kube(cp, KUBE_CFG.format(name=f"drain-kube-{n_pods}"))
+                            return k.pid, k.stop, None
+
                         drains.append(
-                            {
-                                "nodes": n,
-                                **drain_once(cp, f"inproc-{n}", f"drain-inproc-{n_pods}", n_pods, inproc_start),
-                            }
+                            {"nodes": n, **drain_once(cp, f"drs-{n}", f"drain-drs-{n_pods}", n_pods, drs_start)}
                         )
-                if args.floor:
-                    notes.append(
-                        f"{n} nodes: Python's CPU for a Binding + an Event alone (the write floor): "
-                        f"{write_floor(cp, names[0], args.pods):.2f} ms per pod"
-                    )
-                delete_nodes(core, names)
-            except Exception as exc:  # keep the node counts already measured
-                notes.append(f"ERROR at {n} nodes: {type(exc).__name__}: {str(exc)[:300]}")
-                break
-            finally:
-                if sim is not None:
-                    sim.stop()
-    report = summarise(results, drains, counts, args)
-    print_report(results, drains, notes, report)
-    if args.json_path:
-        Path(args.json_path).write_text(json.dumps(report, indent=2))
-        print(f"\nwrote {args.json_path}")
+                        drains[-1]["stages"] = stage_rows(holder.get("m", {}))
+                        notes.append(gc_note(f"{n} nodes, drs-prom after draining {n_pods} pods", holder.get("m", {})))
+                        if args.prometheus and fallbacks(holder.get("m", {})):
+                            notes.append(
+                                f"WARNING: drain at {n} nodes: drs-prom fell back {fallbacks(holder['m']):.0f} times"
+                            )
+                        drains.append(
+                            {"nodes": n, **drain_once(cp, f"kube-{n}", f"drain-kube-{n_pods}", n_pods, kube_start)}
+                        )
+                        if args.extender and n_pods == args.pods:
+                            drains.append(
+                                {
+                                    "nodes": n,
+                                    **drain_once(
+                                        cp,
+                                        f"ext-{n}",
+                                        f"drain-ext-{n_pods}",
+                                        n_pods,
+                                        extender_starter(cp, work, model, prom_url, n_pods),
+                                    ),
+                                }
+                            )
+                        if args.in_process and n_pods == args.pods:
+                            inproc_start = drs_starter(
+                                cp, work, model, f"drain-inproc-{n_pods}", prom_url, {}, extra=IN_PROCESS
+                            )
+                            drains.append(
+                                {
+                                    "nodes": n,
+                                    **drain_once(cp, f"inproc-{n}", f"drain-inproc-{n_pods}", n_pods, inproc_start),
+                                }
+                            )
+                    if args.floor:
+                        notes.append(
+                            f"{n} nodes: Python's CPU for a Binding + an Event alone (the write floor): "
+                            f"{write_floor(cp, names[0], args.pods):.2f} ms per pod"
+                        )
+                    delete_nodes(core, names)
+                except Exception as exc:  # keep the node counts already measured
+                    notes.append(f"ERROR at {n} nodes: {type(exc).__name__}: {str(exc)[:300]}")
+                    break
+                finally:
+                    if sim is not None:
+                        sim.stop()
+    finally:  # a run cut short (timeout, Ctrl-C) still reports the node counts it measured
+        report = summarise(results, drains, counts, args)
+        print_report(results, drains, notes, report)
+        if args.json_path:
+            Path(args.json_path).write_text(json.dumps(report, indent=2))
+            print(f"\nwrote {args.json_path}")
     if args.decision_cost:
         print_decision_cost(counts, args.model)
 
