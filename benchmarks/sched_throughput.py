@@ -23,6 +23,15 @@ Numbers are printed (and written with ``--json``), never asserted.
     python benchmarks/sched_throughput.py --prometheus --nodes 100,1000 --pods 500 \
         --rss-pods 5000 --json /tmp/throughput.json
 
+``--pin`` gives the control plane (etcd, kube-apiserver, Prometheus, the simulated cluster and this
+process, which creates the pods and watches the binds) the first half of this process's cores and
+each scheduler under test (with its children: drs-prom's write process; kube-scheduler with the
+drs-prom extender beside it) the other half, the same for every scheduler, and prints which.
+``--rate R`` creates the pods at R per second (a light load for the median) instead of as fast
+as 4 threads can. ``--extender`` also runs kube-scheduler with ``drs-prom extender`` (filter and
+prioritize, nodeCacheCapable, as deploy/k8s/extender) and reports the median it adds and its drain.
+drs-prom's ``drs_scheduling_stage_seconds{stage}`` is printed as a per-stage p50/p99 table.
+
 ``--py-spy DIR`` records drs-prom's scheduler with py-spy (raw collapsed stacks, one file
 per run) for the profile breakdown (benchmarks/profile_breakdown.py).
 """
@@ -122,16 +131,24 @@ class BindWatcher:
         self._t.join(10)
 
 
-def proc_stats(pid: int) -> tuple[float, float]:
-    """(RSS MiB, CPU seconds user+system) of a scheduler: the process and its children
-    (drs-prom's write process makes the binds' HTTP requests), from /proc via psutil."""
+def process_tree(pids: int | list[int]) -> list[psutil.Process]:
+    """The processes ``pids`` and all their children (ended ones left out)."""
+    procs: list[psutil.Process] = []
+    for pid in [pids] if isinstance(pids, int) else pids:
+        try:
+            root = psutil.Process(pid)
+            procs += [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+    return procs
+
+
+def proc_stats(pids: int | list[int]) -> tuple[float, float]:
+    """(RSS MiB, CPU seconds user+system) of a scheduler: the process(es) and their children
+    (drs-prom's write process makes the binds' HTTP requests; the extender serves kube-scheduler),
+    from /proc via psutil."""
     rss = cpu = 0.0
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return rss, cpu
-    for p in procs:
+    for p in process_tree(pids):
         try:
             t = p.cpu_times()
             cpu += t.user + t.system
@@ -147,10 +164,64 @@ def control_plane_cpu(cp: ControlPlane) -> float:
     return sum(proc_stats(p.pid)[1] for p in (cp.apiserver, cp.etcd) if p is not None)
 
 
+class Pinning:
+    """``--pin``: the control plane on ``plane`` cores, each scheduler under test on ``sched`` cores.
+
+    This process pins itself first, so everything it starts afterwards (etcd, kube-apiserver,
+    Prometheus, sim-serve) inherits the control plane's cores; a scheduler is moved, with every
+    thread and child process, as soon as it is started and again before each measurement
+    (threads a Go or Python runtime creates later inherit from already-moved ones)."""
+
+    def __init__(self, cores: list[int]) -> None:
+        if len(cores) < 2:
+            raise SystemExit(f"--pin needs at least 2 cores, this process may use {cores}")
+        half = len(cores) // 2
+        self.plane, self.sched = cores[:half], cores[half:]
+
+    def pin_plane(self) -> None:
+        os.sched_setaffinity(0, self.plane)
+
+    def pin(self, pids: int | list[int]) -> list[int]:
+        """Move ``pids``, their threads and children to the scheduler cores; returns the pids moved."""
+        moved = []
+        for p in process_tree(pids):
+            for tid in (int(t) for t in os.listdir(f"/proc/{p.pid}/task") if t.isdigit()):
+                try:
+                    os.sched_setaffinity(tid, self.sched)
+                except (ProcessLookupError, PermissionError):  # a thread that just ended
+                    continue
+            moved.append(p.pid)
+        return moved
+
+    def describe(self) -> str:
+        return f"control plane and load generator on cores {self.plane}; scheduler under test on cores {self.sched}"
+
+
+PIN: Pinning | None = None  # set by --pin
+
+
+def pinned(pids: int | list[int]) -> None:
+    if PIN is not None:
+        PIN.pin(pids)
+
+
 def create_pods(
-    core, ns: str, scheduler: str, n: int, created: dict[str, float] | None = None, threads: int = 4
+    core,
+    ns: str,
+    scheduler: str,
+    n: int,
+    created: dict[str, float] | None = None,
+    threads: int = 4,
+    rate: float = 0.0,
 ) -> None:
+    """``n`` pods as fast as ``threads`` threads can create them or, with ``rate``, at ``rate`` per second."""
+    t0 = time.monotonic()
+
     def create(i: int) -> None:
+        if rate:
+            delay = t0 + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
         name = f"p{i:05d}"
         core.create_namespaced_pod(ns, pod(name, scheduler), _preload_content=False)
         if created is not None:
@@ -166,7 +237,9 @@ def wait_bound(watcher: BindWatcher, n: int, timeout: float = 600) -> None:
         time.sleep(0.05)
 
 
-def run_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, pid: int, settle=None) -> dict:
+def run_once(
+    cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, pid: int | list[int], settle=None, rate=0.0
+) -> dict:
     """Pods created while the scheduler runs: pods/s, create-to-bind p50/p99, CPU per 1000 pods.
 
     ``settle()`` waits for work the scheduler put off until the burst was over (drs-prom's
@@ -179,9 +252,10 @@ def run_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, pid
     watcher = BindWatcher(core, ns)
     time.sleep(0.5)
     created: dict[str, float] = {}
+    pinned(pid)
     _, cpu0 = proc_stats(pid)
     t0 = time.monotonic()
-    create_pods(core, ns, scheduler_name, n_pods, created)
+    create_pods(core, ns, scheduler_name, n_pods, created, rate=rate)
     t_created = time.monotonic()
     wait_bound(watcher, n_pods)
     watcher.stop()
@@ -216,6 +290,7 @@ def drain_once(cp: ControlPlane, label: str, scheduler_name: str, n_pods: int, s
     watcher = BindWatcher(core, ns)
     time.sleep(0.5)
     pid, stop, settle = start()
+    pinned(pid)
     _, cpu0 = proc_stats(pid)
     plane0 = control_plane_cpu(cp)
     try:
@@ -251,23 +326,7 @@ def start_drs(
     extra: dict | None = None,
 ) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    prom = (
-        {"url": prom_url, "window": PROM_WINDOW, "max_sample_age_seconds": 120, "timeout_seconds": PROM_TIMEOUT}
-        if prom_url
-        else {"url": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 0.5}  # nothing listens: fallback
-    )
-    cfg = {
-        "prometheus": prom,
-        "scheduler": {
-            "metrics_listen": f"127.0.0.1:{port}",
-            "leader_election": False,
-            "scheduler_name": name,
-            "journal_path": str(workdir / f"journal-{name}.sqlite"),
-            "model_path": model or str(workdir / "none.keras"),
-        },
-    }
-    if "client_qps" in SchedulerSettings.model_fields:  # as kube-scheduler's lifted limit
-        cfg["scheduler"].update(client_qps=1000, client_burst=1000)
+    cfg = drs_config(workdir, model, name, prom_url, port)
     cfg["scheduler"].update(extra or {})
     path = workdir / f"drs-{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -291,6 +350,7 @@ def start_drs(
     proc = subprocess.Popen(
         argv, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)}
     )
+    pinned(proc.pid)  # before its threads and write process exist: they inherit the cores
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300  # a loaded 2-core machine imports slowly
     while time.monotonic() < deadline:
@@ -304,6 +364,95 @@ def start_drs(
             time.sleep(0.3)
     proc.kill()
     raise SystemExit(f"drs-prom run never became ready: {(workdir / 'drs.log').read_text()[-3000:]}")
+
+
+def start_kube(cp: ControlPlane, config_yaml: str, timeout: float = 120):
+    """kube-scheduler, moved to the scheduler cores (``--pin``) before it starts scheduling."""
+    import ssl
+
+    k = cp.start_kube_scheduler(config_yaml, wait_ready=False)
+    pinned(k.pid)
+    ctx = ssl._create_unverified_context()  # its self-signed serving certificate, on loopback
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{k.port}/healthz", timeout=1, context=ctx) as r:
+                if r.read().strip() == b"ok":
+                    pinned(k.pid)
+                    return k
+        except Exception:
+            time.sleep(0.2)
+    k.stop()
+    raise SystemExit("kube-scheduler never became healthy")
+
+
+def start_extender(
+    cp: ControlPlane, workdir: Path, model: str | None, prom_url: str | None, name: str
+) -> tuple[subprocess.Popen, object]:
+    """``drs-prom extender`` and kube-scheduler (profile ``name``) calling it for filter and
+    prioritize, as deploy/k8s/extender sets them up (weight 5, nodeCacheCapable, ignorable)."""
+    port = free_port()
+    path = workdir / f"extender-{name}.yaml"
+    path.write_text(yaml.safe_dump(drs_config(workdir, model, name, prom_url, free_port())))
+    argv = [sys.executable, "-c", "from drs_prom.cli import main; main()", "extender", "--listen"]
+    argv += [f"127.0.0.1:{port}", "--config", str(path), "--kubeconfig", str(cp.admin_kubeconfig)]
+    log = open(workdir / "extender.log", "ab")
+    ext = subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
+    pinned(ext.pid)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if ext.poll() is not None:
+            raise SystemExit(f"drs-prom extender exited: {(workdir / 'extender.log').read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
+                if r.status == 200:
+                    break
+        except Exception:
+            time.sleep(0.3)
+    extenders = [
+        {
+            "urlPrefix": f"http://127.0.0.1:{port}",
+            "filterVerb": "filter",
+            "prioritizeVerb": "prioritize",
+            "weight": 5,
+            "enableHTTPS": False,
+            "nodeCacheCapable": True,
+            "ignorable": True,
+            "httpTimeout": "2s",
+        }
+    ]
+    kube_cfg = yaml.safe_load(KUBE_CFG.format(name=name))
+    kube_cfg["extenders"] = extenders
+    try:
+        kube = start_kube(cp, yaml.safe_dump(kube_cfg))
+    except BaseException:
+        stop_drs(ext)
+        raise
+    return ext, kube
+
+
+def drs_config(workdir: Path, model: str | None, name: str, prom_url: str | None, port: int) -> dict:
+    """drs-prom's settings for the bench: real Prometheus (or none: the fallback), lifted client limit."""
+    prom = (
+        {"url": prom_url, "window": PROM_WINDOW, "max_sample_age_seconds": 120, "timeout_seconds": PROM_TIMEOUT}
+        if prom_url
+        else {"url": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 0.5}  # nothing listens: fallback
+    )
+    cfg = {
+        "prometheus": prom,
+        "scheduler": {
+            "metrics_listen": f"127.0.0.1:{port}",
+            "leader_election": False,
+            "scheduler_name": name,
+            "journal_path": str(workdir / f"journal-{name}.sqlite"),
+            "model_path": model or str(workdir / "none.keras"),
+        },
+    }
+    if "client_qps" in SchedulerSettings.model_fields:  # as kube-scheduler's lifted limit
+        cfg["scheduler"].update(client_qps=1000, client_burst=1000)
+    return cfg
 
 
 def argv_tail(path: Path, cp: ControlPlane) -> list[str]:
@@ -366,6 +515,44 @@ def gc_note(label: str, metrics: dict[str, float]) -> str:
         sec = metrics.get(f'drs_python_gc_pause_seconds_total{{generation="{gen}"}}', 0.0)
         parts.append(f"gen{gen} {n:.0f} x, {sec * 1000:.0f} ms")
     return f"{label}: GC pauses since start: " + "; ".join(parts)
+
+
+def stage_quantiles(metrics: dict[str, float], q: float) -> dict[str, float]:
+    """Per stage of drs_scheduling_stage_seconds, the ``q`` quantile in ms, interpolated in its
+    bucket as PromQL's histogram_quantile does (the buckets go 1-2-5 from 50 us)."""
+    import re
+
+    buckets: dict[str, list[tuple[float, float]]] = {}
+    for key, v in metrics.items():
+        m = re.fullmatch(r"drs_scheduling_stage_seconds_bucket\{(.*)\}", key)
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        buckets.setdefault(labels["stage"], []).append((float(labels["le"]), v))
+    out = {}
+    for stage, bs in buckets.items():
+        bs.sort()
+        total = bs[-1][1]
+        if not total:
+            continue
+        rank, lo, below = q * total, 0.0, 0.0
+        for le, cum in bs:
+            if cum >= rank:
+                hi = le if le != float("inf") else lo
+                out[stage] = (lo + (hi - lo) * ((rank - below) / (cum - below) if cum > below else 0)) * 1000
+                break
+            lo, below = le, cum
+    return out
+
+
+def stage_rows(metrics: dict[str, float]) -> dict[str, dict[str, float]]:
+    """{stage: {count, p50_ms, p99_ms}} of drs-prom's bound pods so far."""
+    p50, p99 = stage_quantiles(metrics, 0.5), stage_quantiles(metrics, 0.99)
+    count = lambda st: metrics.get(f'drs_scheduling_stage_seconds_count{{stage="{st}"}}', 0.0)  # noqa: E731
+    return {st: {"count": count(st), "p50_ms": p50[st], "p99_ms": p99[st]} for st in STAGES if st in p50}
+
+
+STAGES = ("watch_to_queue", "queue_wait", "decide", "bind_handover", "bind_write", "event_to_bind")
 
 
 def fallbacks(metrics: dict[str, float]) -> float:
@@ -609,7 +796,15 @@ def main() -> None:
         action="store_true",
         help="only the in-process per-decision cost at each --nodes count (no apiserver, no schedulers)",
     )
+    ap.add_argument("--pin", action="store_true", help="control plane and schedulers on separate cores")
+    ap.add_argument("--rate", type=float, default=0.0, help="create pods at this many per second (default: flat out)")
+    ap.add_argument("--extender", action="store_true", help="also kube-scheduler with drs-prom as its extender")
     args = ap.parse_args()
+    global PIN
+    if args.pin:
+        PIN = Pinning(sorted(os.sched_getaffinity(0)))
+        PIN.pin_plane()
+        print(f"--pin: {PIN.describe()}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks: stop every process
     if args.cost_only:
         print_decision_cost([int(x) for x in args.nodes.split(",")], args.model)
@@ -620,99 +815,123 @@ def main() -> None:
     results: list[dict] = []
     drains: list[dict] = []
     notes: list[str] = []
-    with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
-        from kubernetes import client
+    try:
+        with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
+            from kubernetes import client
 
-        core = client.CoreV1Api(cp.admin_client)
-        work = Path(tmp)
-        for n in counts:
-            names = sim_scenario(n, work)[1]
-            sim = SimPrometheus(n, work).start_serving() if args.prometheus else None
-            try:
-                create_nodes(cp, names)
-                prom_url = sim.start_prometheus(names) if sim else None
-                drs, drs_url = start_drs(cp, work, model, prom_url=prom_url, py_spy=spy)
-                kube = cp.start_kube_scheduler(KUBE_CFG.format(name="bench-kube"))
+            core = client.CoreV1Api(cp.admin_client)
+            work = Path(tmp)
+            for n in counts:
+                names = sim_scenario(n, work)[1]
+                sim = SimPrometheus(n, work).start_serving() if args.prometheus else None
                 try:
-                    time.sleep(1.0)
-                    results.append(
-                        {
-                            "nodes": n,
-                            **run_once(
-                                cp,
-                                f"drs-{n}",
-                                "drs-scheduler",
-                                args.pods,
-                                scheduler_pid(drs),
-                                settle=lambda: journal_settled(drs_url),
-                            ),
-                        }
-                    )
-                    results.append({"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods, kube.pid)})
-                    if args.in_process:
-                        results.append({"nodes": n, **run_in_process(cp, work, model, prom_url, n, args.pods)})
-                    own = drs_metrics(drs_url)
-                    att = own.get("drs_scheduling_attempt_seconds_count", 0)
-                    notes.append(
-                        f"{n} nodes: drs-prom scheduling cycle (filter+score, no bind) mean "
-                        f"{own.get('drs_scheduling_attempt_seconds_sum', 0) / max(att, 1) * 1000:.2f} ms over {att:.0f}"
-                        f" attempts; fallback decisions {fallbacks(own):.0f}"
-                    )
-                    notes.append(gc_note(f"{n} nodes, drs-prom after the created-pods run", own))
-                    if args.prometheus and fallbacks(own):
-                        notes.append(
-                            f"WARNING: {n} nodes: drs-prom fell back {fallbacks(own):.0f} times (not the model)"
-                        )
-                finally:
-                    stop_drs(drs)
-                    kube.stop()
-                pod_counts = [args.pods] if args.drain else []
-                if args.rss_pods and n == max(counts):
-                    pod_counts.append(args.rss_pods)
-                for n_pods in pod_counts:
-                    holder: dict = {}
-                    drs_start = drs_starter(cp, work, model, f"drain-drs-{n_pods}", prom_url, holder, py_spy=spy)
-
-                    def kube_start(n_pods: int = n_pods) -> tuple[int, object, object]:
-                        k = cp.start_kube_scheduler(KUBE_CFG.format(name=f"drain-kube-{n_pods}"))
-                        return k.pid, k.stop, None
-
-                    drains.append({"nodes": n, **drain_once(cp, f"drs-{n}", f"drain-drs-{n_pods}", n_pods, drs_start)})
-                    notes.append(gc_note(f"{n} nodes, drs-prom after draining {n_pods} pods", holder.get("m", {})))
-                    if args.prometheus and fallbacks(holder.get("m", {})):
-                        notes.append(
-                            f"WARNING: drain at {n} nodes: drs-prom fell back {fallbacks(holder['m']):.0f} times"
-                        )
-                    drains.append(
-                        {"nodes": n, **drain_once(cp, f"kube-{n}", f"drain-kube-{n_pods}", n_pods, kube_start)}
-                    )
-                    if args.in_process and n_pods == args.pods:
-                        inproc_start = drs_starter(
-                            cp, work, model, f"drain-inproc-{n_pods}", prom_url, {}, extra=IN_PROCESS
-                        )
-                        drains.append(
+                    create_nodes(cp, names)
+                    prom_url = sim.start_prometheus(names) if sim else None
+                    drs, drs_url = start_drs(cp, work, model, prom_url=prom_url, py_spy=spy)
+                    kube = start_kube(cp, KUBE_CFG.format(name="bench-kube"))
+                    try:
+                        time.sleep(1.0)
+                        results.append(
                             {
                                 "nodes": n,
-                                **drain_once(cp, f"inproc-{n}", f"drain-inproc-{n_pods}", n_pods, inproc_start),
+                                **run_once(
+                                    cp,
+                                    f"drs-{n}",
+                                    "drs-scheduler",
+                                    args.pods,
+                                    scheduler_pid(drs),
+                                    settle=lambda: journal_settled(drs_url),
+                                    rate=args.rate,
+                                ),
                             }
                         )
-                if args.floor:
-                    notes.append(
-                        f"{n} nodes: Python's CPU for a Binding + an Event alone (the write floor): "
-                        f"{write_floor(cp, names[0], args.pods):.2f} ms per pod"
-                    )
-                delete_nodes(core, names)
-            except Exception as exc:  # keep the node counts already measured
-                notes.append(f"ERROR at {n} nodes: {type(exc).__name__}: {str(exc)[:300]}")
-                break
-            finally:
-                if sim is not None:
-                    sim.stop()
-    report = summarise(results, drains, counts, args)
-    print_report(results, drains, notes, report)
-    if args.json_path:
-        Path(args.json_path).write_text(json.dumps(report, indent=2))
-        print(f"\nwrote {args.json_path}")
+                        results[-1]["stages"] = stage_rows(drs_metrics(drs_url))
+                        results.append(
+                            {"nodes": n, **run_once(cp, f"kube-{n}", "bench-kube", args.pods, kube.pid, rate=args.rate)}
+                        )
+                        if args.extender:
+                            results.append({"nodes": n, **run_extender(cp, work, model, prom_url, n, args)})
+                        if args.in_process:
+                            results.append({"nodes": n, **run_in_process(cp, work, model, prom_url, n, args.pods)})
+                        own = drs_metrics(drs_url)
+                        att = own.get("drs_scheduling_attempt_seconds_count", 0)
+                        notes.append(
+                            f"{n} nodes: drs-prom scheduling cycle (filter+score, no bind) mean "
+                            f"{own.get('drs_scheduling_attempt_seconds_sum', 0) / max(att, 1) * 1000:.2f} ms over {att:.0f}"
+                            f" attempts; fallback decisions {fallbacks(own):.0f}"
+                        )
+                        notes.append(gc_note(f"{n} nodes, drs-prom after the created-pods run", own))
+                        if args.prometheus and fallbacks(own):
+                            notes.append(
+                                f"WARNING: {n} nodes: drs-prom fell back {fallbacks(own):.0f} times (not the model)"
+                            )
+                    finally:
+                        stop_drs(drs)
+                        kube.stop()
+                    pod_counts = [args.pods] if args.drain else []
+                    if args.rss_pods and n == max(counts):
+                        pod_counts.append(args.rss_pods)
+                    for n_pods in pod_counts:
+                        holder: dict = {}
+                        drs_start = drs_starter(cp, work, model, f"drain-drs-{n_pods}", prom_url, holder, py_spy=spy)
+
+                        def kube_start(n_pods: int = n_pods) -> tuple[int, object, object]:
+                            k = start_kube(cp, KUBE_CFG.format(name=f"drain-kube-{n_pods}"))
+                            return k.pid, k.stop, None
+
+                        drains.append(
+                            {"nodes": n, **drain_once(cp, f"drs-{n}", f"drain-drs-{n_pods}", n_pods, drs_start)}
+                        )
+                        drains[-1]["stages"] = stage_rows(holder.get("m", {}))
+                        notes.append(gc_note(f"{n} nodes, drs-prom after draining {n_pods} pods", holder.get("m", {})))
+                        if args.prometheus and fallbacks(holder.get("m", {})):
+                            notes.append(
+                                f"WARNING: drain at {n} nodes: drs-prom fell back {fallbacks(holder['m']):.0f} times"
+                            )
+                        drains.append(
+                            {"nodes": n, **drain_once(cp, f"kube-{n}", f"drain-kube-{n_pods}", n_pods, kube_start)}
+                        )
+                        if args.extender and n_pods == args.pods:
+                            drains.append(
+                                {
+                                    "nodes": n,
+                                    **drain_once(
+                                        cp,
+                                        f"ext-{n}",
+                                        f"drain-ext-{n_pods}",
+                                        n_pods,
+                                        extender_starter(cp, work, model, prom_url, n_pods),
+                                    ),
+                                }
+                            )
+                        if args.in_process and n_pods == args.pods:
+                            inproc_start = drs_starter(
+                                cp, work, model, f"drain-inproc-{n_pods}", prom_url, {}, extra=IN_PROCESS
+                            )
+                            drains.append(
+                                {
+                                    "nodes": n,
+                                    **drain_once(cp, f"inproc-{n}", f"drain-inproc-{n_pods}", n_pods, inproc_start),
+                                }
+                            )
+                    if args.floor:
+                        notes.append(
+                            f"{n} nodes: Python's CPU for a Binding + an Event alone (the write floor): "
+                            f"{write_floor(cp, names[0], args.pods):.2f} ms per pod"
+                        )
+                    delete_nodes(core, names)
+                except Exception as exc:  # keep the node counts already measured
+                    notes.append(f"ERROR at {n} nodes: {type(exc).__name__}: {str(exc)[:300]}")
+                    break
+                finally:
+                    if sim is not None:
+                        sim.stop()
+    finally:  # a run cut short (timeout, Ctrl-C) still reports the node counts it measured
+        report = summarise(results, drains, counts, args)
+        print_report(results, drains, notes, report)
+        if args.json_path:
+            Path(args.json_path).write_text(json.dumps(report, indent=2))
+            print(f"\nwrote {args.json_path}")
     if args.decision_cost:
         print_decision_cost(counts, args.model)
 
@@ -748,6 +967,27 @@ def drs_starter(
     return start
 
 
+def extender_starter(cp: ControlPlane, work: Path, model: str, prom_url: str | None, n_pods: int):
+    """``drain_once``'s start for kube-scheduler with the drs-prom extender: both processes count."""
+
+    def start() -> tuple[list[int], object, object]:
+        ext, kube = start_extender(cp, work, model, prom_url, f"drain-ext-{n_pods}")
+        return [kube.pid, ext.pid], lambda: (kube.stop(), stop_drs(ext)), None
+
+    return start
+
+
+def run_extender(cp: ControlPlane, work: Path, model: str, prom_url: str | None, n: int, args) -> dict:
+    """kube-scheduler with drs-prom as its extender, on the same control plane and node count."""
+    ext, kube = start_extender(cp, work, model, prom_url, "bench-ext")
+    try:
+        time.sleep(1.0)
+        return run_once(cp, f"ext-{n}", "bench-ext", args.pods, [kube.pid, ext.pid], rate=args.rate)
+    finally:
+        kube.stop()
+        stop_drs(ext)
+
+
 IN_PROCESS = {"write_process": False}  # binds and events written by the scheduling process itself
 
 
@@ -770,6 +1010,8 @@ def summarise(results: list[dict], drains: list[dict], counts: list[int], args: 
         "pods": args.pods,
         "prometheus": bool(args.prometheus),
         "model": args.model or "models/drs-v1.keras",
+        "rate": args.rate,
+        "pin": PIN.describe() if PIN is not None else None,
         "nodes": {},
     }
     for n in counts:
@@ -802,6 +1044,25 @@ def summarise(results: list[dict], drains: list[dict], counts: list[int], args: 
             ratio(d["queue_drain_per_s"], k["queue_drain_per_s"]) if d["queue_drain_per_s"] is not None else None
         )
         row["p50_ratio"] = ratio(d["p50_ms"], k["p50_ms"])
+        drs_run = next(x for x in results if x["nodes"] == n and x["label"].startswith("drs"))
+        drs_drain = next((x for x in drains if x["nodes"] == n and x["label"].startswith("drs")), None)
+        row["stages"] = {"created": drs_run.get("stages", {}), "drain": (drs_drain or {}).get("stages", {})}
+        ext = next((x for x in results if x["nodes"] == n and x["label"].startswith("ext")), None)
+        ext_drain = next((x for x in drains if x["nodes"] == n and x["label"].startswith("ext")), None)
+        if ext is not None:
+            row["kube-scheduler + drs-prom extender"] = {
+                "pods_per_s": ext["pods_per_s"],
+                "queue_drain_per_s": ext_drain["drain_pods_per_s"] if ext_drain else None,
+                "p50_ms": ext["p50_ms"],
+                "p99_ms": ext["p99_ms"],
+                "p50_added_ms": ext["p50_ms"] - k["p50_ms"],
+                "cpu_s_per_1000": ext["cpu_s_per_1000"],
+                "rss_mb": ext["rss_mb"],
+                "queue_drain_ratio": ratio(ext_drain["drain_pods_per_s"], k["queue_drain_per_s"])
+                if ext_drain and k["queue_drain_per_s"]
+                else None,
+                "p50_ratio": ratio(ext["p50_ms"], k["p50_ms"]),
+            }
         inproc = next((x for x in results if x["nodes"] == n and x["label"].startswith("inproc")), None)
         inproc_drain = next((x for x in drains if x["nodes"] == n and x["label"].startswith("inproc")), None)
         if inproc is not None:
@@ -848,10 +1109,26 @@ def print_report(results: list[dict], drains: list[dict], notes: list[str], repo
                 f"  apiserver+etcd {r['drain_control_plane_cpu_s_per_1000']:.2f} s/1000 pods"
                 f"  (all {CORES} cores busy: at most {cpu_bound(r):.0f} pods/s)"
             )
+    for n, row in report["nodes"].items():
+        for what, stages in row.get("stages", {}).items():
+            if stages:
+                print(f"\ndrs-prom at {n} nodes, {what} run: per-stage ms (drs_scheduling_stage_seconds)")
+                print(f"{'stage':<16}{'pods':>7}{'p50':>9}{'p99':>9}")
+                for st, v in stages.items():
+                    print(f"{st:<16}{v['count']:>7.0f}{v['p50_ms']:>9.2f}{v['p99_ms']:>9.2f}")
+    if report.get("pin"):
+        print(f"\n--pin: {report['pin']}")
     print("\nratios drs-prom / kube-scheduler:")
     for n, row in report["nodes"].items():
         drain = f"{row['queue_drain_ratio']:.2f}" if row["queue_drain_ratio"] is not None else "-"
         print(f"{n:>5} nodes: pods/s {row['pods_per_s_ratio']:.2f}, queue drain {drain}, p50 {row['p50_ratio']:.2f}")
+        ex = row.get("kube-scheduler + drs-prom extender")
+        if ex is not None:
+            d = f"{ex['queue_drain_ratio']:.2f}" if ex["queue_drain_ratio"] is not None else "-"
+            print(
+                f"{'':>5}   kube-scheduler + extender / kube-scheduler: p50 {ex['p50_ratio']:.2f} "
+                f"(+{ex['p50_added_ms']:.1f} ms), queue drain {d}"
+            )
         ip = row.get("drs-prom, writes in-process")
         if ip is not None:
             d = f"{ip['queue_drain_ratio']:.2f}" if ip["queue_drain_ratio"] is not None else "-"

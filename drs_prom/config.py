@@ -256,7 +256,8 @@ class SchedulerSettings(_Section):
         True,
         description="Make the binding cycle's API writes (Bindings, Events) from a child process, so their "
         "HTTP work runs on another core than the scheduling loop; false = in-process. Writing falls back to "
-        "in-process by itself if the child cannot start or dies.",
+        "in-process by itself if the child cannot start or dies, and stays in-process where the scheduler has "
+        "fewer than 2 CPUs (affinity or a CPU limit): there the child has no core of its own.",
     )
 
     @model_validator(mode="before")

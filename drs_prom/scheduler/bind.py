@@ -15,6 +15,7 @@ import logging
 import uuid
 from typing import Any, Protocol
 
+import orjson
 import urllib3
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ def post_json(
     resp = pool.request(
         "POST",
         url,
-        body=json.dumps(body).encode(),
+        body=orjson.dumps(body),
         headers=headers,
         timeout=urllib3.Timeout(total=timeout),
         retries=False,

@@ -30,7 +30,7 @@ from drs_prom.journal import NODE_KEYS, Decision, Journal, node_entries_from_val
 from drs_prom.policy import NODE_REQUEST_COLUMNS, Policy
 from drs_prom.ratelog import RateLimitedLog
 from drs_prom.scheduler import bind as binder
-from drs_prom.scheduler import kube
+from drs_prom.scheduler import kube, write_process
 from drs_prom.scheduler.arms import Choice
 from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.decide import Decider
@@ -58,6 +58,8 @@ class Scheduler:
     ``source``: node metrics (PrometheusSource in production), None = always fallback.
     ``policy``: the model, None = fallback (``no_model``). ``model_loader`` (optional) is
     called once per state refresh and may return a new policy (hot reload).
+    ``pipelined=False`` binds on the scheduling thread, each pod's bind acknowledged before the
+    next pod is decided: the one-by-one reference the pipelined path must place exactly like.
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class Scheduler:
         bind_workers: int | None = None,
         serve_http: bool = True,
         recorder: Any = None,
+        pipelined: bool = True,
     ) -> None:
         from kubernetes import client
 
@@ -85,8 +88,9 @@ class Scheduler:
         self.coord = client.CoordinationV1Api(api_client)
         self.writer = binder.ApiWriter(api_client)
         workers = bind_workers or self.cfg.bind_workers
-        # the binds' and events' HTTP in a child process, off this process's GIL (write_process)
-        self._remote = RemoteWriter(self.writer, workers + 2) if self.cfg.write_process else None
+        # the binds' and events' HTTP in a child process, off this process's GIL, given a core for it
+        use_child = write_process.wanted(self.cfg.write_process, write_process.usable_cpus())
+        self._remote = RemoteWriter(self.writer, workers + 2) if use_child else None
         self._post: binder.Writer = self._remote if self._remote is not None else self.writer
         self.journal = journal
         self._journal_log = RateLimitedLog(log, 60.0)  # a full disk fails every row: one line a minute
@@ -104,7 +108,7 @@ class Scheduler:
         self.cache = ClusterCache(
             self.cfg.scheduler_name,
             self.cfg.namespace,
-            on_pending=self.queue.add,
+            on_pending=lambda pod: self.queue.add(pod, self.cache.pod_event_received()),
             on_gone=self.queue.delete,
             on_change=self.queue.move_all,
             on_bound_end=journal.pod_ended if journal is not None else lambda uid: None,
@@ -112,6 +116,7 @@ class Scheduler:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._pool = WorkerPool(workers, "drs-bind")
+        self._pipelined = pipelined
         # binds and events share one client-side limit, like kube-scheduler's clientConnection.qps/burst
         self._limiter = TokenBucket(self.cfg.client_qps, self.cfg.client_burst)
         self._next_start = 0  # where the next node search starts (kube-scheduler's nextStartNodeIndex)
@@ -286,7 +291,12 @@ class Scheduler:
         node = nodes[choice.index].name
         self.metrics.attempt_latency.observe(time.monotonic() - t0)
         self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes, interpod.record_of(req, node))
-        self._pool.submit(self._bind, item, pod, req, demand.demand, node, nodes, feasible, choice, requests)
+        decided = time.monotonic()
+        args = (item, pod, req, demand.demand, node, nodes, feasible, choice, requests, decided)
+        if self._pipelined:  # the next pod is decided while this one's bind is written
+            self._pool.submit(self._bind, *args)
+        else:
+            self._bind(*args)
         return "binding"
 
     def _candidates(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -323,6 +333,7 @@ class Scheduler:
         feasible: np.ndarray,
         choice: Choice,
         requests: np.ndarray,
+        decided: float,
     ) -> None:
         try:
             if not self.is_leader():  # fencing: lost the lease since the decision
@@ -330,10 +341,13 @@ class Scheduler:
                 self.queue.requeue_now(item)
                 return
             self._limiter.wait()
+            sent = time.monotonic()
             outcome, detail = binder.bind(self._post, req.namespace, req.name, req.uid, node)
+            acked = time.monotonic()
             self.metrics.binds.labels(outcome).inc()
             if outcome == binder.BOUND:
-                self.metrics.latency.observe(time.monotonic() - item.first_seen)
+                self.metrics.latency.observe(acked - item.first_seen)
+                self._observe_stages(item, decided, sent, acked)
                 self.queue.done(item, scheduled=True)
                 names = [n.name for n in nodes]
                 self._submit_event(
@@ -358,6 +372,18 @@ class Scheduler:
             log.exception("binding %s failed unexpectedly; retrying", item.key)
             self.cache.forget(item.uid)
             self.queue.done(item, scheduled=False)
+
+    def _observe_stages(self, item: QueuedPod, decided: float, sent: float, acked: float) -> None:
+        """A bound pod's stage durations (drs_scheduling_stage_seconds); the watch-to-queue and
+        whole-path stages only for a pod bound at its first attempt (a retry's include its backoff)."""
+        stage = self.metrics.stages.labels
+        stage("queue_wait").observe(item.popped - item.queued)
+        stage("decide").observe(decided - item.popped)
+        stage("bind_handover").observe(sent - decided)
+        stage("bind_write").observe(acked - sent)
+        if item.attempts == 1:
+            stage("watch_to_queue").observe(item.queued - item.received)
+            stage("event_to_bind").observe(acked - item.received)
 
     @staticmethod
     def _scheduled_message(

@@ -10,6 +10,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from drs_prom.scheduler import gc_pauses
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+# a pod's stages last from tens of microseconds (a hand-over between threads) to seconds (backoff)
+STAGE_BUCKETS = (
+    0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60
+)  # fmt: skip
+# drs_scheduling_stage_seconds{stage}: the intervals between a pod's timestamps (watch event read,
+# queued, popped, decided, bind sent, bind acknowledged), in that order
+STAGES = ("watch_to_queue", "queue_wait", "decide", "bind_handover", "bind_write", "event_to_bind")
 
 
 class SchedulerMetrics:
@@ -56,6 +63,18 @@ class SchedulerMetrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.stages = Histogram(
+            "drs_scheduling_stage_seconds",
+            "Where a bound pod's time went, per stage: watch_to_queue (event read to queued: decode and cache), "
+            "queue_wait (queued to popped), decide (popped to decided: filter, score, assume), bind_handover "
+            "(decided to bind sent: a bind worker takes it, rate limit), bind_write (bind sent to acknowledged), "
+            "event_to_bind (the whole: event read to bind acknowledged).",
+            ["stage"],
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
+        for stage in STAGES:
+            self.stages.labels(stage)
         self.attempt_latency = Histogram(
             "drs_scheduling_attempt_seconds",
             "Time of one attempt: filter + score (no bind).",

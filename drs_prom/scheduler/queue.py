@@ -26,6 +26,10 @@ class QueuedPod:
     seq: int = 0  # arrival order: FIFO within a priority, kept across retries
     attempts: int = 0
     last_attempt: float = 0.0
+    # stage timestamps (monotonic) of the current attempt, for drs_scheduling_stage_seconds{stage}
+    received: float = 0.0  # the watch event that made it pending was read
+    queued: float = 0.0  # it became ready to pop (added, requeued or out of backoff)
+    popped: float = 0.0  # the scheduling thread took it
     pod: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -49,8 +53,9 @@ class SchedulingQueue:
         self._closed = False
 
     # -- producers ---------------------------------------------------------
-    def add(self, pod: dict[str, Any]) -> None:
-        """New or updated pending pod; an update refreshes the stored object only."""
+    def add(self, pod: dict[str, Any], received: float | None = None) -> None:
+        """New or updated pending pod; an update refreshes the stored object only.
+        ``received``: when its watch event was read (monotonic), for the stage timings."""
         meta = pod.get("metadata") or {}
         uid = meta.get("uid", "")
         with self._cond:
@@ -59,12 +64,14 @@ class SchedulingQueue:
                 item.pod = pod
                 item.priority = int((pod.get("spec") or {}).get("priority") or 0)
                 return
+            now = self._clock()
             item = QueuedPod(
                 uid=uid,
                 key=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
                 priority=int((pod.get("spec") or {}).get("priority") or 0),
-                first_seen=self._clock(),
+                first_seen=now,
                 seq=next(self._seq),
+                received=now if received is None else received,
                 pod=pod,
             )
             self._items[uid] = item
@@ -103,7 +110,7 @@ class SchedulingQueue:
                         self._in_flight.add(uid)
                         item = self._items[uid]
                         item.attempts += 1
-                        item.last_attempt = self._clock()
+                        item.last_attempt = item.popped = self._clock()
                         return item
                 wait = None
                 if self._waiting:
@@ -164,6 +171,7 @@ class SchedulingQueue:
         if item.uid in self._in_active:
             return
         self._in_active.add(item.uid)
+        item.queued = self._clock()
         heapq.heappush(self._active, (-item.priority, item.seq, item.uid))
         self._cond.notify_all()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -63,6 +64,19 @@ def prometheus_source(settings: Settings, node_names: Any = None) -> Any:
     return PrometheusSource(settings.prometheus, expected_nodes=node_names)
 
 
+# CPython hands the GIL over only every 5 ms by default when a thread keeps computing: a pod's watch
+# event, its decision and its bind each wake a different thread, and any of them could wait behind
+# the journal writer building rows, the node-state refresh or a bind worker for up to that long.
+# A serving process of short hand-offs wants it near kube-scheduler's median (a few ms) / 5.
+GIL_SWITCH_INTERVAL_S = 0.0005
+
+
+def _serving_process() -> None:
+    """Process-wide settings of ``drs-prom run`` and ``drs-prom extender`` (not of tests that embed them)."""
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    log.debug("%d start-up objects frozen out of garbage collection", freeze_startup_heap())
+
+
 def _wait_for_signal() -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -101,7 +115,7 @@ def run_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any
     """``policy``: "load" = the configured/promoted model; else a Policy object that decides instead
     (``drs-prom run --policy NAME``: a heuristic, as the testbed compares them on the live loop)."""
     sched = build_scheduler(settings, kubeconfig, policy=policy)
-    log.debug("%d start-up objects frozen out of garbage collection", freeze_startup_heap())
+    _serving_process()
     sched.start()
     log.info(
         "drs-scheduler %s watching pods for schedulerName=%s; metrics on %s",
@@ -140,7 +154,7 @@ def build_extender(
 
 def run_extender(settings: Settings, listen: str, kubeconfig: str | None = None, use_cache: bool = True) -> None:
     server, decider, cache = build_extender(settings, listen, kubeconfig, use_cache)
-    log.debug("%d start-up objects frozen out of garbage collection", freeze_startup_heap())
+    _serving_process()
     decider.start()
     server.start()
     log.info("drs-prom extender listening on %s", listen)

@@ -14,7 +14,10 @@ Credentials stay the scheduler's: every request carries the headers ``ApiWriter`
 at that moment (a refreshed token reaches the child with the next request); the child gets
 only the TLS files and the host. If the child cannot start, or dies, the requests it had
 fail (their pods are forgotten and retried, as after any failed bind) and every later write
-is made in-process: writing never stops. A proxy in the kubeconfig keeps all writes in-process.
+is made in-process: writing never stops. A proxy in the kubeconfig keeps all writes in-process,
+and so does a process with fewer than 2 CPUs to run on (``usable_cpus``): on one core the child
+has no core of its own and its hand-overs (pickling, a socket each way, two more thread wake-ups)
+only add to the work that core does per pod.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import threading
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from drs_prom.scheduler.bind import ApiWriter
@@ -36,6 +40,26 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
+
+
+def usable_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> float:
+    """CPUs this process may use: its affinity (taskset, cpuset), lowered by a cgroup v2 CPU
+    quota (``cpu.max``, a container's CPU limit) where one is set."""
+    cpus = float(len(os.sched_getaffinity(0)))
+    try:
+        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, int(quota) / int(period))
+    except (OSError, ValueError):  # no cgroup v2 file: the affinity alone
+        pass
+    return cpus
+
+
+def wanted(enabled: bool, cpus: float) -> bool:
+    """Whether to write from a child: configured, and a second CPU for it to run on."""
+    if enabled and cpus < 2:
+        log.info("%.1f CPU usable: binds and events are written in-process (no core for a write process)", cpus)
+    return enabled and cpus >= 2
 
 
 class WriteProcessError(ConnectionError):

@@ -63,7 +63,7 @@ def test_summary_has_both_schedulers_and_the_ratios_per_node_count():
         drain("drs-1000", 1000, 5000, 140.0, 450.0),
         drain("kube-1000", 1000, 5000, 290.0, 120.0),
     ]
-    args = argparse.Namespace(pods=300, prometheus=True, model=None)
+    args = argparse.Namespace(pods=300, prometheus=True, model=None, rate=0.0)
     report = bench.summarise(results, drains, [100, 1000], args)
     r100, r1000 = report["nodes"]["100"], report["nodes"]["1000"]
     assert r100["pods_per_s_ratio"] == pytest.approx(1.2)
@@ -94,13 +94,64 @@ def test_summary_reports_the_in_process_variant_against_kube_scheduler():
         drain("kube-100", 100, 300, 200.0, 81.0),
         drain("inproc-100", 100, 300, 100.0, 299.0),
     ]
-    report = bench.summarise(results, drains, [100], argparse.Namespace(pods=300, prometheus=True, model=None))
+    report = bench.summarise(
+        results, drains, [100], argparse.Namespace(pods=300, prometheus=True, model=None, rate=0.0)
+    )
     row = report["nodes"]["100"]
     assert row["queue_drain_ratio"] == pytest.approx(2.0)  # drs-prom is not confused with its variant
     ip = row["drs-prom, writes in-process"]
     assert ip["pods_per_s_ratio"] == pytest.approx(0.9)
     assert ip["queue_drain_ratio"] == pytest.approx(0.5)
     assert ip["p50_ratio"] == pytest.approx(2.0)
+
+
+def test_summary_reports_the_extender_path_against_kube_scheduler_alone():
+    bench = load("sched_throughput")
+    results = [
+        run("drs-100", 100, 120.0, 30.0, 2.0, 300.0),
+        run("kube-100", 100, 100.0, 20.0, 1.0, 80.0),
+        run("ext-100", 100, 90.0, 26.0, 2.5, 290.0),
+    ]
+    drains = [
+        drain("drs-100", 100, 300, 400.0, 301.0),
+        drain("kube-100", 100, 300, 200.0, 81.0),
+        drain("ext-100", 100, 300, 50.0, 299.0),
+    ]
+    args = argparse.Namespace(pods=300, prometheus=True, model=None, rate=50.0)
+    row = bench.summarise(results, drains, [100], args)["nodes"]["100"]
+    assert row["queue_drain_ratio"] == pytest.approx(2.0)  # drs-prom's own numbers are not the extender's
+    ex = row["kube-scheduler + drs-prom extender"]
+    assert ex["p50_added_ms"] == pytest.approx(6.0)
+    assert ex["p50_ratio"] == pytest.approx(1.3)
+    assert ex["queue_drain_ratio"] == pytest.approx(0.25)
+
+
+def test_stage_quantiles_interpolate_within_the_bucket_as_histogram_quantile_does():
+    bench = load("sched_throughput")
+    le = lambda stage, bound: f'drs_scheduling_stage_seconds_bucket{{stage="{stage}",le="{bound}"}}'  # noqa: E731
+    metrics = {
+        le("decide", "0.001"): 0.0,
+        le("decide", "0.002"): 50.0,  # half the pods between 1 and 2 ms
+        le("decide", "0.005"): 100.0,
+        le("decide", "+Inf"): 100.0,
+        'drs_scheduling_stage_seconds_count{stage="decide"}': 100.0,
+        le("bind_write", "0.01"): 0.0,
+        le("bind_write", "+Inf"): 0.0,  # no pod bound yet: no row
+    }
+    rows = bench.stage_rows(metrics)
+    assert set(rows) == {"decide"}
+    assert rows["decide"]["count"] == 100
+    assert rows["decide"]["p50_ms"] == pytest.approx(2.0)
+    assert rows["decide"]["p99_ms"] == pytest.approx(2.0 + 3.0 * 49 / 50)
+
+
+def test_pinning_splits_the_cores_between_control_plane_and_scheduler():
+    bench = load("sched_throughput")
+    two = bench.Pinning([0, 1])
+    assert (two.plane, two.sched) == ([0], [1])
+    assert bench.Pinning([0, 1, 2, 3, 4]).sched == [2, 3, 4]
+    with pytest.raises(SystemExit, match="at least 2 cores"):
+        bench.Pinning([3])
 
 
 def test_profile_samples_go_to_the_first_matching_category(tmp_path):

@@ -13,16 +13,20 @@ import signal
 import psutil
 import pytest
 
+from drs_prom.scheduler.write_process import usable_cpus, wanted
 from tests.scheduler.conftest import list_pods, pod_body, scheduled_message
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.integration
+# the child is started only where it has a core of its own
+needs_two_cpus = pytest.mark.skipif(usable_cpus() < 2, reason="the write process needs 2 usable CPUs")
 
 
 def bound(core, ns: str) -> dict[str, str]:
     return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in list_pods(core, ns) if p["spec"].get("nodeName")}
 
 
+@pytest.mark.integration
+@needs_two_cpus
 def test_binds_and_events_go_through_the_child_which_ends_with_the_scheduler(core, ns, fake_nodes, make_scheduler):
     fake_nodes("wp-a")
     fake_nodes("wp-b")
@@ -43,6 +47,8 @@ def test_binds_and_events_go_through_the_child_which_ends_with_the_scheduler(cor
     assert not remote.alive
 
 
+@pytest.mark.integration
+@needs_two_cpus
 def test_a_killed_child_leaves_no_pod_pending(core, ns, fake_nodes, make_scheduler, caplog):
     fake_nodes("wk-a")
     sched = make_scheduler()
@@ -59,6 +65,7 @@ def test_a_killed_child_leaves_no_pod_pending(core, ns, fake_nodes, make_schedul
     assert scheduled_message(core, ns, "after0")  # the in-process write posted its event too
 
 
+@pytest.mark.integration
 def test_write_process_off_writes_in_process(core, ns, fake_nodes, make_scheduler):
     fake_nodes("wo-a")
     sched = make_scheduler(overrides={"scheduler.write_process": False})
@@ -67,6 +74,8 @@ def test_write_process_off_writes_in_process(core, ns, fake_nodes, make_schedule
     assert wait_for(lambda: bound(core, ns).get("solo"), 60, "bound in-process") == "wo-a"
 
 
+@pytest.mark.integration
+@needs_two_cpus
 def test_a_stuck_child_is_killed_and_writing_goes_on_in_process(core, ns, fake_nodes, make_scheduler, caplog):
     """SIGSTOP: the child neither answers nor exits. The bind waiting on it times out (its 15 s
     request timeout + 5 s), the child is killed, and that pod and later ones are bound in-process."""
@@ -85,3 +94,18 @@ def test_a_stuck_child_is_killed_and_writing_goes_on_in_process(core, ns, fake_n
     finally:
         if child.is_running():
             child.kill()
+
+
+def test_usable_cpus_is_the_affinity_lowered_by_a_cgroup_cpu_quota(tmp_path):
+    affinity = len(os.sched_getaffinity(0))
+    assert usable_cpus(tmp_path) == affinity  # no cpu.max: the affinity alone
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert usable_cpus(tmp_path) == affinity
+    (tmp_path / "cpu.max").write_text("150000 100000\n")  # a 1.5 CPU limit
+    assert usable_cpus(tmp_path) == min(affinity, 1.5)
+
+
+def test_the_child_is_wanted_only_when_configured_and_given_a_second_cpu():
+    assert wanted(True, 2.0) and wanted(True, 16.0)
+    assert not wanted(True, 1.5)  # one core: the child's hand-overs would only add work to it
+    assert not wanted(False, 16.0)
