@@ -24,7 +24,7 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ("event", r"emit_event|_event \(.*loop\.py"),
     ("bind round trip", r"\bbind \(.*scheduler/bind\.py"),
     ("metrics refresh (Prometheus)", r"refresh \(.*decide\.py|prometheus\.py|ModelWatcher|model_store"),
-    ("scoring (policy + model)", r"\bchoose \(|agent/policy\.py|agent/features\.py|baselines\.py"),
+    ("scoring (policy + model)", r"\bchoose \(|agent/numpy_policy\.py|agent/model_inputs\.py|baselines\.py"),
     ("state (load rows, pod matrix)", r"\bload \(.*decide\.py|node_load|pod_matrix|node_matrix"),
     ("filters + sampling", r"filters\.py|nodes\.py|_candidates|feasible"),
     ("cache view / assume", r"\bview \(|\bassume \(|\bforget \(|node_infos|_current_table|_expire_assumed"),

@@ -872,11 +872,11 @@ def report_cmd(
     import time as _time
     from pathlib import Path
 
+    from drs_prom.cluster_report import build, gather, prometheus_range
     from drs_prom.config import duration_seconds, load_settings
     from drs_prom.errors import ConfigError
     from drs_prom.journal import Journal
     from drs_prom.model_store import ModelStore
-    from drs_prom.report import build, gather, prometheus_range
     from drs_prom.scheduler.guardrails import signals
 
     settings = load_settings(
@@ -1069,8 +1069,8 @@ def train_cmd(
     from drs_prom.extras import require_train
 
     require_train("drs-prom train")
-    from drs_prom.training.loop import TrainConfig
-    from drs_prom.training.run import run
+    from drs_prom.training.episodes import TrainConfig
+    from drs_prom.training.train_run import run
 
     if not out_path.endswith(".keras"):
         raise ConfigError(f"--out must end in .keras: {out_path}")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from drs_prom import agent
-from drs_prom.agent.policy import Layers
+from drs_prom.agent.numpy_policy import Layers
 from drs_prom.baselines import BalancedLoad, KubeDefault, LeastLoaded, RandomPolicy, RoundRobin
 from drs_prom.config import Normalisation, Settings, load_settings
 from drs_prom.errors import ConfigError

@@ -1,4 +1,4 @@
-"""The APScheduler wrapper around ``retrain.run.run_once``: when to run, and never more than one at a time.
+"""The APScheduler wrapper around ``retrain.retrain_run.run_once``: when to run, and never more than one at a time.
 
 Runs beside the scheduler (``RetrainJob(...).start()`` in its process: a
 BackgroundScheduler thread) or on its own (``drs-prom retrain``). ``max_instances=1``
@@ -31,8 +31,8 @@ from drs_prom.errors import ConfigError
 from drs_prom.journal import Journal
 from drs_prom.model_store import ModelStore
 from drs_prom.prometheus import PrometheusSource
-from drs_prom.retrain.metrics import RetrainMetrics, RetrainResult
-from drs_prom.retrain.run import run_once
+from drs_prom.retrain.outcome import RetrainMetrics, RetrainResult
+from drs_prom.retrain.retrain_run import run_once
 from drs_prom.sim.retrain_checks import SimulatorChecks
 
 log = logging.getLogger(__name__)

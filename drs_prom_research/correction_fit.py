@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent.networks import configure_tf, export_dense, node_scorer
-from drs_prom.agent.policy import Layers
+from drs_prom.agent.numpy_policy import Layers
 from drs_prom.sim.env import fit_to_scenario, sim_policy, unclipped_env
 from drs_prom.sim.generator import training_scenario
 from drs_prom_research.corrector import TARGET_SCALE, TopKCorrection, block_ensemble

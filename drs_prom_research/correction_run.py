@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from drs_prom.agent.features import N_CANDIDATE
+from drs_prom.agent.model_inputs import N_CANDIDATE
 from drs_prom.agent.persistence import base_metadata, save_model
 from drs_prom.config import Normalisation
 from drs_prom.sim.generator import EVAL_CLUSTERS, EVAL_SEED_BASE

@@ -15,7 +15,7 @@ whose background load is rising, a small node that saturates first), not where t
 pods from scratch. A free Q argmax has to relearn the heuristic first and, in our runs,
 never got past it.
 
-Pure numpy at inference (drs_prom.agent.policy.forward): no TensorFlow in the scheduler.
+Pure numpy at inference (drs_prom.agent.numpy_policy.forward): no TensorFlow in the scheduler.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.features import candidate_matrix
-from drs_prom.agent.policy import Layers, forward
+from drs_prom.agent.model_inputs import candidate_matrix
+from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.errors import ModelError
 from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload
 from drs_prom.policy import DecisionContext

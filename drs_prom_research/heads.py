@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from drs_prom.agent.cluster_context import CLUSTER_FEATURES
-from drs_prom.agent.features import CANDIDATE_COLUMNS
+from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS
 from drs_prom.agent.persistence import Head, register_head
 from drs_prom.registry import PolicySpec
 from drs_prom.sim.bench import ReferenceRun, register_reference

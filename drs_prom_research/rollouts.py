@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drs_prom.agent.features import N_CANDIDATE, candidate_matrix
+from drs_prom.agent.model_inputs import N_CANDIDATE, candidate_matrix
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.sim.env import SchedulingEnv, scenario_spec, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures
-from drs_prom.agent.policy import Layers, forward
+from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.baselines import BalancedLoad, KubeDefault, LeastLoaded
 from drs_prom.errors import ModelError
 from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures
-from drs_prom.agent.policy import fold_standardisation
+from drs_prom.agent.numpy_policy import fold_standardisation
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.registry import configured_spec
 from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent.networks import configure_tf, drs_network, node_scorer
-from drs_prom.agent.replay import FlatBatch, NodeBatch
+from drs_prom.agent.replay_buffer import FlatBatch, NodeBatch
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """``drs`` as a per-node Q network that reads what the field's heuristics think of each node.
 
 Every decision, each node gets one input row:
-- the per-node candidate columns of the plain ``drs`` network (drs_prom.agent.features);
+- the per-node candidate columns of the plain ``drs`` network (drs_prom.agent.model_inputs);
 - the node's load relative to its *own* capacity after the pod (a small node is full sooner);
 - for each of five heuristics (capacity-balanced-overload, capacity-balanced, balanced-load,
   least-loaded, kube-default), how far the node's score is from that heuristic's best feasible
@@ -20,7 +20,7 @@ fallback.
 
 All heuristics share one memory of the binds actually made (recent_binds), so their scores
 describe the cluster the policy really built. Pure numpy at inference (the network is a
-Dense chain, drs_prom.agent.policy.forward).
+Dense chain, drs_prom.agent.numpy_policy.forward).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures
-from drs_prom.agent.features import CANDIDATE_COLUMNS, candidate_matrix
-from drs_prom.agent.policy import Layers, forward
+from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, candidate_matrix
+from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.baselines import BalancedLoad, LeastLoaded, kube_default_scores
 from drs_prom.config import Normalisation
 from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, full_of

@@ -67,7 +67,7 @@ def drs_network(n_nodes: int, hidden: int = 50, seed: int = 0) -> Any:
     configure_tf()
     import keras
 
-    from drs_prom.agent.features import drs_state_dim
+    from drs_prom.agent.model_inputs import drs_state_dim
 
     init = keras.initializers.RandomNormal(mean=0.0, stddev=0.1, seed=seed)
     init2 = keras.initializers.RandomNormal(mean=0.0, stddev=0.1, seed=seed + 1)

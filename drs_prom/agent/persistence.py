@@ -21,9 +21,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from drs_prom.agent.dense_archive import read_dense_chain
-from drs_prom.agent.features import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
 from drs_prom.agent.guided import GUIDED, GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, valid_input_range
-from drs_prom.agent.policy import DRSOriginalPolicy, Layers, NodeAgentPolicy
+from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
+from drs_prom.agent.numpy_policy import DRSOriginalPolicy, Layers, NodeAgentPolicy
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError, MissingExtraError, ModelError
 from drs_prom.extras import train_missing_message
@@ -55,7 +55,7 @@ class Head:
     """``policy(layers, head, metric_window_seconds=..., version=..., [name=...])``: the policy it serves as."""
     fine_tunable: bool = False
     """Whether retraining may fine-tune it from history: its network reads the per-node candidate rows the journal
-    rebuilds (drs_prom.agent.features), and the head is kept on the candidate."""
+    rebuilds (drs_prom.agent.model_inputs), and the head is kept on the candidate."""
 
 
 _HEADS: dict[str, Head] = {}

@@ -10,10 +10,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from drs_prom.agent.dqn import NodeDQN, NodeDQNConfig
-from drs_prom.agent.features import N_CANDIDATE
+from drs_prom.agent.model_inputs import N_CANDIDATE
 from drs_prom.agent.networks import configure_tf, export_dense
-from drs_prom.agent.policy import Layers
-from drs_prom.agent.replay import NodeReplay
+from drs_prom.agent.numpy_policy import Layers
+from drs_prom.agent.replay_buffer import NodeReplay
 from drs_prom.config import Settings
 from drs_prom.journal import Decision
 from drs_prom.retrain.batch import max_nodes, node_batch

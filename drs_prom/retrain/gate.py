@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.policy import Layers, forward
+from drs_prom.agent.numpy_policy import Layers, forward
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.features import N_CANDIDATE, candidate_matrix
-from drs_prom.agent.replay import NodeReplay
+from drs_prom.agent.model_inputs import N_CANDIDATE, candidate_matrix
+from drs_prom.agent.replay_buffer import NodeReplay
 from drs_prom.config import ObjectiveSettings, RewardSettings
 from drs_prom.policy import Policy, choose
 from drs_prom.recent_binds import RecentBinds

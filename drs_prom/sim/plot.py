@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drs_prom.sim.report import BenchReport
+from drs_prom.sim.bench_results import BenchReport
 
 SMOOTH_SAMPLES = 6
 """Plotted lines are moving means over this many samples (raw series are in the JSON)."""

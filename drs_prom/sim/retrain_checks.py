@@ -1,7 +1,7 @@
 """The simulator's part of a retraining run (drs_prom.retrain.candidate.RetrainSimulator).
 
 Replay experience of the model being trained, and the gate's seeded simulator score.
-Built by drs_prom.retrain_job and handed to ``retrain.run.run_once``, so retraining does
+Built by drs_prom.retrain_job and handed to ``retrain.retrain_run.run_once``, so retraining does
 not import the simulator. The scenario (``retrain.sim_scenario`` cut to
 ``sim_benchmark_pods`` pods unless one is given) is loaded on first use.
 """
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent.dqn import NodeDQN
-from drs_prom.agent.features import candidate_matrix
-from drs_prom.agent.policy import Layers
-from drs_prom.agent.replay import NodeReplay
+from drs_prom.agent.model_inputs import candidate_matrix
+from drs_prom.agent.numpy_policy import Layers
+from drs_prom.agent.replay_buffer import NodeReplay
 from drs_prom.config import Settings
 from drs_prom.journal import Decision
 from drs_prom.objectives import score_episode

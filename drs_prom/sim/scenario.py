@@ -260,14 +260,14 @@ class Scenario(_M):
         (), description="Noisy neighbours and other load no policy places (pinned to named nodes)."
     )
     trace: TraceSpec | None = Field(
-        None, description="Replay a production trace (drs_prom.sim.replay fills nodes, profiles and arrivals)."
+        None, description="Replay a production trace (drs_prom.sim.trace_sample fills nodes, profiles and arrivals)."
     )
-    replay: ReplayPods | None = Field(None, description="The replayed pods, filled by drs_prom.sim.replay.")
+    replay: ReplayPods | None = Field(None, description="The replayed pods, filled by drs_prom.sim.trace_sample.")
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
         if self.trace is not None and not self.nodes:
-            return self  # a trace section alone: drs_prom.sim.replay.materialise fills the rest
+            return self  # a trace section alone: drs_prom.sim.trace_sample.materialise fills the rest
         for section in ("nodes", "profiles", "arrivals"):
             if not getattr(self, section):
                 raise ValueError(f"{section}: needs at least one entry (or a trace: section)")

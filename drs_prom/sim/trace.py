@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.features import CANDIDATE_COLUMNS, candidate_matrix
+from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, candidate_matrix
 from drs_prom.features import N_FEATURES
 from drs_prom.journal import JOURNAL_SCHEMA, Decision, node_entries
 from drs_prom.policy import DecisionContext, choose

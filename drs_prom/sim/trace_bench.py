@@ -1,6 +1,6 @@
 """The benchmark on a replayed trace: one sampling seed per benchmark seed, and a sweep of the usage model.
 
-Every seed draws its own node sample and run-time/usage draws (drs_prom.sim.replay), and
+Every seed draws its own node sample and run-time/usage draws (drs_prom.sim.trace_sample), and
 every policy replays that seed's identical pods, so per-seed differences stay paired; the
 rows of all seeds are merged into one BenchReport that drs_prom.sim.suite summarises
 (composite ranking, paired 95 % interval against the best heuristic).
@@ -16,10 +16,10 @@ import numpy as np
 
 from drs_prom.errors import ConfigError
 from drs_prom.sim.bench import PolicyBuilder, default_builder, run_bench
-from drs_prom.sim.replay import ReplayStats, materialise
-from drs_prom.sim.report import BenchReport, PolicyRow
+from drs_prom.sim.bench_results import BenchReport, PolicyRow
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.suite import ScenarioSummary, summarise
+from drs_prom.sim.trace_sample import ReplayStats, materialise
 
 
 def run_trace_bench(

@@ -2,7 +2,7 @@
 
 Both become a ``TraceTable``: nodes (capacity, GPUs, labels, taints) and pods (arrival,
 end or none, requests, GPUs, allowed GPU models, optional usage, outcome). Sampling,
-windows and drawing happen later (drs_prom.sim.replay); here a file is only read and
+windows and drawing happen later (drs_prom.sim.trace_sample); here a file is only read and
 checked, and every problem is one line naming the file, the row and the column.
 
 Generic CSV (a directory with ``nodes.csv`` and ``pods.csv``; docs/traces.md has examples):

@@ -1,7 +1,7 @@
 """What to replay from a production trace, as data: a scenario's ``trace:`` section and the pods it yields.
 
 ``TraceSpec`` says which files, how many nodes, which window, how much to compress time and
-which usage model to assume; drs_prom.sim.replay turns it, with a sampling seed, into a
+which usage model to assume; drs_prom.sim.trace_sample turns it, with a sampling seed, into a
 concrete scenario whose ``replay`` holds every pod as columns (``ReplayPods``). Kept apart
 from drs_prom.sim.scenario so that the scenario module stays about generated workloads.
 """

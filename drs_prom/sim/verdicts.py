@@ -27,7 +27,7 @@ from drs_prom.paired_stats import (
 )
 from drs_prom.registry import HEURISTICS, PolicySpec
 from drs_prom.sim.bench import PolicyBuilder, default_builder, run_bench
-from drs_prom.sim.report import REFERENCE, BenchReport, PolicyRow
+from drs_prom.sim.bench_results import REFERENCE, BenchReport, PolicyRow
 from drs_prom.sim.scenario import Scenario
 
 CANDIDATE = "drs"

@@ -21,9 +21,9 @@ from typing import Any
 from drs_prom.errors import ConfigError
 from drs_prom.sim.generator import resolve_scenario
 from drs_prom.sim.scenario import Scenario
-from drs_prom.testbed import report as rep
+from drs_prom.testbed import testbed_report as rep
+from drs_prom.testbed.closed_loop import RunConfig, Testbed, workload_for
 from drs_prom.testbed.process import handle_termination, live_processes, stop_all
-from drs_prom.testbed.runner import RunConfig, Testbed, workload_for
 
 
 def scale_scenario(scenario: Scenario, n_nodes: int) -> Scenario:
@@ -49,11 +49,11 @@ def cluster_stages(
     scenario: Scenario, seeds: Sequence[int], echo: Callable[[str], None]
 ) -> list[tuple[Scenario, list[int]]]:
     """The (scenario, seeds) each Testbed runs: one for a generated scenario, whose nodes are the same for every
-    seed; one per seed for a replayed trace, since each sampling seed draws its own nodes (drs_prom.sim.replay)."""
+    seed; one per seed for a replayed trace, since each sampling seed draws its own nodes (drs_prom.sim.trace_sample)."""
     if scenario.trace is None:
         return [(scenario, list(seeds))]
-    from drs_prom.sim.replay import materialise
     from drs_prom.sim.trace_bench import describe
+    from drs_prom.sim.trace_sample import materialise
 
     out = []
     for seed in seeds:

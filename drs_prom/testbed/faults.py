@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from drs_prom.sim.scenario import Scenario
-from drs_prom.testbed.runner import RunContext, Testbed, workload_for
+from drs_prom.testbed.closed_loop import RunContext, Testbed, workload_for
 from drs_prom.testbed.schedulers import DRS, DRS_SCHEDULER_NAME
 
 log = logging.getLogger(__name__)

@@ -31,7 +31,7 @@ from drs_prom.features import FEATURES
 from drs_prom.sim.cluster import Nodes
 from drs_prom.state import scales
 from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION, WORK_ANNOTATION
-from drs_prom.testbed.prometheus import PrometheusProc
+from drs_prom.testbed.prom_server import PrometheusProc
 
 HOT_THRESHOLD = 0.9
 

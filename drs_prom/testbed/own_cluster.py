@@ -10,7 +10,7 @@
    what it leaves behind is written as a real deployment has it: node_exporter series backfilled
    into a real Prometheus with ``promtool tsdb create-blocks-from openmetrics``, and the
    scheduler's journal (decisions and pod ends) in SQLite;
-3. **retraining**: ``retrain.run.run_once``, the same code as ``drs-prom retrain --once``, reads
+3. **retraining**: ``retrain.retrain_run.run_once``, the same code as ``drs-prom retrain --once``, reads
    that journal and Prometheus, builds the cluster's twin (``retrain.twin``), fine-tunes the
    shipped model there and gates it; once per retraining seed, each in its own model store;
 4. **the future**: the promoted model, the shipped one and the heuristics schedule the
@@ -43,7 +43,7 @@ from drs_prom.model_store import MODEL_FILE, ModelStore
 from drs_prom.objectives import score_episode
 from drs_prom.prometheus import PrometheusSource
 from drs_prom.registry import PolicySpec, make_policy
-from drs_prom.retrain.run import run_once
+from drs_prom.retrain.retrain_run import run_once
 from drs_prom.sim.backfill import create_blocks, write_openmetrics
 from drs_prom.sim.bench import run_bench
 from drs_prom.sim.env import scenario_spec
@@ -51,7 +51,7 @@ from drs_prom.sim.generator import EVAL_SEED_BASE, TRAIN_SEEDS, generate_scenari
 from drs_prom.sim.retrain_checks import SimulatorChecks
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.trace import journal_rows, run_sim
-from drs_prom.testbed.prometheus import start_prometheus
+from drs_prom.testbed.prom_server import start_prometheus
 
 CLUSTER_SEED = 8_000_000
 HISTORY_SEED = 50

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, GuideScores
-from drs_prom.agent.policy import fold_standardisation
+from drs_prom.agent.numpy_policy import fold_standardisation
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
@@ -150,7 +150,7 @@ def record_cluster(
         if layers is None:
             node = choose(actor, ctx)[0]
         else:
-            from drs_prom.agent.policy import forward
+            from drs_prom.agent.numpy_policy import forward
 
             q = np.where(feasible, forward(layers, x)[:, 0], -np.inf)
             node = int(np.argmax(q)) if feasible.any() else -1

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.agent import load_model
-from drs_prom.agent.features import candidate_matrix
+from drs_prom.agent.model_inputs import candidate_matrix
 from drs_prom.agent.networks import configure_tf
 from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext, Policy, PolicyBase, choose

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from drs_prom.training.loop import TrainResult
+from drs_prom.training.episodes import TrainResult
 
 
 def plot_curve(result: TrainResult, path: str | Path, title: str) -> Path:

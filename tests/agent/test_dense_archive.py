@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from drs_prom.agent.dense_archive import read_dense_chain
-from drs_prom.agent.features import N_CANDIDATE
+from drs_prom.agent.model_inputs import N_CANDIDATE
 from drs_prom.agent.networks import configure_tf, drs_network, export_dense, node_scorer
 from drs_prom.agent.persistence import base_metadata, default_model_path, default_original_path, load_model, save_model
 from drs_prom.config import Normalisation

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from drs_prom.agent.dqn import DRSDQN, LinearSchedule, NodeDQN, NodeDQNConfig
-from drs_prom.agent.replay import FlatReplay, NodeBatch, NodeReplay
+from drs_prom.agent.replay_buffer import FlatReplay, NodeBatch, NodeReplay
 
 F = 5
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from drs_prom.agent.features import CANDIDATE_COLUMNS, N_CANDIDATE, candidate_matrix, drs_state
+from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, N_CANDIDATE, candidate_matrix, drs_state
 from drs_prom.policy import DecisionContext
 from drs_prom.state import imbalance
 from drs_prom.types import NodeInfo, PodRequest

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from drs_prom.agent import load_policy
-from drs_prom.agent.features import N_CANDIDATE
+from drs_prom.agent.model_inputs import N_CANDIDATE
 from drs_prom.agent.networks import drs_network, node_scorer
+from drs_prom.agent.numpy_policy import forward
 from drs_prom.agent.persistence import base_metadata, load_model, meta_path, read_metadata, save_model, update_metadata
-from drs_prom.agent.policy import forward
 from drs_prom.config import Normalisation
 from drs_prom.errors import ModelError
 from tests.specs import WINDOW

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from drs_prom.agent.features import N_CANDIDATE
-from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
+from drs_prom.agent.model_inputs import N_CANDIDATE
+from drs_prom.agent.numpy_policy import DRSOriginalPolicy, NodeAgentPolicy
 from drs_prom.errors import ModelError
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.types import NodeInfo, PodRequest

@@ -11,8 +11,8 @@ import numpy as np
 from drs_prom.agent import load_policy
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import load_scenario
-from drs_prom.training.loop import TrainConfig, train
-from drs_prom.training.run import save_result, scenario_env_factory
+from drs_prom.training.episodes import TrainConfig, train
+from drs_prom.training.train_run import save_result, scenario_env_factory
 from tests.specs import WINDOW
 
 TINY = load_scenario("drs-paper").truncated(25)

@@ -20,7 +20,7 @@ Plain functions (usable from any fixture, any scope) and ready-made fixtures:
   everything it started is stopped at teardown).
 
 A missing binary FAILS the test with one line (never a skip): CI must have them.
-``start_prometheus`` and ``PrometheusProc`` live in drs_prom.testbed.prometheus (the testbed
+``start_prometheus`` and ``PrometheusProc`` live in drs_prom.testbed.prom_server (the testbed
 command starts the same Prometheus); they are re-exported here.
 """
 
@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 
 from drs_prom.testbed.process import free_port
-from drs_prom.testbed.prometheus import (
+from drs_prom.testbed.prom_server import (
     RULES,
     STARTUP_TIMEOUT,
     PrometheusProc,
@@ -48,8 +48,8 @@ from drs_prom.testbed.prometheus import (
     start_prometheus,
     wait_until,
 )
-from drs_prom.testbed.prometheus import http_ok as _http_ok
-from drs_prom.testbed.prometheus import log_tail as _log_tail
+from drs_prom.testbed.prom_server import http_ok as _http_ok
+from drs_prom.testbed.prom_server import log_tail as _log_tail
 
 REPO = Path(__file__).resolve().parents[2]
 

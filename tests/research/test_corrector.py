@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from drs_prom.agent import load_policy
-from drs_prom.agent.features import N_CANDIDATE
+from drs_prom.agent.model_inputs import N_CANDIDATE
+from drs_prom.agent.numpy_policy import forward
 from drs_prom.agent.persistence import read_metadata
-from drs_prom.agent.policy import forward
 from drs_prom.errors import ModelError
 from drs_prom.load_aware import CapacityBalancedOverload
 from drs_prom.policy import choose

@@ -11,8 +11,8 @@ from drs_prom.errors import ConfigError
 from drs_prom.registry import make_policy
 from drs_prom.sim.env import SchedulingEnv, fit_to_scenario, policy_norm
 from drs_prom.sim.generator import eval_scenario
-from drs_prom.sim.replay import materialise
 from drs_prom.sim.scenario import load_scenario
+from drs_prom.sim.trace_sample import materialise
 from drs_prom.sim.workload import generate
 from drs_prom_research.clairvoyant import branch_nodes, fork_env, play_out, told
 from drs_prom_research.lookahead import (

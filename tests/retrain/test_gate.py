@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drs_prom.agent.features import N_CANDIDATE
+from drs_prom.agent.model_inputs import N_CANDIDATE
 from drs_prom.agent.persistence import load_model
 from drs_prom.config import Settings
 from drs_prom.paired_stats import relative_interval

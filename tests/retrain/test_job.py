@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from drs_prom.config import RetrainSettings, Settings
 from drs_prom.journal import Journal
 from drs_prom.model_store import ModelStore
-from drs_prom.retrain.run import run_once
+from drs_prom.retrain.retrain_run import run_once
 from drs_prom.retrain_job import RetrainJob, make_trigger
 from tests.waiting import wait_for
 

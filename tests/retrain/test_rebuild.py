@@ -91,7 +91,7 @@ def test_gate_margin():
 
 def test_journalled_node_requests_rebuild_the_models_request_columns():
     """Schema 2: requests/allocatable/pod counts come from the journal, not Prometheus capacity."""
-    from drs_prom.agent.features import CANDIDATE_COLUMNS, candidate_matrix
+    from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, candidate_matrix
     from drs_prom.retrain.rebuild import decision_nodes
 
     d = _d(95.0)
@@ -138,7 +138,7 @@ def test_journalled_node_requests_rebuild_the_models_request_columns():
 def test_approximated_rows_are_visible_in_metrics_and_summary():
     from prometheus_client import CollectorRegistry
 
-    from drs_prom.retrain.metrics import RetrainMetrics, RetrainResult, record
+    from drs_prom.retrain.outcome import RetrainMetrics, RetrainResult, record
 
     reg = CollectorRegistry()
     metrics = RetrainMetrics(reg)

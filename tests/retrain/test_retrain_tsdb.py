@@ -213,7 +213,7 @@ def test_transitions_match_the_simulator(world):
     assert not missing, f"clean decisions not used: {missing[:5]}"
 
     # schema 2: the request columns of the model input are exactly what the simulated policy saw
-    from drs_prom.agent.features import candidate_matrix
+    from drs_prom.agent.model_inputs import candidate_matrix
 
     seen = {run.epoch + float(d["t"]): d["requests"] for d in run.decisions}
     assert all(t.node_info for t in trans)
@@ -340,7 +340,7 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     from drs_prom.model_store import ModelWatcher
     from drs_prom.policy import choose
     from drs_prom.registry import stored_model_loader
-    from drs_prom.retrain.run import run_once
+    from drs_prom.retrain.retrain_run import run_once
     from drs_prom.retrain_job import RetrainJob
     from drs_prom.sim.env import SchedulingEnv
     from drs_prom.sim.retrain_checks import SimulatorChecks

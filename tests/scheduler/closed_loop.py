@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.features import CANDIDATE_COLUMNS
+from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS
 from drs_prom.agent.persistence import base_metadata, save_model
 from drs_prom.config import Normalisation, PrometheusSettings
 from drs_prom.prometheus import PrometheusSource

@@ -15,9 +15,9 @@ import pytest
 from drs_prom.errors import ConfigError
 from drs_prom.registry import make_policy
 from drs_prom.sim.env import SchedulingEnv
-from drs_prom.sim.replay import draw_durations, materialise, sample_nodes, series_mean
 from drs_prom.sim.scenario import GPU_MODEL_LABEL, GPU_RESOURCE, Scenario, parse_scenario
 from drs_prom.sim.trace_formats import TraceNode, read_trace
+from drs_prom.sim.trace_sample import draw_durations, materialise, sample_nodes, series_mean
 from drs_prom.sim.workload import generate
 from tests.specs import SPEC
 

@@ -12,8 +12,8 @@ from drs_prom.sim.scenario import load_scenario
 from drs_prom.testbed import judge
 from drs_prom.testbed.api import scale_scenario
 from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION, WORK_ANNOTATION
-from drs_prom.testbed.report import bench_twin
 from drs_prom.testbed.schedulers import parse_schedulers
+from drs_prom.testbed.testbed_report import bench_twin
 
 
 def _series(raw: np.ndarray, names: tuple[str, ...]) -> judge.NodeSeries:
@@ -87,7 +87,7 @@ def test_scheduler_names_are_checked_and_have_bench_twins():
 
 
 def test_testbed_table_names_its_columns_in_full():
-    from drs_prom.testbed.report import COUNT_TITLES, COUNTS, METRICS, format_table
+    from drs_prom.testbed.testbed_report import COUNT_TITLES, COUNTS, METRICS, format_table
 
     row = {k: 0.5 for k, _, _ in METRICS} | dict.fromkeys(COUNTS, 3)
     report = {

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from drs_prom.agent.features import candidate_matrix, drs_state
+from drs_prom.agent.model_inputs import candidate_matrix, drs_state
 from drs_prom.config import Normalisation
 from drs_prom.errors import ModelError
 from drs_prom.policy import DecisionContext, PolicyBase

@@ -34,7 +34,7 @@ from drs_prom.testbed.driver import WorkloadDriver
 from drs_prom.testbed.heartbeat import NodeHeartbeat
 from drs_prom.testbed.kubelet import TwinKubelet
 from drs_prom.testbed.process import free_port
-from drs_prom.testbed.prometheus import RULES, PrometheusProc, start_prometheus, wait_until
+from drs_prom.testbed.prom_server import RULES, PrometheusProc, start_prometheus, wait_until
 from drs_prom.testbed.schedulers import (
     RunningScheduler,
     metrics_ports_needed,

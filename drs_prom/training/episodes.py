@@ -2,7 +2,7 @@
 
 ``env.reset() -> ctx``; ``env.step(node_index) -> (ctx_next, info, done)`` where
 ``info.load_before``/``info.load_after`` are the normalised (n, N_FEATURES) matrices around the
-settled action. Saving, plotting and benchmarking the result are in drs_prom.training.run.
+settled action. Saving, plotting and benchmarking the result are in drs_prom.training.train_run.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from drs_prom.agent.dqn import DRSDQN, DRSConfig, LinearSchedule, NodeDQN, NodeDQNConfig
-from drs_prom.agent.features import N_CANDIDATE, candidate_matrix, drs_state, drs_state_dim
+from drs_prom.agent.model_inputs import N_CANDIDATE, candidate_matrix, drs_state, drs_state_dim
 from drs_prom.agent.networks import configure_tf, export_dense
-from drs_prom.agent.policy import NodeAgentPolicy
-from drs_prom.agent.replay import FlatReplay, NodeReplay
+from drs_prom.agent.numpy_policy import NodeAgentPolicy
+from drs_prom.agent.replay_buffer import FlatReplay, NodeReplay
 from drs_prom.config import ObjectiveSettings, RewardSettings
 from drs_prom.errors import ConfigError
 from drs_prom.policy import DecisionContext

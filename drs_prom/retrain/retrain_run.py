@@ -30,8 +30,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from drs_prom.agent import default_model_path, load_model
+from drs_prom.agent.numpy_policy import Layers
 from drs_prom.agent.persistence import base_metadata, head_kind, save_model
-from drs_prom.agent.policy import Layers
 from drs_prom.config import Settings
 from drs_prom.errors import DrsError, ModelError
 from drs_prom.journal import Decision
@@ -40,7 +40,7 @@ from drs_prom.retrain.batch import max_nodes, node_batch
 from drs_prom.retrain.candidate import RetrainSimulator, Trained, train_candidate
 from drs_prom.retrain.gate import GateVerdict, gate, non_inferior, td_score
 from drs_prom.retrain.history import HistorySource, NodeHistory, fetch_history
-from drs_prom.retrain.metrics import RetrainMetrics, RetrainResult, record
+from drs_prom.retrain.outcome import RetrainMetrics, RetrainResult, record
 from drs_prom.retrain.rebuild import JournalReader, Transition, load_decisions, rebuild_transitions, reward_delay
 
 log = logging.getLogger(__name__)

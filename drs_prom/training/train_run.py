@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 
 from drs_prom.agent.networks import export_dense
+from drs_prom.agent.numpy_policy import DRSOriginalPolicy, NodeAgentPolicy
 from drs_prom.agent.persistence import base_metadata, save_model, update_metadata
-from drs_prom.agent.policy import DRSOriginalPolicy, NodeAgentPolicy
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import Scenario, load_scenario
-from drs_prom.training.loop import Env, EnvFactory, TrainConfig, TrainResult, train
+from drs_prom.training.episodes import Env, EnvFactory, TrainConfig, TrainResult, train
 from drs_prom.training.plots import plot_curve
 from drs_prom.training.summary import benchmark_summary
 
