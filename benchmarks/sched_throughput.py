@@ -694,7 +694,7 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
     settings = Settings.model_validate({"scheduler": {"model_path": model_path or ""}})
     model = make_policy("drs", PolicySpec.from_settings(settings))
     for label, policy, pod in (("model", model, plain), ("fallback", None, plain), ("spread", model, spread)):
-        d = Decider(settings, SchedulerMetrics(), source=Fixed(), policy=policy)
+        d = Decider.from_settings(settings, SchedulerMetrics(), source=Fixed(), policy=policy)
         d.refresh()
         if policy is None:
             d.source = None  # -> prometheus_unreachable -> kube-default

@@ -32,10 +32,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from drs_prom.config import Normalisation, Settings
+from drs_prom.config import Normalisation, RolloutSettings, SchedulerSettings, Settings
 from drs_prom.errors import DrsError
 from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext, Policy
@@ -45,17 +46,20 @@ from drs_prom.scheduler.rollout import ArmedDecisions
 from drs_prom.state import MetricsSource, NodeSnapshot, node_matrix, pod_matrix
 from drs_prom.types import NodeInfo, PodRequest
 
+if TYPE_CHECKING:
+    from drs_prom.registry import PolicySpec
+
 log = logging.getLogger(__name__)
 
 NO_METRICS_FALLBACK = "kube-default"
 METRICS_REASONS = ("prometheus_unreachable", "metrics_stale")
 
 
-def fallback_policy(name: str, settings: Settings) -> Policy:
-    """A heuristic by its registry name (seeded, deterministic), built from the settings like the model."""
-    from drs_prom.registry import PolicySpec, make_policy
+def fallback_policy(name: str, spec: PolicySpec) -> Policy:
+    """A heuristic by its registry name (seeded, deterministic), built from the same spec as the model."""
+    from drs_prom.registry import make_policy
 
-    return make_policy(name, PolicySpec.from_settings(settings), seed=0)
+    return make_policy(name, spec, seed=0)
 
 
 __all__ = ["Choice", "Decider", "fallback_policy"]
@@ -68,22 +72,33 @@ class _State:
 
 
 class Decider:
+    """State refresh, the model or fallback choice and the rollout arms for the scheduler and the extender.
+
+    It receives what it reads: the policies' spec (window, scales, model), the ``scheduler`` section (fallback,
+    refresh period), the ``rollout`` section and the Prometheus timeout; ``from_settings`` cuts them from a
+    loaded Settings."""
+
     def __init__(
         self,
-        settings: Settings,
+        spec: PolicySpec,
+        scheduler: SchedulerSettings,
+        rollout: RolloutSettings,
+        refresh_timeout_seconds: float,
         metrics: SchedulerMetrics,
         source: MetricsSource | None = None,
         policy: Policy | None = None,
         model_loader: Callable[[], Policy | None] | None = None,
     ) -> None:
-        self.settings = settings
+        self.spec = spec
+        self.scheduler = scheduler
+        self.refresh_timeout_seconds = refresh_timeout_seconds
         self.metrics = metrics
         self.source = source
         self.policy = policy
         self.model_loader = model_loader
         self._state = _State(error="no state yet")
         self._load_memo: tuple[NodeSnapshot, tuple[str, ...], Normalisation, np.ndarray, np.ndarray] | None = None
-        norm = settings.normalisation
+        norm = spec.normalisation
         self._unclipped = norm.model_copy(update={"clip": False}) if norm.clip else norm
         """The configured scales without clip, made once: scales() is on every decision's path."""
         self._lock = threading.Lock()
@@ -91,7 +106,30 @@ class Decider:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._set_model_info()
-        self.rollout = ArmedDecisions(settings.rollout, settings.scheduler.fallback, metrics, self.named, self.fallback)
+        self.rollout = ArmedDecisions(rollout, scheduler.fallback, metrics, self.named, self.fallback)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        metrics: SchedulerMetrics,
+        source: MetricsSource | None = None,
+        policy: Policy | None = None,
+        model_loader: Callable[[], Policy | None] | None = None,
+    ) -> Decider:
+        """The Decider of a scheduler or extender configured by ``settings``."""
+        from drs_prom.registry import PolicySpec
+
+        return cls(
+            PolicySpec.from_settings(settings),
+            settings.scheduler,
+            settings.rollout,
+            settings.prometheus.timeout_seconds,
+            metrics,
+            source=source,
+            policy=policy,
+            model_loader=model_loader,
+        )
 
     # -- state refresh -------------------------------------------------------
     def start(self) -> Decider:
@@ -104,13 +142,13 @@ class Decider:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(self.settings.prometheus.timeout_seconds + 5)
+            self._thread.join(self.refresh_timeout_seconds + 5)
 
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.settings.scheduler.state_refresh_seconds):
+        while not self._stop.wait(self.scheduler.state_refresh_seconds):
             if self.source is not None:
                 self.refresh()
             if self.model_loader is not None:
@@ -173,8 +211,8 @@ class Decider:
         """The scales node and pod load are built on: the configured ones, unclipped when the policy that decides
         (the model, else the fallback heuristic) reads overload, as the benchmark and the twin give it
         (drs_prom.policy.input_scales; a model keeps the cluster's scales here, not its training ones)."""
-        deciding = self.policy if self.policy is not None else self.named(self.settings.scheduler.fallback)
-        return self._unclipped if deciding.reads_unclipped_load else self.settings.normalisation
+        deciding = self.policy if self.policy is not None else self.named(self.scheduler.fallback)
+        return self._unclipped if deciding.reads_unclipped_load else self.spec.normalisation
 
     def node_load(
         self, names: tuple[str, ...], scales: Normalisation | None = None
@@ -229,13 +267,13 @@ class Decider:
         return load, None
 
     def fallback(self, reason: str) -> Policy:
-        return self.named(NO_METRICS_FALLBACK if reason in METRICS_REASONS else self.settings.scheduler.fallback)
+        return self.named(NO_METRICS_FALLBACK if reason in METRICS_REASONS else self.scheduler.fallback)
 
     def named(self, name: str) -> Policy:
         """One shared instance per heuristic name (its recent-binds memory must see every bind it made)."""
         with self._lock:
             if name not in self._fallbacks:
-                self._fallbacks[name] = fallback_policy(name, self.settings)
+                self._fallbacks[name] = fallback_policy(name, self.spec)
             return self._fallbacks[name]
 
     def decide(

@@ -98,7 +98,9 @@ class Scheduler:
         if journal is not None:
             journal.on_write_failure = self._journal_write_failed
             self.metrics.journal_backlog.set_function(journal.backlog)
-        self.decider = Decider(settings, self.metrics, source=source, policy=policy, model_loader=model_loader)
+        self.decider = Decider.from_settings(
+            settings, self.metrics, source=source, policy=policy, model_loader=model_loader
+        )
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         self.observed = observed
         self.recorder = recorder

@@ -147,7 +147,7 @@ def build_extender(
     if policy == "load":
         policy = load_policy(settings)
     source = prometheus_source(settings, (lambda: list(cache.nodes)) if cache else None)
-    decider = Decider(settings, SchedulerMetrics(), source=source, policy=policy)
+    decider = Decider.from_settings(settings, SchedulerMetrics(), source=source, policy=policy)
     server = ExtenderServer(Extender(decider, cache), listen, settings.serving, kube_api)
     return server, decider, cache
 

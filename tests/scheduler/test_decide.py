@@ -49,7 +49,7 @@ class Prefers(PolicyBase):
 
 
 def decider(source, policy, **over):
-    d = Decider(load_settings(None, over), SchedulerMetrics(), source=source, policy=policy)
+    d = Decider.from_settings(load_settings(None, over), SchedulerMetrics(), source=source, policy=policy)
     d.refresh()
     return d
 

@@ -38,7 +38,9 @@ def _extender(settings_overrides=None, cache=None, source=None):
     from drs_prom.scheduler.metrics import SchedulerMetrics
 
     settings = load_settings(None, settings_overrides or {})
-    decider = Decider(settings, SchedulerMetrics(), source=source, policy=make_policy("least-loaded", SPEC))
+    decider = Decider.from_settings(
+        settings, SchedulerMetrics(), source=source, policy=make_policy("least-loaded", SPEC)
+    )
     return ExtenderServer(Extender(decider, cache), "127.0.0.1:0"), decider
 
 

@@ -47,7 +47,7 @@ def test_a_scheduler_with_a_two_minute_window_builds_every_policy_with_120_s(set
     model = load_policy(settings)  # what `drs-prom run` and `drs-prom extender` serve
     assert model is not None and model.name == "drs"
     assert model.metric_window_seconds == TWO_MINUTES
-    decider = Decider(settings, SchedulerMetrics(), policy=model)
+    decider = Decider.from_settings(settings, SchedulerMetrics(), policy=model)
     for name in REMEMBERING:  # any of them may be the fallback or the shadow/canary heuristic arm
         assert decider.named(name).metric_window_seconds == TWO_MINUTES, name
     for reason in ("no_model", "model_error", "guardrail"):

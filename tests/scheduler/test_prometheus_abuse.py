@@ -131,7 +131,9 @@ def test_a_huge_answer_is_used_for_the_nodes_we_know(fake_prom):
     fake_prom.mode = "huge"
     settings = load_settings(None, {"prometheus.url": fake_prom.url, "prometheus.timeout_seconds": "30"})
     source = PrometheusSource(settings.prometheus, expected_nodes=lambda: NODES)
-    decider = Decider(settings, SchedulerMetrics(), source=source, policy=make_policy("least-loaded", SPEC))
+    decider = Decider.from_settings(
+        settings, SchedulerMetrics(), source=source, policy=make_policy("least-loaded", SPEC)
+    )
     try:
         decider.refresh()
         choice = decider.decide(
@@ -146,7 +148,7 @@ def test_every_bad_answer_falls_back_and_is_counted(fake_prom):
     settings = load_settings(None, {"prometheus.url": fake_prom.url, "prometheus.timeout_seconds": "0.5"})
     metrics = SchedulerMetrics()
     source = PrometheusSource(settings.prometheus, expected_nodes=lambda: NODES)
-    decider = Decider(settings, metrics, source=source, policy=make_policy("least-loaded", SPEC))
+    decider = Decider.from_settings(settings, metrics, source=source, policy=make_policy("least-loaded", SPEC))
     sample = metrics.registry.get_sample_value
     pod = PodRequest("p", cpu_m=100, mem_bytes=2**20)
     feasible = np.ones(len(NODES), dtype=bool)

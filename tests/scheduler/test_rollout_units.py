@@ -146,7 +146,7 @@ def test_schema_2_journal_upgraded_to_3_and_events_round_trip(tmp_path):
 
 def test_decider_in_shadow_binds_the_heuristic_and_scores_the_model():
     s = Settings.model_validate({"rollout": {"mode": "shadow"}})
-    d = Decider(s, SchedulerMetrics(), source=Snap([[0.1] * 6, [0.9] * 6]), policy=Prefers())
+    d = Decider.from_settings(s, SchedulerMetrics(), source=Snap([[0.1] * 6, [0.9] * 6]), policy=Prefers())
     d.refresh()
     pod = PodRequest(name="p", cpu_m=500, mem_bytes=1 << 28, uid="u-1")
     c = d.decide(pod, DEMAND, NODES, FEASIBLE)
@@ -161,7 +161,9 @@ def test_decider_in_shadow_binds_the_heuristic_and_scores_the_model():
 
 
 def test_decider_normal_mode_is_unchanged_model_decides_with_arm_model():
-    d = Decider(load_settings(None, {}), SchedulerMetrics(), source=Snap([[0.1] * 6, [0.9] * 6]), policy=Prefers())
+    d = Decider.from_settings(
+        load_settings(None, {}), SchedulerMetrics(), source=Snap([[0.1] * 6, [0.9] * 6]), policy=Prefers()
+    )
     d.refresh()
     c = d.decide(PodRequest(name="p", uid="u"), DEMAND, NODES, FEASIBLE)
     assert (c.index, c.policy.name, c.reason, c.arm, c.shadow) == (1, "prefers-b", None, MODEL, None)

@@ -19,6 +19,7 @@ from drs_prom import spread_score
 from drs_prom.config import load_settings
 from drs_prom.features import FEATURES
 from drs_prom.policy import DecisionContext, PolicyBase, choose, with_soft_scores
+from drs_prom.registry import PolicySpec
 from drs_prom.scheduler import kube
 from drs_prom.scheduler.decide import Decider, fallback_policy
 from drs_prom.scheduler.metrics import SchedulerMetrics
@@ -121,7 +122,9 @@ def test_without_schedule_anyway_the_decision_path_places_as_the_policy_alone(
     soft = view.soft_scores(req, rows, mask)
     assert soft is None
     policy = _Fixed(own)
-    decider = Decider(load_settings(None, {}), SchedulerMetrics(), source=_Idle(view.names), policy=policy)
+    decider = Decider.from_settings(
+        load_settings(None, {}), SchedulerMetrics(), source=_Idle(view.names), policy=policy
+    )
     decider.refresh()
     nodes_ = view.infos(rows)
     choice = decider.decide(req, (0.0,) * 6, nodes_, mask, soft=soft)
@@ -144,11 +147,11 @@ def test_every_policy_gets_the_same_spread_adjustment() -> None:
     assert soft is not None and soft.tolist() == [0.0, 100.0]
     settings_ = load_settings(None, {})
     infos = view.infos(rows)
-    for policy in (_Fixed([1.0, 1.0]), fallback_policy("least-loaded", settings_)):
+    for policy in (_Fixed([1.0, 1.0]), fallback_policy("least-loaded", PolicySpec.from_settings(settings_))):
         ctx = DecisionContext(req, infos, mask, np.zeros((2, 6)), np.zeros((2, 6)))
         assert choose(policy, ctx)[0] == 0  # alone: a tie, the first node
         assert choose(policy, dataclasses.replace(ctx, soft_scores=soft))[0] == 1
-    for policy in (_Fixed([0.2, 5.0, -1.0]), fallback_policy("kube-default", settings_)):
+    for policy in (_Fixed([0.2, 5.0, -1.0]), fallback_policy("kube-default", PolicySpec.from_settings(settings_))):
         three = [node("n1", "a"), node("n2", "a"), node("n3", "b")]
         cache = _cache(three, [pod(f"s{i}", on=n, labels=app) for i, n in enumerate(["n1", "n1", "n2"])])
         view = cache.view()
