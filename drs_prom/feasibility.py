@@ -38,6 +38,7 @@ def neighbours(
     ns_labels = dict(kube.namespace_labels(ns) for ns in namespaces)
     claims = [kube.to_claim_info(c) for c in pvcs]
     classes = dict(map(kube.storage_class, storage_classes))
+    topologies = dict(map(kube.allowed_topologies, storage_classes))
     storage = volumes.Storage(
         claims={(c.namespace, c.name): c for c in claims},
         volumes={v.name: v for v in map(kube.to_volume_info, pvs)},
@@ -46,6 +47,7 @@ def neighbours(
         provisioners={name: prov for name, (_, prov) in classes.items()},
         csi_limits=dict(map(kube.csi_node_limits, csi_nodes)),
         attached=volumes.attached_by_node(dict(map(kube.volume_attachment, volume_attachments)).values()),
+        topologies={name: terms for name, terms in topologies.items() if terms},
     )
     return interpod.Neighbours(pods_by_node=by_node, namespace_labels=ns_labels, storage=storage)
 
@@ -66,8 +68,9 @@ def feasible_nodes(
 
     ``pods`` are all pods of the cluster: those bound to a node count there (Succeeded and Failed
     ones do not, as in kube-scheduler). ``pvcs``, ``pvs`` and ``storage_classes`` feed the volume
-    filters (bound claims), ``csi_nodes`` and ``volume_attachments`` NodeVolumeLimits; a pod with an unbound WaitForFirstConsumer claim or a DynamicResources
-    claim is refused on every node with a reason saying so (drs-prom never places it on a guess).
+    filters (bound claims), ``csi_nodes`` and ``volume_attachments`` NodeVolumeLimits (a claim waiting for its first consumer passes a node where a free volume or
+    its class's provisioner can satisfy it); a pod with a DynamicResources claim is refused on every
+    node with a reason saying so (drs-prom never places it on a guess).
     ValueError (one line) when ``pod`` or a node is not a JSON object.
     """
     req = kube.to_pod_request(pod)
