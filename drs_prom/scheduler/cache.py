@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from drs_prom import claim_binding, interpod, volumes
 from drs_prom.preemption import Budget
-from drs_prom.scheduler import kube, kube_terms
+from drs_prom.scheduler import kube, kube_storage, kube_terms
 from drs_prom.scheduler.nodes import NodeTable, NodeView
 from drs_prom.types import ClaimInfo, NodeInfo, NodeSelectorTerm, PodRecord, VolumeInfo
 
@@ -270,9 +270,12 @@ class ClusterCache:
             self._store_reflector("pvs", core_v1.list_persistent_volume, self._volumes, _volume_entry),
             self._store_reflector("storageclasses", storage_v1.list_storage_class, self._classes, class_entry),
             # NodeVolumeLimits: each node's CSI attach limits and the volumes attached to it
-            self._store_reflector("csinodes", storage_v1.list_csi_node, self._csi_limits, kube.csi_node_limits),
+            self._store_reflector("csinodes", storage_v1.list_csi_node, self._csi_limits, kube_storage.csi_node_limits),
             self._store_reflector(
-                "volumeattachments", storage_v1.list_volume_attachment, self._attachments, kube.volume_attachment
+                "volumeattachments",
+                storage_v1.list_volume_attachment,
+                self._attachments,
+                kube_storage.volume_attachment,
             ),
             self._store_reflector(
                 "poddisruptionbudgets",
@@ -627,17 +630,17 @@ def _same_placement(old: PodRecord, node: str, meta: dict[str, Any]) -> bool:
 
 def class_entry(sc: dict[str, Any]) -> tuple[str, tuple[str, str, tuple[NodeSelectorTerm, ...]]]:
     """(StorageClass name, (volumeBindingMode, provisioner, allowedTopologies as node selector terms))."""
-    name, (mode, provisioner) = kube.storage_class(sc)
-    return name, (mode, provisioner, kube.allowed_topologies(sc)[1])
+    name, (mode, provisioner) = kube_storage.storage_class(sc)
+    return name, (mode, provisioner, kube_storage.allowed_topologies(sc)[1])
 
 
 def _claim_entry(pvc: dict[str, Any]) -> tuple[tuple[str, str], ClaimInfo]:
-    claim = kube.to_claim_info(pvc)
+    claim = kube_storage.to_claim_info(pvc)
     return (claim.namespace, claim.name), claim
 
 
 def _volume_entry(pv: dict[str, Any]) -> tuple[str, VolumeInfo]:
-    volume = kube.to_volume_info(pv)
+    volume = kube_storage.to_volume_info(pv)
     return volume.name, volume
 
 
