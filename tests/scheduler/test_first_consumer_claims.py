@@ -1,7 +1,7 @@
 """Claims waiting for their first consumer, bound by drs-prom's own scheduler on a real apiserver with the
 real kube-controller-manager's PersistentVolume controller finishing each binding.
 
-A static local volume with node affinity to one fake node: the scheduler pre-bins it to the claim
+A static local volume with node affinity to one fake node: the scheduler pre-binds it to the claim
 (``claimRef``), the PV controller binds the claim, then the pod is bound to that node. A class with a
 provisioner: the claim gets ``volume.kubernetes.io/selected-node`` for a node its allowedTopologies
 admit and the pod waits unbound. No external provisioner runs in the harness, so the test creates the
@@ -143,4 +143,33 @@ def test_a_provisioned_claim_gets_the_selected_node_and_the_pod_waits_for_its_vo
         core.delete_namespaced_persistent_volume_claim("data", ns)
         if core.list_persistent_volume(field_selector=f"metadata.name={pv}").items:
             core.delete_persistent_volume(pv)
+        storage.delete_storage_class(sc)
+
+
+@pytest.mark.integration
+def test_a_claim_that_does_not_bind_in_time_fails_the_attempt_and_the_pod_is_retried(
+    control_plane, core, ns, fake_nodes, make_scheduler
+):
+    """No provisioner answers: after the bind timeout the pod gets kube-scheduler's PreBind failure and
+    stays unbound; the claim keeps its selected node, so the next attempt goes to the same node."""
+    from kubernetes import client
+
+    target = fake_nodes(f"{ns}-t1", labels={"probe": ns})
+    storage = client.StorageV1Api(control_plane.admin_client)
+    sc = f"slow-{ns}"
+    storage.create_storage_class(
+        {"metadata": {"name": sc}, "provisioner": f"{ns}.example.com", "volumeBindingMode": "WaitForFirstConsumer"}
+    )
+    try:
+        core.create_namespaced_persistent_volume_claim(ns, _claim("data", sc, "1Gi"))
+        make_scheduler(overrides={"scheduler.volume_bind_timeout_seconds": 1})
+        core.create_namespaced_pod(ns, _mounting("v", "data", ns), _preload_content=False)
+        wanted = 'running PreBind plugin "VolumeBinding": binding volumes: timed out waiting for the condition'
+        wait_for(lambda: _failed(core, ns, "v", wanted), 30, "PreBind timeout event")
+        assert _node_of(core, ns, "v") is None
+        annotations = core.read_namespaced_persistent_volume_claim("data", ns).metadata.annotations or {}
+        assert annotations.get(SELECTED_NODE) == target
+    finally:
+        core.delete_namespaced_pod("v", ns, grace_period_seconds=0)
+        core.delete_namespaced_persistent_volume_claim("data", ns)
         storage.delete_storage_class(sc)
