@@ -68,9 +68,9 @@ def feasible_nodes(
 
     ``pods`` are all pods of the cluster: those bound to a node count there (Succeeded and Failed
     ones do not, as in kube-scheduler). ``pvcs``, ``pvs`` and ``storage_classes`` feed the volume
-    filters (bound claims), ``csi_nodes`` and ``volume_attachments`` NodeVolumeLimits (a claim waiting for its first consumer passes a node where a free volume or
-    its class's provisioner can satisfy it); a pod with a DynamicResources claim is refused on every
-    node with a reason saying so (drs-prom never places it on a guess).
+    filters (a claim waiting for its first consumer passes a node where a free volume or its class's
+    provisioner can satisfy it), ``csi_nodes`` and ``volume_attachments`` NodeVolumeLimits; a pod with
+    a DynamicResources claim is refused on every node with a reason saying so (never placed on a guess).
     ValueError (one line) when ``pod`` or a node is not a JSON object.
     """
     req = kube.to_pod_request(pod)
