@@ -41,7 +41,7 @@ from drs_prom.scheduler.preempt import Preemptor
 from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
 from drs_prom.scheduler.ratelimit import TokenBucket
 from drs_prom.scheduler.rollout import RolloutWatcher, arm_text
-from drs_prom.scheduler.volume_prebind import VolumePreBinder, failure_message, plan_for
+from drs_prom.scheduler.volume_prebind import GONE, VolumePreBinder, failure_message, plan_for
 from drs_prom.scheduler.workers import WorkerPool
 from drs_prom.scheduler.write_process import RemoteWriter
 from drs_prom.state import MetricsSource
@@ -334,13 +334,21 @@ class Scheduler:
                 self.cache.forget(item.uid)
                 self.queue.requeue_now(item)
                 return
-            why = plan if isinstance(plan, str) else self.prebinder.run(plan, node, self._stop)
+
+            def wanted() -> bool:  # deleted or bound by another scheduler: stop waiting for its claims
+                return self.cache.pending_pod(item.uid) is not None
+
+            why = plan if isinstance(plan, str) else self.prebinder.run(plan, node, self._stop, wanted)
         except Exception as exc:  # noqa: BLE001 - one pod's volume binding (connection lost): retried with backoff
             why = f"binding volumes: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         finally:
             self.cache.release_volumes(reserved)
         if why is None:
             self._bind(*args)
+            return
+        if why == GONE:
+            self.cache.forget(item.uid)
+            self.queue.done(item, scheduled=True)
             return
         log.info("%s: volumes on %s: %s", item.key, node.name, why)
         self.metrics.bind_failures.inc()

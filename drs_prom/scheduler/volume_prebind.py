@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from drs_prom import claim_binding, volumes
@@ -31,6 +32,7 @@ from drs_prom.types import NodeInfo, PodRequest
 
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 TIMED_OUT = "binding volumes: timed out waiting for the condition"
+GONE = "the pod was deleted or bound elsewhere"
 
 
 def plan_for(req: PodRequest, storage: volumes.Storage, node: NodeInfo) -> claim_binding.Plan | str | None:
@@ -60,8 +62,11 @@ class VolumePreBinder:
         self.cache = cache
         self.timeout = timeout
 
-    def run(self, plan: claim_binding.Plan, node: NodeInfo, stop: threading.Event) -> str | None:
-        """Write ``plan`` and wait for its claims to bind: None when they are, else why not."""
+    def run(
+        self, plan: claim_binding.Plan, node: NodeInfo, stop: threading.Event, wanted: Callable[[], bool]
+    ) -> str | None:
+        """Write ``plan`` and wait for its claims to bind: None when they are, else why not. The wait ends
+        early (``GONE``) once ``wanted()`` says the pod no longer waits for a node."""
         from kubernetes.client import ApiException
 
         try:
@@ -72,7 +77,9 @@ class VolumePreBinder:
         except ApiException as exc:
             return f"binding volumes: {_api_reason(exc)}"
         answer = self.cache.wait_storage(
-            lambda s: claim_binding.progress(plan, s.claims, s.volumes, node), self.timeout, stop
+            lambda s: claim_binding.progress(plan, s.claims, s.volumes, node) if wanted() else GONE,
+            self.timeout,
+            stop,
         )
         if answer == claim_binding.DONE:
             return None
