@@ -346,7 +346,7 @@ class Scheduler:
         if why is None:
             self._bind(*args)
             return
-        if why == GONE:
+        if why == GONE or self._stop.is_set():  # deleted, bound elsewhere, or this scheduler stops
             self.cache.forget(item.uid)
             self.queue.done(item, scheduled=True)
             return
