@@ -12,6 +12,11 @@ from drs_prom.types import ClaimInfo, NodeSelectorRequirement, NodeSelectorTerm,
 
 _mapping, _list, _text = kube_terms.as_mapping, kube_terms.as_list, kube_terms.as_text
 
+ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+"""The claim annotation that asks a provisioner for a volume reachable from that node."""
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+"""The claim annotation the PV controller sets once it has bound the claim."""
+
 
 def to_claim_info(pvc: Mapping[str, Any]) -> ClaimInfo:
     """A PersistentVolumeClaim object as the volume filters read it."""
@@ -34,12 +39,6 @@ def to_claim_info(pvc: Mapping[str, Any]) -> ClaimInfo:
     )
 
 
-ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
-"""The claim annotation that asks a provisioner for a volume reachable from that node."""
-ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
-"""The claim annotation the PV controller sets once it has bound the claim."""
-
-
 def _storage_bytes(q: Any) -> int:
     """A storage quantity in bytes (0 when absent or unreadable: the apiserver validated it already)."""
     try:
@@ -49,7 +48,8 @@ def _storage_bytes(q: Any) -> int:
 
 
 def to_volume_info(pv: Mapping[str, Any]) -> VolumeInfo:
-    """A PersistentVolume: required node affinity (None when it has none) and labels."""
+    """A PersistentVolume: required node affinity (None when it has none), labels, and what matching it
+    to an unbound claim reads (class, access modes, capacity, phase, volume mode, claimRef)."""
     meta, spec = _mapping(pv.get("metadata")), _mapping(pv.get("spec"))
     required = _mapping(spec.get("nodeAffinity")).get("required")
     terms = None
