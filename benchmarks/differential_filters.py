@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cases: {tally.cases}  ({tally.timing()}; {wall:.0f} s in all)")
     print(tally.coverage())
     print(
-        f"refused by drs-prom as unsupported (unbound WaitForFirstConsumer or DynamicResources claims; "
+        f"refused by drs-prom as unsupported (DynamicResources claims; "
         f"kube-scheduler with drs-prom as extender places these): {tally.refused}"
     )
     print(f"disagreements: {len(tally.disagreements)}")

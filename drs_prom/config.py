@@ -252,6 +252,15 @@ class SchedulerSettings(_Section):
     bind_workers: int = Field(
         16, ge=1, description="Binds in flight at once (the binding cycle runs off the scheduling thread)."
     )
+    volume_bind_timeout_seconds: float = Field(
+        600.0,
+        gt=0,
+        description="How long a pod with claims waiting for their first consumer waits for them to bind after "
+        "its node was chosen (kube-scheduler's VolumeBinding bindTimeoutSeconds); then it is retried with backoff.",
+    )
+    volume_bind_workers: int = Field(
+        16, ge=1, description="Pods waiting at once for their claims to bind before their own bind."
+    )
     write_process: bool = Field(
         True,
         description="Make the binding cycle's API writes (Bindings, Events) from a child process, so their "

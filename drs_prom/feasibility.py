@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drs_prom import interpod, preemption, volumes
-from drs_prom.scheduler import kube, kube_terms
+from drs_prom.scheduler import kube, kube_storage, kube_terms
 from drs_prom.types import PodRecord
 
 
@@ -36,16 +36,18 @@ def neighbours(
             continue
         by_node.setdefault(node, []).append(kube.to_pod_record(pod, node))
     ns_labels = dict(kube.namespace_labels(ns) for ns in namespaces)
-    claims = [kube.to_claim_info(c) for c in pvcs]
-    classes = dict(map(kube.storage_class, storage_classes))
+    claims = [kube_storage.to_claim_info(c) for c in pvcs]
+    classes = dict(map(kube_storage.storage_class, storage_classes))
+    topologies = dict(map(kube_storage.allowed_topologies, storage_classes))
     storage = volumes.Storage(
         claims={(c.namespace, c.name): c for c in claims},
-        volumes={v.name: v for v in map(kube.to_volume_info, pvs)},
+        volumes={v.name: v for v in map(kube_storage.to_volume_info, pvs)},
         binding_modes={name: mode for name, (mode, _) in classes.items()},
         in_use=volumes.claims_in_use((r.namespace, r.claims) for rs in by_node.values() for r in rs),
         provisioners={name: prov for name, (_, prov) in classes.items()},
-        csi_limits=dict(map(kube.csi_node_limits, csi_nodes)),
-        attached=volumes.attached_by_node(dict(map(kube.volume_attachment, volume_attachments)).values()),
+        csi_limits=dict(map(kube_storage.csi_node_limits, csi_nodes)),
+        attached=volumes.attached_by_node(dict(map(kube_storage.volume_attachment, volume_attachments)).values()),
+        topologies={name: terms for name, terms in topologies.items() if terms},
     )
     return interpod.Neighbours(pods_by_node=by_node, namespace_labels=ns_labels, storage=storage)
 
@@ -66,8 +68,9 @@ def feasible_nodes(
 
     ``pods`` are all pods of the cluster: those bound to a node count there (Succeeded and Failed
     ones do not, as in kube-scheduler). ``pvcs``, ``pvs`` and ``storage_classes`` feed the volume
-    filters (bound claims), ``csi_nodes`` and ``volume_attachments`` NodeVolumeLimits; a pod with an unbound WaitForFirstConsumer claim or a DynamicResources
-    claim is refused on every node with a reason saying so (drs-prom never places it on a guess).
+    filters (a claim waiting for its first consumer passes a node where a free volume or its class's
+    provisioner can satisfy it), ``csi_nodes`` and ``volume_attachments`` NodeVolumeLimits; a pod with
+    a DynamicResources claim is refused on every node with a reason saying so (never placed on a guess).
     ValueError (one line) when ``pod`` or a node is not a JSON object.
     """
     req = kube.to_pod_request(pod)

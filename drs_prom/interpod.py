@@ -7,8 +7,7 @@ other pods: which host ports a node's pods hold, how many pods matching a select
 domain has, which pods' required anti-affinity the incoming pod would break. As in kube-scheduler's
 PreFilter, those counts are made once per pod (``prepare``) and every node's check reads them.
 
-What drs-prom cannot decide (DynamicResources claims, a volume claim waiting for its first consumer)
-turns the pod away before any node is looked at, with a reason naming it: never bound on a guess.
+What drs-prom cannot decide (DynamicResources claims) turns the pod away before any node is looked at, with a reason naming it: never bound on a guess.
 
 Pure: plain records in (``types``), reasons out, worded as kube-scheduler words them.
 

@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from drs_prom import filters, interpod, volumes
+from drs_prom import claim_binding, filters, interpod, volumes
 from drs_prom.types import LabelSelector, NodeInfo, PodRecord, PodRequest
 
 PRIORITY_OFFSET = 2**31
@@ -42,6 +42,7 @@ UNRESOLVABLE = frozenset(
         volumes.R_ZONE,
         volumes.R_PV_MISSING,
         volumes.R_UNBOUND_IMMEDIATE,
+        claim_binding.R_BIND_CONFLICT,
     }
 )
 """First-failing reasons kube-scheduler marks UnschedulableAndUnresolvable: evicting pods cannot help."""

@@ -111,7 +111,10 @@ class PodRecord:
 
 @dataclass(frozen=True)
 class ClaimInfo:
-    """A PersistentVolumeClaim as the volume filters read it: bound when ``volume_name`` is set."""
+    """A PersistentVolumeClaim as the volume filters read it: bound when ``volume_name`` is set. For an
+    unbound claim, what VolumeBinding matches a volume against (requested bytes, label ``selector``,
+    None: any volume; ``volume_mode``), the node a provisioner was asked to use (``selected_node``),
+    and whether the PV controller finished binding it (``bind_completed``)."""
 
     namespace: str
     name: str
@@ -119,18 +122,32 @@ class ClaimInfo:
     storage_class: str = ""
     access_modes: tuple[str, ...] = ()
     deleting: bool = False
+    uid: str = ""
+    request_bytes: int = 0
+    selector: LabelSelector | None = None
+    volume_mode: str = "Filesystem"
+    selected_node: str = ""
+    bind_completed: bool = False
 
 
 @dataclass(frozen=True)
 class VolumeInfo:
     """A PersistentVolume: its required node affinity (empty: any node), its zone/region labels, and
-    for a CSI volume its driver and volume handle (what NodeVolumeLimits counts per node)."""
+    for a CSI volume its driver and volume handle (what NodeVolumeLimits counts per node); for
+    matching it to an unbound claim its class, access modes, capacity, phase, volume mode and the
+    claim it is bound or pre-bound to (``claim_ref``: (namespace, name, uid), empty: none)."""
 
     name: str
     node_affinity: tuple[NodeSelectorTerm, ...] | None = None
     labels: tuple[tuple[str, str], ...] = ()
     csi_driver: str = ""
     csi_handle: str = ""
+    storage_class: str = ""
+    access_modes: tuple[str, ...] = ()
+    capacity_bytes: int = 0
+    phase: str = ""
+    volume_mode: str = "Filesystem"
+    claim_ref: tuple[str, ...] = ()
 
 
 @dataclass

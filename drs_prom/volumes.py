@@ -1,11 +1,12 @@
-"""kube-scheduler's volume filters for claims that are already bound, as pure functions.
+"""kube-scheduler's volume filters, as pure functions.
 
 VolumeRestrictions (a ReadWriteOncePod claim another pod uses), NodeVolumeLimits (CSI attach limits,
 counted by ``csi_limits``), VolumeBinding (the claims exist, none is an unbound claim of an Immediate
 class, the bound PersistentVolume's required node affinity matches the node) and VolumeZone (the
 volume's zone and region labels match the node's). A claim still waiting for its first consumer
-(``WaitForFirstConsumer``) needs kube-scheduler's selected-node handshake, which drs-prom's own
-scheduler does not do: such a pod is refused (``unsupported``), never bound on a guess.
+(``WaitForFirstConsumer``) passes a node when a free volume there or a provisioner allowed there
+can satisfy it (``claim_binding``); the binding cycle then writes that choice and waits for the claim
+to bind before it binds the pod.
 
 Wording as kube-scheduler's: a PreFilter reason turns the pod away on every node at once; a Filter
 reason is per node.
@@ -16,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from drs_prom import csi_limits, filters
-from drs_prom.types import ClaimInfo, NodeInfo, PodRecord, PodRequest, VolumeInfo
+from drs_prom import claim_binding, csi_limits
+from drs_prom.types import ClaimInfo, NodeInfo, NodeSelectorTerm, PodRecord, PodRequest, VolumeInfo
 
 R_RWOP = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 R_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -25,7 +26,6 @@ R_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 R_PV_MISSING = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 R_ZONE = "node(s) had no available volume zone"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
-UNSUPPORTED_WFFC = "unbound WaitForFirstConsumer PersistentVolumeClaims (VolumeBinding)"
 
 _ZONE_LABELS = (
     "failure-domain.beta.kubernetes.io/zone",
@@ -44,7 +44,9 @@ class Storage:
     """Claims by (namespace, name), volumes by name, each StorageClass's volumeBindingMode, the
     claims placed pods mount (for ReadWriteOncePod), and for NodeVolumeLimits each class's
     provisioner, each node's CSI attach limits (node -> driver -> count) and the volumes attached
-    to it (node -> (attacher, PersistentVolume name) of each VolumeAttachment)."""
+    to it (node -> (attacher, PersistentVolume name) of each VolumeAttachment); for claims waiting for
+    their first consumer each class's allowedTopologies and the volumes in-flight bindings reserved
+    (volume -> (namespace, claim))."""
 
     claims: Mapping[tuple[str, str], ClaimInfo]
     volumes: Mapping[str, VolumeInfo]
@@ -53,6 +55,8 @@ class Storage:
     provisioners: Mapping[str, str] = field(default_factory=dict)
     csi_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     attached: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    topologies: Mapping[str, tuple[NodeSelectorTerm, ...]] = field(default_factory=dict)
+    reserved: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 NO_STORAGE = Storage(claims={}, volumes={}, binding_modes={})
@@ -61,12 +65,14 @@ NO_STORAGE = Storage(claims={}, volumes={}, binding_modes={})
 @dataclass(frozen=True)
 class VolumeState:
     """What PreFilter found: the bound volumes (and claims whose volume is missing) the nodes are checked
-    against, and the pod's CSI volumes (unique name -> driver) with the storage NodeVolumeLimits reads."""
+    against, the pod's CSI volumes (unique name -> driver) with the storage NodeVolumeLimits reads, and
+    the claims waiting for their first consumer with the volumes each could take."""
 
     volumes: tuple[VolumeInfo, ...]
     missing_volume: bool
     csi: Mapping[str, str] = field(default_factory=dict)
     storage: Storage = NO_STORAGE
+    pending: tuple[claim_binding.Pending, ...] = ()
 
 
 def attached_by_node(attachments: Iterable[tuple[str, str, str]]) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -100,9 +106,7 @@ def prefilter(pod: PodRequest, storage: Storage) -> tuple[str, bool] | VolumeSta
     unbound = [c for c in found if not c.volume_name]
     if any(storage.binding_modes.get(c.storage_class) != WAIT_FOR_FIRST_CONSUMER for c in unbound):
         return R_UNBOUND_IMMEDIATE, False
-    if unbound:
-        return UNSUPPORTED_WFFC, True
-    volumes = [storage.volumes.get(c.volume_name) for c in found]
+    volumes = [storage.volumes.get(c.volume_name) for c in found if c.volume_name]
     csi = {}
     if storage.csi_limits:  # no node has a limit: nothing to count
         csi = csi_limits.pod_volumes(pod.namespace, pod.claims, storage.claims, storage.volumes, storage.provisioners)
@@ -111,7 +115,14 @@ def prefilter(pod: PodRequest, storage: Storage) -> tuple[str, bool] | VolumeSta
         missing_volume=None in volumes,
         csi=csi,
         storage=storage,
+        pending=claim_binding.prepare(unbound, storage.volumes, storage.reserved) if unbound else (),
     )
+
+
+def binding_plan(state: VolumeState, node: NodeInfo) -> claim_binding.Plan | str:
+    """How the pod's claims waiting for their first consumer would bind on ``node`` (a reason if not)."""
+    s = state.storage
+    return claim_binding.plan(state.pending, node, s.provisioners, s.topologies)
 
 
 def limit_reason(state: VolumeState, node: NodeInfo, pods: Sequence[PodRecord]) -> str | None:
@@ -134,11 +145,11 @@ def reasons(state: VolumeState, node: NodeInfo, pods: Sequence[PodRecord] = ()) 
         return [over]
     if state.missing_volume:
         return [R_PV_MISSING]
-    for v in state.volumes:
-        if v.node_affinity is not None and not any(
-            filters.term_matches(t, node.labels, node.name) for t in v.node_affinity
-        ):
-            return [R_NODE_CONFLICT]
+    binding = [R_NODE_CONFLICT] if not all(claim_binding.admits(v, node) for v in state.volumes) else []
+    if state.pending and isinstance(why := binding_plan(state, node), str):
+        binding.append(why)
+    if binding:
+        return binding
     if not any(k in node.labels for k in _ZONE_LABELS):
         return []  # a node without zone labels takes any volume
     for v in state.volumes:

@@ -21,16 +21,16 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import orjson
 
-from drs_prom import interpod, volumes
+from drs_prom import claim_binding, interpod, volumes
 from drs_prom.preemption import Budget
-from drs_prom.scheduler import kube, kube_terms
+from drs_prom.scheduler import kube, kube_storage, kube_terms
 from drs_prom.scheduler.nodes import NodeTable, NodeView
-from drs_prom.types import ClaimInfo, NodeInfo, PodRecord, VolumeInfo
+from drs_prom.types import ClaimInfo, NodeInfo, NodeSelectorTerm, PodRecord, VolumeInfo
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +236,10 @@ class ClusterCache:
         self._on_ns_list, self._on_ns_event = self._store_handlers(self._ns_labels, kube.namespace_labels)
         self._claims: dict[tuple[str, str], ClaimInfo] = {}  # (namespace, name) -> claim
         self._volumes: dict[str, VolumeInfo] = {}  # name -> PersistentVolume
-        self._classes: dict[str, tuple[str, str]] = {}  # StorageClass -> (volumeBindingMode, provisioner)
+        # StorageClass -> (volumeBindingMode, provisioner, allowedTopologies)
+        self._classes: dict[str, tuple[str, str, tuple[NodeSelectorTerm, ...]]] = {}
+        self._reserved: dict[str, tuple[str, str]] = {}  # volume -> (namespace, claim) an in-flight binding chose
+        self._storage_changed = threading.Condition(self._lock)
         self._csi_limits: dict[str, dict[str, int]] = {}  # CSINode (node name) -> driver -> attach limit
         self._attachments: dict[str, tuple[str, str, str]] = {}  # VolumeAttachment -> (node, attacher, volume)
         self._budgets: dict[tuple[str, str], Budget] = {}  # (namespace, name) -> PodDisruptionBudget
@@ -269,11 +272,14 @@ class ClusterCache:
                 "pvcs", core_v1.list_persistent_volume_claim_for_all_namespaces, self._claims, _claim_entry
             ),
             self._store_reflector("pvs", core_v1.list_persistent_volume, self._volumes, _volume_entry),
-            self._store_reflector("storageclasses", storage_v1.list_storage_class, self._classes, kube.storage_class),
+            self._store_reflector("storageclasses", storage_v1.list_storage_class, self._classes, class_entry),
             # NodeVolumeLimits: each node's CSI attach limits and the volumes attached to it
-            self._store_reflector("csinodes", storage_v1.list_csi_node, self._csi_limits, kube.csi_node_limits),
+            self._store_reflector("csinodes", storage_v1.list_csi_node, self._csi_limits, kube_storage.csi_node_limits),
             self._store_reflector(
-                "volumeattachments", storage_v1.list_volume_attachment, self._attachments, kube.volume_attachment
+                "volumeattachments",
+                storage_v1.list_volume_attachment,
+                self._attachments,
+                kube_storage.volume_attachment,
             ),
             self._store_reflector(
                 "poddisruptionbudgets",
@@ -350,6 +356,7 @@ class ClusterCache:
                 store.clear()
                 store.update(parse(o) for o in items)
                 self._near = None
+                self._storage_changed.notify_all()
             self.on_change()
 
         def on_event(kind: str, obj: dict[str, Any]) -> None:
@@ -360,6 +367,7 @@ class ClusterCache:
                 else:
                     store[key] = value
                 self._near = None
+                self._storage_changed.notify_all()
             self.on_change()
 
         return on_list, on_event
@@ -503,6 +511,34 @@ class ClusterCache:
             self._count(rec, -1)
         return rec
 
+    # -- claims waiting for their first consumer ------------------------------
+    def reserve_volumes(self, volumes: dict[str, tuple[str, str]]) -> None:
+        """Hold volumes (name -> (namespace, claim)) for an in-flight binding: no other pod's filter offers them."""
+        with self._lock:
+            self._reserved.update(volumes)
+            self._near = None
+
+    def release_volumes(self, names: Iterable[str]) -> None:
+        """Let go of reserved volumes (the binding finished, the volume now names its claim, or it failed)."""
+        with self._lock:
+            for name in names:
+                self._reserved.pop(name, None)
+            self._near = None
+        self.on_change()
+
+    def wait_storage(self, check: Callable[[volumes.Storage], str], timeout: float, stop: threading.Event) -> str:
+        """Call ``check`` on the claims and volumes now and after each change of the stores until it
+        answers anything but ``claim_binding.WAITING``, ``timeout`` seconds pass or ``stop`` is set
+        (then WAITING)."""
+        deadline = time.monotonic() + timeout
+        with self._storage_changed:
+            while True:
+                answer = check(self.neighbours().storage)
+                left = deadline - time.monotonic()
+                if answer != claim_binding.WAITING or left <= 0 or stop.is_set():
+                    return answer
+                self._storage_changed.wait(min(left, 1.0))
+
     def budgets(self) -> list[Budget]:
         """The PodDisruptionBudgets as last seen (status written by the disruption controller)."""
         with self._lock:
@@ -538,11 +574,13 @@ class ClusterCache:
                 storage = volumes.Storage(
                     claims=dict(self._claims),
                     volumes=dict(self._volumes),
-                    binding_modes={name: mode for name, (mode, _) in self._classes.items()},
+                    binding_modes={name: c[0] for name, c in self._classes.items()},
                     in_use=volumes.claims_in_use((r.namespace, r.claims) for rs in by_node.values() for r in rs),
-                    provisioners={name: prov for name, (_, prov) in self._classes.items()},
+                    provisioners={name: c[1] for name, c in self._classes.items()},
                     csi_limits={n: dict(limits) for n, limits in self._csi_limits.items() if limits},
                     attached=volumes.attached_by_node(self._attachments.values()),
+                    topologies={name: c[2] for name, c in self._classes.items() if c[2]},
+                    reserved=dict(self._reserved),
                 )
                 self._near = interpod.Neighbours(
                     pods_by_node=by_node, namespace_labels=dict(self._ns_labels), storage=storage
@@ -600,13 +638,19 @@ def _same_placement(old: PodRecord, node: str, meta: dict[str, Any]) -> bool:
     )
 
 
+def class_entry(sc: dict[str, Any]) -> tuple[str, tuple[str, str, tuple[NodeSelectorTerm, ...]]]:
+    """(StorageClass name, (volumeBindingMode, provisioner, allowedTopologies as node selector terms))."""
+    name, (mode, provisioner) = kube_storage.storage_class(sc)
+    return name, (mode, provisioner, kube_storage.allowed_topologies(sc)[1])
+
+
 def _claim_entry(pvc: dict[str, Any]) -> tuple[tuple[str, str], ClaimInfo]:
-    claim = kube.to_claim_info(pvc)
+    claim = kube_storage.to_claim_info(pvc)
     return (claim.namespace, claim.name), claim
 
 
 def _volume_entry(pv: dict[str, Any]) -> tuple[str, VolumeInfo]:
-    volume = kube.to_volume_info(pv)
+    volume = kube_storage.to_volume_info(pv)
     return volume.name, volume
 
 

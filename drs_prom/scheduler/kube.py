@@ -16,7 +16,6 @@ from typing import Any
 
 from drs_prom.scheduler import kube_terms
 from drs_prom.types import (
-    ClaimInfo,
     NodeInfo,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -24,7 +23,6 @@ from drs_prom.types import (
     PodRequest,
     Taint,
     Toleration,
-    VolumeInfo,
 )
 
 PROFILE_ANNOTATION = "drs.io/profile"
@@ -170,7 +168,7 @@ def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
-def _requirements(exprs: Any) -> tuple[NodeSelectorRequirement, ...]:
+def node_requirements(exprs: Any) -> tuple[NodeSelectorRequirement, ...]:
     return tuple(
         NodeSelectorRequirement(
             key=_text(e.get("key")),
@@ -189,15 +187,15 @@ def _affinity_terms(spec: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...]:
     )
     return tuple(
         NodeSelectorTerm(
-            match_expressions=_requirements(term.get("matchExpressions")),
+            match_expressions=node_requirements(term.get("matchExpressions")),
             # matchFields name node fields (only metadata.name exists), never labels
-            match_fields=_requirements(term.get("matchFields")),
+            match_fields=node_requirements(term.get("matchFields")),
         )
         for term in map(_mapping, _list(na.get("nodeSelectorTerms")))
     )
 
 
-def _labels(value: Any) -> dict[str, str]:
+def labels_of(value: Any) -> dict[str, str]:
     return {k: v for k, v in _mapping(value).items() if isinstance(k, str) and isinstance(v, str)}
 
 
@@ -226,7 +224,7 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
     spec = _mapping(pod.get("spec"))
     cpu, mem = pod_requests(pod)
     profile = _mapping(meta.get("annotations")).get(PROFILE_ANNOTATION)
-    labels = _labels(meta.get("labels"))
+    labels = labels_of(meta.get("labels"))
     return PodRequest(
         name=_text(meta.get("name")),
         namespace=_text(meta.get("namespace"), "default"),
@@ -234,7 +232,7 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
         cpu_m=cpu,
         mem_bytes=mem,
         priority=_priority(spec.get("priority")),
-        node_selector=_labels(spec.get("nodeSelector")),
+        node_selector=labels_of(spec.get("nodeSelector")),
         affinity_terms=_affinity_terms(spec),
         tolerations=_tolerations(spec),
         demand=demand,
@@ -290,7 +288,7 @@ def to_node_info(node: Mapping[str, Any], bound: Iterable[tuple[int, int]] = ())
         requested_cpu_m=cpu,
         requested_mem_bytes=mem,
         pod_count=count,
-        labels=_labels(meta.get("labels")),
+        labels=labels_of(meta.get("labels")),
         taints=tuple(
             Taint(key=_text(t.get("key")), value=_text(t.get("value")), effect=_text(t.get("effect")) or "NoSchedule")
             for t in map(_mapping, _list(spec.get("taints")))
@@ -317,77 +315,7 @@ def is_ours_pending(pod: Mapping[str, Any], scheduler_name: str) -> bool:
     )
 
 
-def to_claim_info(pvc: Mapping[str, Any]) -> ClaimInfo:
-    """A PersistentVolumeClaim object as the volume filters read it."""
-    meta, spec = _mapping(pvc.get("metadata")), _mapping(pvc.get("spec"))
-    return ClaimInfo(
-        namespace=_text(meta.get("namespace"), "default"),
-        name=_text(meta.get("name")),
-        volume_name=_text(spec.get("volumeName")),
-        storage_class=_text(spec.get("storageClassName")),
-        access_modes=tuple(m for m in _list(spec.get("accessModes")) if isinstance(m, str)),
-        deleting=bool(meta.get("deletionTimestamp")),
-    )
-
-
-def to_volume_info(pv: Mapping[str, Any]) -> VolumeInfo:
-    """A PersistentVolume: required node affinity (None when it has none) and labels."""
-    meta, spec = _mapping(pv.get("metadata")), _mapping(pv.get("spec"))
-    required = _mapping(spec.get("nodeAffinity")).get("required")
-    terms = None
-    if isinstance(required, Mapping):
-        terms = tuple(
-            NodeSelectorTerm(
-                match_expressions=_requirements(t.get("matchExpressions")),
-                match_fields=_requirements(t.get("matchFields")),
-            )
-            for t in map(_mapping, _list(required.get("nodeSelectorTerms")))
-        )
-    csi = _mapping(spec.get("csi"))
-    return VolumeInfo(
-        name=_text(meta.get("name")),
-        node_affinity=terms,
-        labels=tuple(sorted(_labels(meta.get("labels")).items())),
-        csi_driver=_text(csi.get("driver")),
-        csi_handle=_text(csi.get("volumeHandle")),
-    )
-
-
 def namespace_labels(ns: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
     """A Namespace's name and labels (what a pod (anti-)affinity term's namespaceSelector reads)."""
     meta = _mapping(ns.get("metadata"))
     return _text(meta.get("name")), {str(k): str(v) for k, v in _mapping(meta.get("labels")).items()}
-
-
-def binding_mode(sc: Mapping[str, Any]) -> tuple[str, str]:
-    """(StorageClass name, volumeBindingMode); the apiserver defaults the mode to Immediate."""
-    return _text(_mapping(sc.get("metadata")).get("name")), _text(sc.get("volumeBindingMode"), "Immediate")
-
-
-def storage_class(sc: Mapping[str, Any]) -> tuple[str, tuple[str, str]]:
-    """(StorageClass name, (volumeBindingMode, provisioner)): the mode for VolumeBinding, the provisioner
-    for NodeVolumeLimits (an unbound claim counts against its class's provisioner's limit)."""
-    name, mode = binding_mode(sc)
-    return name, (mode, _text(sc.get("provisioner")))
-
-
-def csi_node_limits(csi_node: Mapping[str, Any]) -> tuple[str, dict[str, int]]:
-    """(node name, driver -> attach limit) of a CSINode; a driver without ``allocatable.count`` has no limit."""
-    limits: dict[str, int] = {}
-    for d in map(_mapping, _list(_mapping(csi_node.get("spec")).get("drivers"))):
-        count = _mapping(d.get("allocatable")).get("count")
-        if isinstance(count, int) and not isinstance(count, bool):
-            limits[_text(d.get("name"))] = count
-    return _text(_mapping(csi_node.get("metadata")).get("name")), limits
-
-
-def volume_attachment(va: Mapping[str, Any]) -> tuple[str, tuple[str, str, str]]:
-    """(VolumeAttachment name, (node, attacher, PersistentVolume name)): a volume attached to a node
-    counts against its driver's limit there even when no pod mounts it any more."""
-    spec = _mapping(va.get("spec"))
-    pv = _text(_mapping(spec.get("source")).get("persistentVolumeName"))
-    return _text(_mapping(va.get("metadata")).get("name")), (
-        _text(spec.get("nodeName")),
-        _text(spec.get("attacher")),
-        pv,
-    )

@@ -41,6 +41,7 @@ from drs_prom.scheduler.preempt import Preemptor
 from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
 from drs_prom.scheduler.ratelimit import TokenBucket
 from drs_prom.scheduler.rollout import RolloutWatcher, arm_text
+from drs_prom.scheduler.volume_prebind import GONE, VolumePreBinder, failure_message, plan_for
 from drs_prom.scheduler.workers import WorkerPool
 from drs_prom.scheduler.write_process import RemoteWriter
 from drs_prom.state import MetricsSource
@@ -124,6 +125,9 @@ class Scheduler:
         self._next_start = 0  # where the next node search starts (kube-scheduler's nextStartNodeIndex)
         # events go through their own pool so a slow event write never delays the next bind
         self._events = WorkerPool(2, "drs-event")
+        # pods whose claims waited for their first consumer wait here for them to bind, off the bind pool
+        self._volume_pool = WorkerPool(self.cfg.volume_bind_workers, "drs-volume-bind")
+        self.prebinder = VolumePreBinder(self.core, self.cache, self.cfg.volume_bind_timeout_seconds)
         self.preemptor = Preemptor(
             api_client, self.cache, self.cfg.scheduler_name, self._pool.submit, self._submit_event
         )
@@ -210,6 +214,7 @@ class Scheduler:
         if self.rollout is not None:
             self.rollout.stop()
         self.decider.stop()
+        self._volume_pool.shutdown()
         self._pool.shutdown()
         self._events.shutdown()
         if self._remote is not None:
@@ -291,10 +296,16 @@ class Scheduler:
             req, demand.demand, nodes, feasible, rows=rows, names=view.names, requests=requests, soft=soft
         )
         node = nodes[choice.index].name
+        plan = plan_for(req, view.near().storage, nodes[choice.index]) if req.claims else None
         self.metrics.attempt_latency.observe(time.monotonic() - t0)
         self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes, interpod.record_of(req, node))
         decided = time.monotonic()
         args = (item, pod, req, demand.demand, node, nodes, feasible, choice, requests, decided)
+        if plan is not None:  # claims waiting for their first consumer bind first (VolumeBinding PreBind)
+            if not isinstance(plan, str):
+                self.cache.reserve_volumes({v.name: (c.namespace, c.name) for c, v in plan.static})
+            self._volume_pool.submit(self._prebind, plan, nodes[choice.index], args)
+            return "binding"
         if self._pipelined:  # the next pod is decided while this one's bind is written
             self._pool.submit(self._bind, *args)
         else:
@@ -323,6 +334,38 @@ class Scheduler:
     def _event(self, pod: dict[str, Any], reason: str, message: str, kind: str) -> None:
         self._limiter.wait()
         binder.emit_event(self._post, pod, reason, message, self.cfg.scheduler_name, kind)
+
+    def _prebind(self, plan: Any, node: NodeInfo, args: tuple[Any, ...]) -> None:
+        """Bind the pod's waiting claims on ``node``, wait for them, then bind the pod; on failure the
+        pod gets kube-scheduler's PreBind FailedScheduling message and is retried with backoff."""
+        item, pod = args[0], args[1]
+        reserved = [v.name for _, v in plan.static] if not isinstance(plan, str) else []
+        try:
+            if not self.is_leader():  # fencing: lost the lease since the decision
+                self.cache.forget(item.uid)
+                self.queue.requeue_now(item)
+                return
+
+            def wanted() -> bool:  # deleted or bound by another scheduler: stop waiting for its claims
+                return self.cache.pending_pod(item.uid) is not None
+
+            why = plan if isinstance(plan, str) else self.prebinder.run(plan, node, self._stop, wanted)
+        except Exception as exc:  # noqa: BLE001 - one pod's volume binding (connection lost): retried with backoff
+            why = f"binding volumes: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        finally:
+            self.cache.release_volumes(reserved)
+        if why is None:
+            self._bind(*args)
+            return
+        if why == GONE or self._stop.is_set():  # deleted, bound elsewhere, or this scheduler stops
+            self.cache.forget(item.uid)
+            self.queue.done(item, scheduled=True)
+            return
+        log.info("%s: volumes on %s: %s", item.key, node.name, why)
+        self.metrics.bind_failures.inc()
+        self.cache.forget(item.uid)
+        self._submit_event(pod, "FailedScheduling", failure_message(why), "Warning")
+        self.queue.done(item, scheduled=False)
 
     def _bind(
         self,

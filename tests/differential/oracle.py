@@ -128,9 +128,8 @@ class Outcome:
 
     @property
     def refused(self) -> bool:
-        """drs-prom refused the pod outright as needing what it does not check (an unbound WaitForFirstConsumer
-        claim, a DynamicResources claim): it binds nothing and its FailedScheduling event says to run
-        kube-scheduler with drs-prom as extender. A documented refusal, counted apart, not a filter that
+        """drs-prom refused the pod outright as needing what it does not check (a DynamicResources claim):
+        it binds nothing and its FailedScheduling event says to run kube-scheduler with drs-prom as extender. A documented refusal, counted apart, not a filter that
         disagrees; it never makes drs-prom accept a node kube-scheduler refuses."""
         return (
             not self.drs

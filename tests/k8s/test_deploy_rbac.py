@@ -93,6 +93,8 @@ ALLOWED = [
     ("watch", "csinodes.storage.k8s.io", None),  # NodeVolumeLimits
     ("list", "volumeattachments.storage.k8s.io", None),
     ("create", "pods:binding", "some-ns"),
+    ("update", "persistentvolumes", None),  # pre-binds a volume to a claim waiting for its first consumer
+    ("patch", "persistentvolumeclaims", "some-ns"),  # the claim's selected node, for its provisioner
     ("list", "poddisruptionbudgets.policy", None),  # preemption respects the budgets
     ("watch", "poddisruptionbudgets.policy", None),
     ("delete", "pods", "some-ns"),  # preemption evicts the victims
@@ -121,6 +123,9 @@ REFUSED = [
     ("delete", "namespaces", None),
     ("update", "persistentvolumeclaims", "some-ns"),
     ("delete", "persistentvolumes", None),
+    ("create", "persistentvolumes", None),
+    ("patch", "persistentvolumes", None),
+    ("delete", "persistentvolumeclaims", "some-ns"),
     ("create", "leases.coordination.k8s.io", "kube-system"),
     ("list", "leases.coordination.k8s.io", "drs-system"),
     ("delete", "leases.coordination.k8s.io", "drs-system"),

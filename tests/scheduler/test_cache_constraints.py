@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from drs_prom import interpod
 from drs_prom.feasibility import feasible_nodes
-from drs_prom.scheduler import kube
-from drs_prom.scheduler.cache import ClusterCache
+from drs_prom.scheduler import kube, kube_storage
+from drs_prom.scheduler.cache import ClusterCache, class_entry
 from tests.scheduler.test_feasibility import HOST, ZONE, _anti, _spread, node, pod
 
 
@@ -158,10 +158,12 @@ def test_the_scheduler_mask_equals_the_reasons_and_feasible_nodes(placed: tuple,
         for i, (zone, g) in enumerate(zip(["a", "a", "b", None], gpus))
     ]
     cache = _cache(nodes, list(placed))
-    cache._claims.update(((c["metadata"]["namespace"], c["metadata"]["name"]), kube.to_claim_info(c)) for c in CLAIMS)
-    cache._volumes.update((v["metadata"]["name"], kube.to_volume_info(v)) for v in VOLUMES)
-    cache._classes.update(map(kube.storage_class, CLASSES))
-    cache._csi_limits.update(map(kube.csi_node_limits, CSI_NODES))
+    cache._claims.update(
+        ((c["metadata"]["namespace"], c["metadata"]["name"]), kube_storage.to_claim_info(c)) for c in CLAIMS
+    )
+    cache._volumes.update((v["metadata"]["name"], kube_storage.to_volume_info(v)) for v in VOLUMES)
+    cache._classes.update(map(class_entry, CLASSES))
+    cache._csi_limits.update(map(kube_storage.csi_node_limits, CSI_NODES))
     view = cache.view()
     req = kube.to_pod_request(incoming)
     mask = view.feasible(req).tolist()

@@ -122,44 +122,23 @@ def run_probe(core, ns: str, fake_nodes, start_scheduler: Callable[[], object]) 
 
 
 @pytest.mark.integration
-def test_a_claim_waiting_for_its_first_consumer_is_refused_named_and_counted(
-    control_plane, core, ns, fake_nodes, make_scheduler
-):
-    from kubernetes import client
-
+def test_a_resource_claim_is_refused_named_and_counted_and_a_missing_claim_waits(core, ns, fake_nodes, make_scheduler):
+    """DynamicResources claims are not checked by drs-prom: the pod is refused, never bound on a guess."""
     fake_nodes(f"{ns}-v1", labels={"probe": ns})
-    storage = client.StorageV1Api(control_plane.admin_client)
-    sc = f"wffc-{ns}"
-    storage.create_storage_class(
-        {"metadata": {"name": sc}, "provisioner": "example.com/none", "volumeBindingMode": "WaitForFirstConsumer"}
+    sched = make_scheduler()
+    body = pod_body("v", nodeSelector={"probe": ns}, resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}])
+    body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    core.create_namespaced_pod(ns, body, _preload_content=False)
+    missing = pod_body(
+        "m", nodeSelector={"probe": ns}, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "nope"}}]
     )
-    try:
-        claim = {
-            "metadata": {"name": "data"},
-            "spec": {
-                "storageClassName": sc,
-                "accessModes": ["ReadWriteOnce"],
-                "resources": {"requests": {"storage": "1Gi"}},
-            },
-        }
-        core.create_namespaced_persistent_volume_claim(ns, claim)
-        sched = make_scheduler()
-        body = pod_body(
-            "v", nodeSelector={"probe": ns}, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]
-        )
-        core.create_namespaced_pod(ns, body, _preload_content=False)
-        missing = pod_body(
-            "m", nodeSelector={"probe": ns}, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "nope"}}]
-        )
-        core.create_namespaced_pod(ns, missing, _preload_content=False)
-        msg = wait_for(lambda: _failed(core, ns, "v", "WaitForFirstConsumer"), 30, "refusal event")
-        assert "extender" in msg
-        wait_for(lambda: _failed(core, ns, "m", 'persistentvolumeclaim "nope" not found'), 30, "missing-claim event")
-        reason = "unbound WaitForFirstConsumer PersistentVolumeClaims (VolumeBinding)"
-        assert sched.metrics.registry.get_sample_value("drs_unsupported_pods_total", {"reason": reason}) >= 1
-        assert _placement(core, ns, "v")["v"] is None and _placement(core, ns, "m")["m"] is None
-    finally:
-        storage.delete_storage_class(sc)
+    core.create_namespaced_pod(ns, missing, _preload_content=False)
+    msg = wait_for(lambda: _failed(core, ns, "v", "DynamicResources"), 30, "refusal event")
+    assert "extender" in msg
+    wait_for(lambda: _failed(core, ns, "m", 'persistentvolumeclaim "nope" not found'), 30, "missing-claim event")
+    reason = "DynamicResources resourceClaims"
+    assert sched.metrics.registry.get_sample_value("drs_unsupported_pods_total", {"reason": reason}) >= 1
+    assert _placement(core, ns, "v")["v"] is None and _placement(core, ns, "m")["m"] is None
 
 
 @pytest.mark.integration

@@ -8,7 +8,7 @@ from typing import Any
 
 from drs_prom import csi_limits, volumes
 from drs_prom.feasibility import feasible_nodes
-from drs_prom.scheduler import kube
+from drs_prom.scheduler import kube_storage
 from tests.scheduler.test_feasibility import HOST, THREE, feasible, pod
 
 DRIVER = "ebs.csi.example.com"
@@ -108,8 +108,8 @@ def test_the_limit_is_checked_before_the_volume_node_affinity() -> None:
 
 
 def test_the_parsers_read_csinodes_attachments_and_csi_volumes() -> None:
-    assert kube.csi_node_limits(_csi_node("n1", **LIMIT_1)) == ("n1", {DRIVER: 1})
-    assert kube.csi_node_limits({"metadata": {"name": "n"}, "spec": {"drivers": "junk"}}) == ("n", {})
-    info = kube.to_volume_info(_pv("pv-a"))
+    assert kube_storage.csi_node_limits(_csi_node("n1", **LIMIT_1)) == ("n1", {DRIVER: 1})
+    assert kube_storage.csi_node_limits({"metadata": {"name": "n"}, "spec": {"drivers": "junk"}}) == ("n", {})
+    info = kube_storage.to_volume_info(_pv("pv-a"))
     assert (info.csi_driver, info.csi_handle) == (DRIVER, "vol-pv-a")
-    assert kube.storage_class(CLASSES[0]) == ("csi", ("WaitForFirstConsumer", DRIVER))
+    assert kube_storage.storage_class(CLASSES[0]) == ("csi", ("WaitForFirstConsumer", DRIVER))

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from drs_prom import filters, interpod, volumes
+from drs_prom.claim_binding import NO_PROVISIONER, R_BIND_CONFLICT
 from drs_prom.feasibility import feasible_nodes, neighbours
 from drs_prom.scheduler import kube
 
@@ -365,18 +366,78 @@ def test_claims_missing_unbound_immediate_or_in_use_read_write_once_pod_turn_the
     assert feasible(feasible_nodes(_with_claim("v"), THREE, [], pvcs=rwop, pvs=[_pv("pv1")])) == {"n1", "n2", "n3"}
 
 
+LOCAL = [{"metadata": {"name": "fast"}, "provisioner": NO_PROVISIONER, "volumeBindingMode": "WaitForFirstConsumer"}]
+
+
+def _wffc_claim(name: str = "data", size: str = "2Gi", **meta: Any) -> dict:
+    body = _claim(name)
+    body["spec"]["resources"] = {"requests": {"storage": size}}
+    body["metadata"].update(meta)
+    return body
+
+
+def _free_pv(name: str, hosts: list[str], size: str, phase: str = "Available", claim_ref: dict | None = None) -> dict:
+    body = _pv(name, hosts)
+    body["spec"].update(storageClassName="fast", accessModes=["ReadWriteOnce"], capacity={"storage": size})
+    if claim_ref:
+        body["spec"]["claimRef"] = claim_ref
+    body["status"] = {"phase": phase}
+    return body
+
+
+def test_a_claim_waiting_for_its_first_consumer_fits_where_a_free_volume_big_enough_is() -> None:
+    pvs = [_free_pv("small", ["n1"], "1Gi"), _free_pv("big", ["n2"], "5Gi")]
+    got = feasible_nodes(_with_claim("v"), THREE, [], pvcs=[_wffc_claim()], pvs=pvs, storage_classes=LOCAL)
+    assert got == {"n1": (R_BIND_CONFLICT,), "n2": (), "n3": (R_BIND_CONFLICT,)}
+    taken = [
+        _free_pv("big", ["n2"], "5Gi", claim_ref={"namespace": "default", "name": "other"}),
+        _free_pv("released", ["n3"], "5Gi", phase="Released"),
+    ]
+    got = feasible_nodes(_with_claim("v"), THREE, [], pvcs=[_wffc_claim()], pvs=taken, storage_classes=LOCAL)
+    assert set(got.values()) == {(R_BIND_CONFLICT,)}
+    prebound = [_free_pv("mine", ["n3"], "5Gi", phase="Pending", claim_ref={"namespace": "default", "name": "data"})]
+    got = feasible_nodes(_with_claim("v"), THREE, [], pvcs=[_wffc_claim()], pvs=prebound, storage_classes=LOCAL)
+    assert feasible(got) == {"n3"}
+
+
+def test_two_claims_never_take_the_same_volume_and_a_bound_one_still_checks_its_affinity() -> None:
+    pvs = [_free_pv("a", ["n1", "n2"], "5Gi"), _free_pv("b", ["n2"], "5Gi")]
+    body = pod("v", volumes=[{"name": n, "persistentVolumeClaim": {"claimName": n}} for n in ("x", "y")])
+    claims = [_wffc_claim("x"), _wffc_claim("y")]
+    assert feasible(feasible_nodes(body, THREE, [], pvcs=claims, pvs=pvs, storage_classes=LOCAL)) == {"n2"}
+    bound = [_wffc_claim("x"), _claim("y", "pv-n1")]
+    got = feasible_nodes(body, THREE, [], pvcs=bound, pvs=[*pvs, _pv("pv-n1", ["n1"])], storage_classes=LOCAL)
+    assert got["n1"] == () and got["n2"] == (volumes.R_NODE_CONFLICT,)
+    assert got["n3"] == (volumes.R_NODE_CONFLICT, R_BIND_CONFLICT)
+
+
+def test_a_class_with_a_provisioner_fits_where_its_allowed_topologies_say() -> None:
+    zones = [{"matchLabelExpressions": [{"key": ZONE, "values": ["a"]}]}]
+    dynamic = [
+        {
+            "metadata": {"name": "fast"},
+            "provisioner": "csi.example.com",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowedTopologies": zones,
+        }
+    ]
+    got = feasible_nodes(_with_claim("v"), THREE, [], pvcs=[_wffc_claim()], storage_classes=dynamic)
+    assert got == {"n1": (), "n2": (), "n3": (R_BIND_CONFLICT,)}
+    asked = _wffc_claim(annotations={"volume.kubernetes.io/selected-node": "n2"})
+    assert feasible(feasible_nodes(_with_claim("v"), THREE, [], pvcs=[asked], storage_classes=dynamic)) == {"n2"}
+    none = feasible_nodes(_with_claim("v"), THREE, [], pvcs=[_wffc_claim()], storage_classes=LOCAL)
+    assert set(none.values()) == {(R_BIND_CONFLICT,)}
+
+
 def test_a_pod_drs_prom_cannot_decide_is_refused_on_every_node_with_the_reason_once_in_the_summary() -> None:
-    body = _with_claim("v")
-    got = feasible_nodes(body, THREE, [], pvcs=[_claim("data")], storage_classes=WFFC)
+    body = pod("d", resourceClaims=[{"name": "gpu", "resourceClaimName": "x"}])
+    got = feasible_nodes(body, THREE, [])
     assert feasible(got) == set() and len(set(got.values())) == 1
     (reason,) = got["n1"]
-    assert "WaitForFirstConsumer" in reason and "extender" in reason
-    near = neighbours([], [], {"n1", "n2", "n3"}, [_claim("data")], [], WFFC)
-    result = interpod.filter_all(kube.to_pod_request(body), [kube.to_node_info(n) for n in THREE], near)
+    assert "DynamicResources" in reason and "extender" in reason
+    result = interpod.filter_all(kube.to_pod_request(body), [kube.to_node_info(n) for n in THREE])
     assert filters.failure_message(result) == f"0/3 nodes are available: {reason}."
-    assert result.refused == (volumes.UNSUPPORTED_WFFC,)
-    claims = pod("d", resourceClaims=[{"name": "gpu", "resourceClaimName": "x"}])
-    assert "DynamicResources" in feasible_nodes(claims, THREE, [])["n1"][0]
+    assert result.refused == ("DynamicResources resourceClaims",)
 
 
 def test_the_first_failing_plugin_decides_and_the_summary_counts_by_reason() -> None:
