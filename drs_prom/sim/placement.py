@@ -3,6 +3,8 @@ hard constraints (a field of ``scenario.Profile``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
@@ -31,6 +33,14 @@ class Placement(BaseModel):
         if any(not z for z in value) or len(set(value)) != len(value):
             raise ValueError("volume_zones must be distinct, non-empty zone names")
         return value
+
+    def check_zones(self, profile: str, node_labels: Sequence[Mapping[str, str]]) -> None:
+        """ValueError unless each of ``volume_zones`` is the zone of some node the profile fits (``node_labels``),
+        else its pods would wait forever."""
+        zones = {labels.get(ZONE_LABEL) for labels in node_labels}
+        for zone in self.volume_zones:
+            if zone not in zones:
+                raise ValueError(f"profile {profile!r}: no node it fits has {ZONE_LABEL}={zone} (volume_zones)")
 
     def __bool__(self) -> bool:
         return bool(self.anti_affinity or self.spread or self.host_port or self.volume_zones)

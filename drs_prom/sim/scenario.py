@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError
-from drs_prom.sim.placement import ZONE_LABEL, Placement
+from drs_prom.sim.placement import Placement
 from drs_prom.sim.trace_spec import ReplayPods, TraceSpec
 
 QUANTITY_KEYS: tuple[str, ...] = (
@@ -281,12 +281,10 @@ class Scenario(_M):
         for pname, prof in self.profiles.items():
             if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", pname):
                 raise ValueError(f"profile name {pname!r} must be a DNS label")
-            if not any(_fits_empty(prof, t) for t in self.nodes):
+            fits = [t.labels for t in self.nodes if _fits_empty(prof, t)]
+            if not fits:
                 raise ValueError(f"profile {pname!r} fits no node type even when empty, so its pods would wait forever")
-            zones = {t.labels.get(ZONE_LABEL) for t in self.nodes if _fits_empty(prof, t)}
-            for zone in prof.placement.volume_zones:
-                if zone not in zones:
-                    raise ValueError(f"profile {pname!r}: no node it fits has {ZONE_LABEL}={zone} (volume_zones)")
+            prof.placement.check_zones(pname, fits)
         for i, phase in enumerate(self.arrivals):
             for pname, weight in (phase.mix or {}).items():
                 if pname not in self.profiles:

@@ -203,19 +203,28 @@ class WorkloadDriver(threading.Thread):
             if self.external:
                 self._ensure_owner(self.wl.profiles[i])
             volume = zonal_claims.manifests(self.wl, i, self.ns, {RUN_LABEL: self.run_id})
-            if volume is not None and not self._create_volume(*volume):
+            if volume is not None and not self.create_volume(*volume):
                 continue  # counted in errors: its pod could never be scheduled
             body = pod_manifest(self.wl, i, self.ns, self.scheduler_name, self.run_id, self._owners, self.external)
             self.create(body)
 
-    def _create_volume(self, pv: dict[str, Any], pvc: dict[str, Any]) -> bool:
-        """The pod's PersistentVolume and its bound claim (``testbed.zonal_claims``)."""
-        made = self._retry(
-            pv["metadata"]["name"], lambda: self.core.create_persistent_volume(pv, _preload_content=False)
-        )
-        return made and self._retry(
-            pvc["metadata"]["name"],
-            lambda: self.core.create_namespaced_persistent_volume_claim(self.ns, pvc, _preload_content=False),
+    def create_volume(self, pv: dict[str, Any], pvc: dict[str, Any]) -> bool:
+        """The pod's claim, then its PersistentVolume bound to the claim's uid (``testbed.zonal_claims``)."""
+        name = pvc["metadata"]["name"]
+        made: dict[str, str] = {}
+
+        def send_claim() -> None:
+            resp = self.core.create_namespaced_persistent_volume_claim(self.ns, pvc, _preload_content=False)
+            made["uid"] = json.loads(resp.data)["metadata"]["uid"]
+
+        if not self._retry(name, send_claim):
+            return False
+        if "uid" not in made:  # a retried create had in fact succeeded
+            resp = self.core.read_namespaced_persistent_volume_claim(name, self.ns, _preload_content=False)
+            made["uid"] = json.loads(resp.data)["metadata"]["uid"]
+        bound = zonal_claims.bound_to(pv, made["uid"])
+        return self._retry(
+            pv["metadata"]["name"], lambda: self.core.create_persistent_volume(bound, _preload_content=False)
         )
 
     def _ensure_owner(self, profile: str) -> None:

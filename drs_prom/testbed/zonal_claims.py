@@ -2,7 +2,7 @@
 
 The pair is created already bound, as the PV controller leaves it after binding: the claim names its volume
 (``spec.volumeName``) and carries ``pv.kubernetes.io/bind-completed`` (what kube-scheduler's VolumeBinding reads
-as bound), the volume names its claim (``spec.claimRef``). So no provisioner and no controller are needed, and
+as bound), the volume names its claim and the claim's uid (``spec.claimRef``, so it is created after the claim). So no provisioner and no controller are needed, and
 a real kube-controller-manager finds nothing to change. The volume states its zone both as required node affinity
 (VolumeBinding) and as the ``topology.kubernetes.io/zone`` label (VolumeZone), as a cloud provider's zonal disk
 does; ``kube.to_claim_info`` / ``kube.to_volume_info`` read them back as ``sim.zonal_volumes.pod_volume`` says.
@@ -71,6 +71,13 @@ def manifests(
         },
     }
     return volume, pvc
+
+
+def bound_to(pv: dict[str, Any], claim_uid: str) -> dict[str, Any]:
+    """``pv`` with the uid of its (created) claim in ``claimRef``, as the PV controller binds it: a volume whose
+    claimRef lacks it would make the controller mark a bind-completed claim Lost."""
+    ref = pv["spec"]["claimRef"] | {"uid": claim_uid}
+    return pv | {"spec": pv["spec"] | {"claimRef": ref}}
 
 
 def mount(body: dict[str, Any], claim: str) -> None:
