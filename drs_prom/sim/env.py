@@ -10,8 +10,8 @@ Over 400 lines because the episode loop, its recorder and the per-step/episode r
 Decisions see exactly what production sees: ``SimSource.snapshot()`` -> ``state.node_matrix``
 for ``ctx.load``, ``state.pod_matrix`` for ``ctx.pod_load``, ``filters.feasible_mask`` for
 ``ctx.feasible``, then, for the pods of a profile with a ``Placement``, the inter-pod filters
-(``interpod.neighbour_mask``: host ports, topology spread, pod anti-affinity) against the running
-pods, so no action offered breaks a constraint kube-scheduler would enforce.
+(``interpod.neighbour_mask``: host ports, topology spread, pod anti-affinity, and for a ``volume_zones``
+profile VolumeBinding / VolumeZone on its bound claim) against the running pods, so no action offered breaks a constraint kube-scheduler would enforce.
 
 Settling (the reward's "5 s later", DRS): ``info.load_after`` is the load the metrics
 would show ``settle_seconds`` after the bind in a look-ahead copy of the cluster where
@@ -48,6 +48,7 @@ from drs_prom.sim.neighbours import has_interpod, sim_neighbours
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.source import SimSource
 from drs_prom.sim.workload import Workload, generate
+from drs_prom.sim.zonal_volumes import workload_storage
 from drs_prom.state import node_matrix, pod_matrix, scales
 from drs_prom.types import NodeInfo, PodRequest
 
@@ -273,6 +274,7 @@ class SchedulingEnv:
         self.cluster = Cluster(self.nodes, self.workload, metric_window=self.scenario.metric_window_seconds)
         self._plain = self._no_taints and not self.workload.constrained
         self._interpod = has_interpod(self.workload)  # else the inter-pod filters have nothing to check
+        self._storage = workload_storage(self.workload)  # the volume_zones pods' bound claims
         self.source = SimSource(self.cluster)
         # metrics always on the scenario's scales, so policies seeing other scales still compare
         self._own_recorder = _Recorder(
@@ -312,6 +314,7 @@ class SchedulingEnv:
         self.cluster.replace_future(workload, arrived)
         self.workload = workload
         self._interpod = has_interpod(workload)
+        self._storage = workload_storage(workload)
         self.scheduled = workload.scheduled
         self._pinned = workload.pinned
         self.n_scheduled = int(self.scheduled.sum())
@@ -390,10 +393,10 @@ class SchedulingEnv:
         )
 
     def _neighbour_mask(self, req: PodRequest, nodes: list[NodeInfo], mask: np.ndarray) -> np.ndarray:
-        """NodePorts, PodTopologySpread and InterPodAffinity on top of ``mask``, against the running pods, as the
-        live scheduler checks them (interpod.neighbour_mask); unchanged when none of them has work for ``req``."""
+        """NodePorts, the volume filters, PodTopologySpread and InterPodAffinity on top of ``mask``, against the
+        running pods and the workload's claims, as the live scheduler checks them (interpod.neighbour_mask); unchanged when none of them has work for ``req``."""
         c = self.cluster
-        near = sim_neighbours(self.workload, c.running, c.node_of, self.node_names)
+        near = sim_neighbours(self.workload, c.running, c.node_of, self.node_names, self._storage)
         existing_anti = near.has_anti_affinity()
         if not needs_neighbours(req, existing_anti):
             return mask

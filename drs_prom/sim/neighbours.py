@@ -2,7 +2,8 @@
 
 NodePorts, PodTopologySpread and InterPodAffinity decide a node from the pods already on it, so the
 simulator hands them the same view the live scheduler builds from the apiserver: each running pod's
-labels, namespace, node, host ports and required anti-affinity. Only pods of a profile with a
+labels, namespace, node, host ports and required anti-affinity, and the claims and volumes of the pods
+of a ``volume_zones`` profile for the volume filters. Only pods of a profile with a
 ``Placement`` carry any of those (the others have no labels, ports or terms, so no filter can see
 them), which keeps the view as small as the constrained part of the workload.
 """
@@ -15,6 +16,7 @@ from drs_prom.interpod import Neighbours
 from drs_prom.sim.placement import Placement
 from drs_prom.sim.workload import Workload, placement_fields
 from drs_prom.types import PodRecord
+from drs_prom.volumes import NO_STORAGE, Storage
 
 
 def has_interpod(workload: Workload) -> bool:
@@ -35,15 +37,20 @@ def _record(workload: Workload, pod: int, node: str) -> PodRecord:
 
 
 def sim_neighbours(
-    workload: Workload, running: np.ndarray, node_of: np.ndarray, node_names: tuple[str, ...] | list[str]
+    workload: Workload,
+    running: np.ndarray,
+    node_of: np.ndarray,
+    node_names: tuple[str, ...] | list[str],
+    storage: Storage = NO_STORAGE,
 ) -> Neighbours:
-    """The running pods with a placement constraint, by node name (requests are already in the node sums)."""
+    """The running pods with a placement constraint, by node name (requests are already in the node sums), and
+    ``storage``: the claims and volumes of the workload's pods (``zonal_volumes.workload_storage``)."""
     placement = workload.placement
     by_node: dict[str, list[PodRecord]] = {}
     if placement is None:
-        return Neighbours()
+        return Neighbours(storage=storage)
     for pod in running.tolist():
         if placement[pod]:
             name = node_names[int(node_of[pod])]
             by_node.setdefault(name, []).append(_record(workload, pod, name))
-    return Neighbours(pods_by_node=by_node)
+    return Neighbours(pods_by_node=by_node, storage=storage)

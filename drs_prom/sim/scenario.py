@@ -281,8 +281,10 @@ class Scenario(_M):
         for pname, prof in self.profiles.items():
             if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", pname):
                 raise ValueError(f"profile name {pname!r} must be a DNS label")
-            if not any(_fits_empty(prof, t) for t in self.nodes):
+            fits = [t.labels for t in self.nodes if _fits_empty(prof, t)]
+            if not fits:
                 raise ValueError(f"profile {pname!r} fits no node type even when empty, so its pods would wait forever")
+            prof.placement.check_zones(pname, fits)
         for i, phase in enumerate(self.arrivals):
             for pname, weight in (phase.mix or {}).items():
                 if pname not in self.profiles:

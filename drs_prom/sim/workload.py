@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.features import N_FEATURES
-from drs_prom.sim.placement import Placement
+from drs_prom.sim.placement import Placement, claim_name
 from drs_prom.sim.scenario import GPU_MODEL_LABEL, GPU_RESOURCE, Scenario
 from drs_prom.sim.trace_spec import ReplayPods
 from drs_prom.types import (
@@ -51,6 +51,7 @@ class Workload:
     scalar: tuple[tuple[tuple[str, int], ...], ...] | None = None  # per pod extended requests; None = none
     affinity: tuple[tuple[NodeSelectorTerm, ...], ...] | None = None  # per pod required node affinity; None = none
     placement: tuple[Placement, ...] | None = None  # per pod anti-affinity / spread / host port; None = none
+    volume_zone: tuple[str, ...] | None = None  # per pod zone of its bound volume ("" = no volume); None = none
 
     def __len__(self) -> int:
         return len(self.names)
@@ -74,6 +75,7 @@ class Workload:
             tolerations=() if self.tolerations is None else self.tolerations[i],
             scalar=() if self.scalar is None else self.scalar[i],
             affinity_terms=() if self.affinity is None else self.affinity[i],
+            claims=(claim_name(self.names[i]),) if self.volume_zone is not None and self.volume_zone[i] else (),
             **placement_fields(self.profiles[i], self.placement[i] if self.placement is not None else Placement()),
         )
 
@@ -159,8 +161,19 @@ def generate(scenario: Scenario, seed: int) -> Workload:
         tolerations=tuple(tols[k] for k in kind) if any(tols) else None,
         scalar=tuple(scalars[k] for k in kind) if any(scalars) else None,
         placement=tuple(placements[k] for k in kind) if any(placements) else None,
+        volume_zone=_volume_zones([p.placement.volume_zones for p in profs], kind, seed),
     )
     return _with_background(wl, scenario, seed) if scenario.background else wl
+
+
+def _volume_zones(choices: list[tuple[str, ...]], kind: np.ndarray, seed: int) -> tuple[str, ...] | None:
+    """Each pod's volume zone, drawn from its profile's ``volume_zones`` ("" for a profile without); from a stream
+    of its own, so declaring volume zones leaves the rest of the workload as it was."""
+    if not any(choices):
+        return None
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x201]))
+    picks = rng.random(len(kind))
+    return tuple(choices[k][int(u * len(choices[k]))] if choices[k] else "" for k, u in zip(kind.tolist(), picks))
 
 
 def _with_background(wl: Workload, scenario: Scenario, seed: int) -> Workload:
@@ -210,6 +223,7 @@ def _with_background(wl: Workload, scenario: Scenario, seed: int) -> Workload:
         pinned=np.concatenate([np.full(len(wl), -1, dtype=np.int64), *pinned])[order],
         scalar=None if wl.scalar is None else tuple([*wl.scalar, *([()] * nb)][i] for i in order),
         placement=None if wl.placement is None else tuple([*wl.placement, *([Placement()] * nb)][i] for i in order),
+        volume_zone=None if wl.volume_zone is None else tuple([*wl.volume_zone, *([""] * nb)][i] for i in order),
     )
 
 

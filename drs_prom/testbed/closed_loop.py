@@ -28,9 +28,9 @@ from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.serve import LiveCluster, SimExporter
 from drs_prom.sim.workload import Workload, generate
-from drs_prom.testbed import judge, violations
+from drs_prom.testbed import judge, violations, zonal_claims
 from drs_prom.testbed.controlplane import TESTBED_TAINT, ControlPlane
-from drs_prom.testbed.driver import WorkloadDriver
+from drs_prom.testbed.driver import RUN_LABEL, WorkloadDriver
 from drs_prom.testbed.heartbeat import NodeHeartbeat
 from drs_prom.testbed.kubelet import TwinKubelet
 from drs_prom.testbed.process import free_port
@@ -290,7 +290,8 @@ class Testbed:
     ) -> dict[str, Any]:
         cfg = self.config
         pods = judge.list_pods(self.api, ctx.namespace)
-        broken = violations.count(pods, judge.list_nodes(self.api, self.nodes.names))
+        claims, pvs = judge.list_volumes(self.api, ctx.namespace, f"{RUN_LABEL}={ctx.namespace}")
+        broken = violations.count(pods, judge.list_nodes(self.api, self.nodes.names), claims, pvs)
         times = judge.PodTimes.from_api(pods)
         summary = times.summary(cfg.speed)
         finished = [p.finished for p in times.pods if p.finished]
@@ -360,12 +361,14 @@ class Testbed:
         }
 
     def _delete_pods(self, ns: str) -> None:
+        """The run's pods, and its claims and volumes (PersistentVolumes are cluster-scoped: no namespace holds them)."""
         from kubernetes import client
 
         core = client.CoreV1Api(self.api)
         for _ in range(3):
             try:
                 core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, _preload_content=False)
+                zonal_claims.delete_run_volumes(core, ns, f"{RUN_LABEL}={ns}")
                 return
             except Exception as exc:  # noqa: BLE001 - the apiserver may be restarting after a fault
                 log.warning("deleting the pods of %s: %s", ns, exc)

@@ -6,7 +6,8 @@ selector, tolerations and required node affinity, ``drs.io/profile``, ``drs.io/d
 estimate, what a scheduler may know), the simulator-only true demand and work (for the twin
 kubelet), a controller ``ownerReference`` to a Job per profile as a Job controller would
 set (a ConfigMap on a cluster given by ``--kubeconfig``, whose garbage collector would delete pods
-of a missing Job), and ``spec.schedulerName`` of the scheduler under test. Arrival ``t`` (simulated
+of a missing Job), for a ``volume_zones`` profile a mounted claim bound to a zonal volume created just before
+the pod (``testbed.zonal_claims``), and ``spec.schedulerName`` of the scheduler under test. Arrival ``t`` (simulated
 seconds) is created at wall ``start + t / speed``.
 """
 
@@ -17,14 +18,16 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from drs_prom.features import FEATURES
 from drs_prom.scheduler.kube import PROFILE_ANNOTATION
 from drs_prom.scheduler.pod_features import DEMAND_ANNOTATION
-from drs_prom.sim.placement import Placement
+from drs_prom.sim.placement import Placement, claim_name
 from drs_prom.sim.workload import PROFILE_LABEL, Workload
+from drs_prom.testbed import zonal_claims
 from drs_prom.testbed.controlplane import TESTBED_TAINT
 from drs_prom.testbed.kubelet import CREATED_ANNOTATION, SIM_DEMAND_ANNOTATION, WORK_ANNOTATION
 from drs_prom.types import NodeSelectorRequirement
@@ -101,6 +104,8 @@ def pod_manifest(
     body["spec"].update(placement_constraints(wl, i))
     if wl.placement is not None and wl.placement[i]:
         _place(body, wl.placement[i], profile)
+    if wl.volume_zone is not None and wl.volume_zone[i]:
+        zonal_claims.mount(body, claim_name(wl.names[i]))
     if external:
         body["spec"]["tolerations"] = [*body["spec"].get("tolerations", []), TOLERATION]
         body["spec"]["nodeSelector"] = {**dict(wl.node_selector[i]), TESTBED_TAINT["key"]: TESTBED_TAINT["value"]}
@@ -197,8 +202,30 @@ class WorkloadDriver(threading.Thread):
             self.result.max_lag_seconds = max(self.result.max_lag_seconds, time.time() - due)
             if self.external:
                 self._ensure_owner(self.wl.profiles[i])
+            volume = zonal_claims.manifests(self.wl, i, self.ns, {RUN_LABEL: self.run_id})
+            if volume is not None and not self.create_volume(*volume):
+                continue  # counted in errors: its pod could never be scheduled
             body = pod_manifest(self.wl, i, self.ns, self.scheduler_name, self.run_id, self._owners, self.external)
             self.create(body)
+
+    def create_volume(self, pv: dict[str, Any], pvc: dict[str, Any]) -> bool:
+        """The pod's claim, then its PersistentVolume bound to the claim's uid (``testbed.zonal_claims``)."""
+        name = pvc["metadata"]["name"]
+        made: dict[str, str] = {}
+
+        def send_claim() -> None:
+            resp = self.core.create_namespaced_persistent_volume_claim(self.ns, pvc, _preload_content=False)
+            made["uid"] = json.loads(resp.data)["metadata"]["uid"]
+
+        if not self._retry(name, send_claim):
+            return False
+        if "uid" not in made:  # a retried create had in fact succeeded
+            resp = self.core.read_namespaced_persistent_volume_claim(name, self.ns, _preload_content=False)
+            made["uid"] = json.loads(resp.data)["metadata"]["uid"]
+        bound = zonal_claims.bound_to(pv, made["uid"])
+        return self._retry(
+            pv["metadata"]["name"], lambda: self.core.create_persistent_volume(bound, _preload_content=False)
+        )
 
     def _ensure_owner(self, profile: str) -> None:
         """A ConfigMap standing for the profile's workload, so a real garbage collector keeps its pods."""
@@ -211,20 +238,29 @@ class WorkloadDriver(threading.Thread):
 
     def create(self, body: dict[str, Any], attempts_seconds: float = 60.0) -> bool:
         """Create one pod, retrying while the apiserver is unreachable (bounded)."""
+        name = body["metadata"]["name"]
+
+        def send() -> None:
+            body["metadata"]["annotations"][CREATED_ANNOTATION] = f"{time.time():.3f}"
+            self.core.create_namespaced_pod(self.ns, body, _preload_content=False)
+
+        if not self._retry(name, send, attempts_seconds):
+            return False
+        self.result.created.setdefault(name, float(body["metadata"]["annotations"][CREATED_ANNOTATION]))
+        return True
+
+    def _retry(self, name: str, send: Callable[[], object], attempts_seconds: float = 60.0) -> bool:
+        """Call ``send`` (one create) until it succeeds or says the object exists, while the apiserver is
+        unreachable, for at most ``attempts_seconds``; a failure is recorded in ``result.errors``."""
         from kubernetes.client.rest import ApiException
 
-        name = body["metadata"]["name"]
         deadline = time.monotonic() + attempts_seconds
         while not self._halt.is_set():
-            now = time.time()
-            body["metadata"]["annotations"][CREATED_ANNOTATION] = f"{now:.3f}"
             try:
-                self.core.create_namespaced_pod(self.ns, body, _preload_content=False)
-                self.result.created[name] = now
+                send()
                 return True
             except ApiException as exc:
                 if exc.status == 409:  # a retried create that had in fact succeeded
-                    self.result.created.setdefault(name, now)
                     return True
                 err = f"{name}: HTTP {exc.status} {exc.reason}"
             except Exception as exc:  # noqa: BLE001 - connection refused while the apiserver restarts

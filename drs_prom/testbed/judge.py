@@ -169,6 +169,16 @@ def list_pods(api: Any, namespace: str) -> list[dict[str, Any]]:
     return list(json.loads(core.list_namespaced_pod(namespace, _preload_content=False).data)["items"])
 
 
+def list_volumes(api: Any, namespace: str, selector: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The PersistentVolumeClaims of ``namespace`` and the PersistentVolumes labelled ``selector`` (the run's)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    claims = json.loads(core.list_namespaced_persistent_volume_claim(namespace, _preload_content=False).data)
+    pvs = json.loads(core.list_persistent_volume(label_selector=selector, _preload_content=False).data)
+    return list(claims["items"]), list(pvs["items"])
+
+
 def list_nodes(api: Any, names: Sequence[str]) -> list[dict[str, Any]]:
     """The Node objects named ``names`` (the run's fake nodes), as the apiserver holds them."""
     from kubernetes import client

@@ -19,6 +19,8 @@ of the run); two pods are together on a node when those intervals overlap. Count
 * ``extended``: pods started on a node whose extended resources (``vendor/name``, e.g. nvidia.com/gpu) the pods
   running there already held, and pods the node's kubelet rejected for one (NodeResourcesFit);
 * ``host_ports``: pairs of pods together on a node asking for the same host port (NodePorts).
+* ``volume_zone``: pods that ran on a node their bound PersistentVolume excludes, by its required node affinity or
+  its zone label (VolumeBinding, VolumeZone), read from the run's claims and volumes.
 
 Every count is 0 for a scheduler that honours kube-scheduler's filters. Parsing is the scheduler's own
 (``kube.to_pod_request``), the semantics kube-scheduler's (tested in tests/differential against it).
@@ -32,7 +34,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from drs_prom import filters, interpod
+from drs_prom import filters, interpod, volumes
 from drs_prom.scheduler import kube
 from drs_prom.testbed.kubelet import FINISHED_ANNOTATION, STARTED_ANNOTATION
 from drs_prom.types import NodeInfo, PodRequest
@@ -47,10 +49,11 @@ class Violations:
     spread: int = 0
     extended: int = 0
     host_ports: int = 0
+    volume_zone: int = 0
 
     @property
     def total(self) -> int:
-        return self.anti_affinity + self.spread + self.extended + self.host_ports
+        return self.anti_affinity + self.spread + self.extended + self.host_ports + self.volume_zone
 
     def by_kind(self) -> dict[str, int]:
         return asdict(self)
@@ -111,8 +114,14 @@ def _matches(term_selector: Any, namespaces: frozenset[str], owner_ns: str, othe
     return in_ns and interpod.selector_matches(term_selector, other.labels)
 
 
-def count(pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]) -> Violations:
-    """The violations of one run (module docstring); ``pods`` and ``nodes`` as the apiserver lists them."""
+def count(
+    pods: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+    claims: Sequence[Mapping[str, Any]] = (),
+    pvs: Sequence[Mapping[str, Any]] = (),
+) -> Violations:
+    """The violations of one run (module docstring); ``pods``, ``nodes``, the run's PersistentVolumeClaims and
+    PersistentVolumes as the apiserver lists them."""
     infos = {n["metadata"]["name"]: kube.to_node_info(n) for n in nodes}
     placed = [p for p in map(_placed, pods) if p is not None and p.node in infos]
     by_node: dict[str, list[_Placed]] = {}
@@ -142,7 +151,23 @@ def count(pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]])
     spread = sum(1 for p in placed if _spread_violated(p, placed, infos))
     extended = sum(1 for p in placed if _over_extended(p, by_node[p.node], infos[p.node]))
     extended += sum(1 for pod in pods if _rejected_for_extended(pod))
-    return Violations(anti_affinity=len(anti), spread=spread, extended=extended, host_ports=len(ports))
+    storage = volumes.Storage(
+        claims={(c.namespace, c.name): c for c in map(kube.to_claim_info, claims)},
+        volumes={v.name: v for v in map(kube.to_volume_info, pvs)},
+        binding_modes={},
+    )
+    zone = sum(1 for p in placed if p.req.claims and _outside_volume_zone(p, infos[p.node], storage))
+    return Violations(
+        anti_affinity=len(anti), spread=spread, extended=extended, host_ports=len(ports), volume_zone=zone
+    )
+
+
+def _outside_volume_zone(p: _Placed, node: NodeInfo, storage: volumes.Storage) -> bool:
+    """Whether a bound volume of ``p`` excludes the node it ran on (its node affinity or zone label)."""
+    state = volumes.prefilter(p.req, storage)
+    if isinstance(state, tuple):  # a claim or volume gone: nothing to hold against the placement
+        return False
+    return bool({volumes.R_NODE_CONFLICT, volumes.R_ZONE} & set(volumes.reasons(state, node)))
 
 
 def _spread_violated(p: _Placed, placed: Sequence[_Placed], infos: Mapping[str, NodeInfo]) -> bool:

@@ -4,13 +4,17 @@ constraints scenario's pods carry their placement to the apiserver as the simula
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from drs_prom.scheduler import kube
+from drs_prom.sim.placement import claim_name
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.workload import generate
+from drs_prom.sim.zonal_volumes import pod_volume
+from drs_prom.testbed import zonal_claims
 from drs_prom.testbed.driver import pod_manifest
 from drs_prom.testbed.kubelet import FINISHED_ANNOTATION, STARTED_ANNOTATION
 from drs_prom.testbed.violations import Violations, count
@@ -152,3 +156,36 @@ def test_constraints_scenario_pods_say_what_the_simulator_enforces() -> None:
         seen |= {k for k, v in [("anti", got.pod_anti_affinity), ("spread", got.spread), ("port", got.ports)] if v}
         seen |= {"gpu"} if got.scalar else set()
     assert seen == {"anti", "spread", "port", "gpu"}
+
+
+def _volume_pod(name: str, on: str, zone: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A pod on ``on`` mounting a claim bound to a volume in ``zone``, written by the driver's own manifests."""
+    wl = replace(generate(load_scenario("constraints"), 0), names=(name,), volume_zone=(zone,))
+    made = zonal_claims.manifests(wl, 0, "ns", {"run": "r"})
+    assert made is not None
+    pv, pvc = made
+    p = pod(name, on, 0.0, volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": claim_name(name)}}])
+    return p, pvc, pv
+
+
+@pytest.mark.parametrize(("on", "zone", "expected"), [("b1", "a", 1), ("a2", "a", 0), ("b1", "b", 0)])
+def test_a_pod_outside_its_volume_zone_is_counted(on: str, zone: str, expected: int) -> None:
+    p, pvc, pv = _volume_pod("db-1", on, zone)
+    assert count([p], NODES, [pvc], [pv]) == Violations(volume_zone=expected)
+    assert count([p], NODES) == Violations()  # its claim not listed: nothing to hold against it
+
+
+def test_the_driver_volume_reads_back_as_the_simulator_states_it() -> None:
+    """PersistentVolume and claim as the driver creates them, parsed by the scheduler's parser, are the simulator's
+    ClaimInfo and VolumeInfo; the pod mounts that claim, as its simulated PodRequest says."""
+    wl = generate(load_scenario("constraints"), 0)
+    assert wl.volume_zone is not None
+    i = next(k for k, z in enumerate(wl.volume_zone) if z)
+    made = zonal_claims.manifests(wl, i, "default", {})  # without the run label the volume's labels are its zone's
+    assert made is not None
+    pv, pvc = made
+    claim, volume = pod_volume("default", wl.names[i], wl.volume_zone[i])
+    assert (kube.to_claim_info(pvc), kube.to_volume_info(pv)) == (claim, volume)
+    body = pod_manifest(wl, i, "default", "drs-scheduler", "run", {})
+    assert kube.to_pod_request(body).claims == wl.pod_request(i).claims == (claim.name,)
+    assert zonal_claims.manifests(wl, wl.volume_zone.index(""), "default", {}) is None

@@ -1,0 +1,49 @@
+"""The bound volume of each pod of a ``volume_zones`` profile, as the volume filters read it.
+
+A stateful replica's PersistentVolume lives in one zone (a cloud disk), so the pod may run only on nodes of that
+zone: kube-scheduler's VolumeBinding (the PV's required node affinity) and VolumeZone (its zone label) say so.
+The simulator hands the live scheduler's own volume filters (``drs_prom.volumes``) a ``Storage`` holding every
+such pod's claim and volume, so the same code decides in bench, training and production; the testbed's driver
+creates the same objects on the apiserver (``testbed.zonal_claims``).
+"""
+
+from __future__ import annotations
+
+from drs_prom.sim.placement import ZONE_LABEL, claim_name
+from drs_prom.sim.workload import Workload
+from drs_prom.types import ClaimInfo, NodeSelectorRequirement, NodeSelectorTerm, VolumeInfo
+from drs_prom.volumes import NO_STORAGE, Storage
+
+STORAGE_CLASS = "drs-zonal"
+"""storageClassName of the claims and volumes (already bound to each other, so no provisioner reads it)."""
+
+ACCESS_MODE = "ReadWriteOnce"
+
+
+def volume_name(namespace: str, pod: str) -> str:
+    """Its PersistentVolume: cluster-scoped, so the namespace is part of the name."""
+    return f"{namespace}-{pod}-data"
+
+
+def pod_volume(namespace: str, pod: str, zone: str) -> tuple[ClaimInfo, VolumeInfo]:
+    """The claim of ``pod`` bound to a volume in ``zone``: node affinity ``zone In (zone)`` and the zone label, as
+    a cloud provider's zonal disk carries both."""
+    pv = volume_name(namespace, pod)
+    claim = ClaimInfo(
+        namespace, claim_name(pod), volume_name=pv, storage_class=STORAGE_CLASS, access_modes=(ACCESS_MODE,)
+    )
+    term = NodeSelectorTerm((NodeSelectorRequirement(ZONE_LABEL, "In", (zone,)),))
+    return claim, VolumeInfo(pv, node_affinity=(term,), labels=((ZONE_LABEL, zone),))
+
+
+def workload_storage(workload: Workload, namespace: str = "default") -> Storage:
+    """Every claim and volume of ``workload``'s pods (``NO_STORAGE`` when none has a volume)."""
+    zones = workload.volume_zone
+    if zones is None or not any(zones):
+        return NO_STORAGE
+    pairs = [pod_volume(namespace, name, zone) for name, zone in zip(workload.names, zones) if zone]
+    return Storage(
+        claims={(c.namespace, c.name): c for c, _ in pairs},
+        volumes={v.name: v for _, v in pairs},
+        binding_modes={},
+    )
