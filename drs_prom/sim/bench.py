@@ -23,7 +23,7 @@ from drs_prom.errors import ConfigError, DrsError
 from drs_prom.objectives import TERMS, composite_definition
 from drs_prom.policy import Policy
 from drs_prom.registry import HEURISTICS, LEARNED, PolicySpec, make_policy, policies_by_name
-from drs_prom.sim.bench_results import METRICS, REFERENCE, BenchReport, PolicyRow
+from drs_prom.sim.bench_results import METRICS, REFERENCE, BenchReport, PolicyRow, json_default
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv, policy_norm, scenario_spec
 from drs_prom.sim.plot import plot_report
 from drs_prom.sim.scenario import Scenario, load_scenario
@@ -178,18 +178,10 @@ def write_report(report: BenchReport, out_dir: str | Path) -> tuple[Path, Path]:
     stem = f"bench-{report.scenario}"
     json_path, png_path = out / f"{stem}.json", out / f"{stem}.png"
     tmp = json_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report.to_json(), indent=1, default=_json_default))
+    tmp.write_text(json.dumps(report.to_json(), indent=1, default=json_default))
     tmp.replace(json_path)
     plot_report(report, png_path)
     return json_path, png_path
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def model_builder(model_path: str | None) -> PolicyBuilder:

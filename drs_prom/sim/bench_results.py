@@ -119,3 +119,13 @@ class BenchReport:
                 },
             }
         return out
+
+
+def json_default(value: object) -> object:
+    """``json.dumps(..., default=json_default)``: numpy scalars and arrays as plain numbers and lists, for every
+    results file a benchmark or the testbed writes."""
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -33,6 +33,7 @@ from drs_prom.objectives import OBJECTIVES
 from drs_prom.paired_stats import paired_ci
 from drs_prom.registry import HEURISTICS
 from drs_prom.sim.bench import LEARNED, REFERENCE, BenchReport, model_builder, reference_names
+from drs_prom.sim.bench_results import json_default
 from drs_prom.sim.generator import EVAL_CLUSTERS, resolve_scenario
 from drs_prom.sim.scenario import scenario_names
 from drs_prom.sim.verdicts import CANDIDATE, interval_text, judge, run_judged
@@ -190,7 +191,7 @@ def run_suite(
         if partial_dir is not None:
             part = Path(partial_dir)
             part.mkdir(parents=True, exist_ok=True)
-            (part / f"{name}.json").write_text(json.dumps(res, default=_json_default))
+            (part / f"{name}.json").write_text(json.dumps(res, default=json_default))
         if echo is not None:
             s = res["summary"]
             echo(
@@ -313,18 +314,10 @@ def write_suite(result: SuiteResult, out_dir: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "suite.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result.to_json(), indent=1, default=_json_default))
+    tmp.write_text(json.dumps(result.to_json(), indent=1, default=json_default))
     tmp.replace(path)
     md = ["```", format_suite(result), "```", "", *(format_scenario(x) + "\n" for x in result.summaries())]
     (out / "suite.md").write_text("\n".join(md))
     for s in result.scenarios:
         plot_pareto(s["bench"], out / f"pareto-{s['bench']['scenario']}.png")
     return path
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -18,6 +18,8 @@ STORAGE_CLASS = "drs-zonal"
 """storageClassName of the claims and volumes (already bound to each other, so no provisioner reads it)."""
 
 ACCESS_MODE = "ReadWriteOnce"
+CAPACITY_BYTES = 1 << 30
+"""Each claim's request and its volume's capacity (1Gi)."""
 
 
 def volume_name(namespace: str, pod: str) -> str:
@@ -30,10 +32,25 @@ def pod_volume(namespace: str, pod: str, zone: str) -> tuple[ClaimInfo, VolumeIn
     a cloud provider's zonal disk carries both."""
     pv = volume_name(namespace, pod)
     claim = ClaimInfo(
-        namespace, claim_name(pod), volume_name=pv, storage_class=STORAGE_CLASS, access_modes=(ACCESS_MODE,)
+        namespace,
+        claim_name(pod),
+        volume_name=pv,
+        storage_class=STORAGE_CLASS,
+        access_modes=(ACCESS_MODE,),
+        request_bytes=CAPACITY_BYTES,
+        bind_completed=True,  # bound, as the PV controller leaves a pair (the testbed's driver writes it so)
     )
     term = NodeSelectorTerm((NodeSelectorRequirement(ZONE_LABEL, "In", (zone,)),))
-    return claim, VolumeInfo(pv, node_affinity=(term,), labels=((ZONE_LABEL, zone),))
+    volume = VolumeInfo(
+        pv,
+        node_affinity=(term,),
+        labels=((ZONE_LABEL, zone),),
+        storage_class=STORAGE_CLASS,
+        access_modes=(ACCESS_MODE,),
+        capacity_bytes=CAPACITY_BYTES,
+        claim_ref=(namespace, claim.name, ""),  # the claim's uid exists only once the apiserver has created it
+    )
+    return claim, volume
 
 
 def workload_storage(workload: Workload, namespace: str = "default") -> Storage:

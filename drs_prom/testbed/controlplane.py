@@ -605,19 +605,25 @@ class ControlPlane:
         proc.port = port
         self.schedulers.append(proc)
         if wait_ready:
-            try:
-                self._wait_http(
-                    proc,
-                    f"https://{LOOPBACK}:{port}/healthz",
-                    ok=lambda b: b.strip() == b"ok",
-                    insecure=True,
-                    timeout=timeout,
-                )
-            except BaseException:
-                proc.stop()
-                self.schedulers.remove(proc)
-                raise
+            self._wait_healthz(proc, port, self.schedulers, timeout)
         return proc
+
+    def _wait_healthz(
+        self, proc: ManagedProcess, port: int, started: list[ManagedProcess], timeout: float | None
+    ) -> None:
+        """Wait for a started component's /healthz to say ok; on failure stop it and drop it from ``started``."""
+        try:
+            self._wait_http(
+                proc,
+                f"https://{LOOPBACK}:{port}/healthz",
+                ok=lambda b: b.strip() == b"ok",
+                insecure=True,
+                timeout=timeout,
+            )
+        except BaseException:
+            proc.stop()
+            started.remove(proc)
+            raise
 
     # -- kube-controller-manager -------------------------------------------
     def start_kube_controller_manager(
@@ -639,18 +645,7 @@ class ControlPlane:
         )
         self._started += 1
         self.controller_managers.append(proc)
-        try:
-            self._wait_http(
-                proc,
-                f"https://{LOOPBACK}:{proc.port}/healthz",
-                ok=lambda b: b.strip() == b"ok",
-                insecure=True,
-                timeout=timeout,
-            )
-        except BaseException:
-            proc.stop()
-            self.controller_managers.remove(proc)
-            raise
+        self._wait_healthz(proc, proc.port, self.controller_managers, timeout)
         return proc
 
     # -- convenience -------------------------------------------------------

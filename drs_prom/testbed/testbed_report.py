@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.objectives import TERMS
+from drs_prom.sim.bench_results import json_default
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.table import format_columns
 from drs_prom.testbed.schedulers import KUBE, KUBE_EXTENDER
@@ -199,7 +200,7 @@ def write(
     stem = f"testbed-{report['scenario']}"
     path = out / f"{stem}.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=1, default=_json_default))
+    tmp.write_text(json.dumps(report, indent=1, default=json_default))
     tmp.replace(path)
     png = None
     if series:
@@ -231,11 +232,3 @@ def _plot(series: dict[str, Any], path: Path, scenario: str) -> None:
     fig.savefig(tmp, dpi=100, bbox_inches="tight")  # the canvas grows to the legend right of the panels
     plt.close(fig)
     tmp.replace(path)
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from drs_prom import filters, interpod, volumes
-from drs_prom.scheduler import kube
+from drs_prom.scheduler import kube, kube_storage
 from drs_prom.testbed.kubelet import FINISHED_ANNOTATION, STARTED_ANNOTATION
 from drs_prom.types import NodeInfo, PodRequest
 
@@ -152,8 +152,8 @@ def count(
     extended = sum(1 for p in placed if _over_extended(p, by_node[p.node], infos[p.node]))
     extended += sum(1 for pod in pods if _rejected_for_extended(pod))
     storage = volumes.Storage(
-        claims={(c.namespace, c.name): c for c in map(kube.to_claim_info, claims)},
-        volumes={v.name: v for v in map(kube.to_volume_info, pvs)},
+        claims={(c.namespace, c.name): c for c in map(kube_storage.to_claim_info, claims)},
+        volumes={v.name: v for v in map(kube_storage.to_volume_info, pvs)},
         binding_modes={},
     )
     zone = sum(1 for p in placed if p.req.claims and _outside_volume_zone(p, infos[p.node], storage))

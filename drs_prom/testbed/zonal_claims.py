@@ -5,7 +5,7 @@ The pair is created already bound, as the PV controller leaves it after binding:
 as bound), the volume names its claim and the claim's uid (``spec.claimRef``, so it is created after the claim). So no provisioner and no controller are needed, and
 a real kube-controller-manager finds nothing to change. The volume states its zone both as required node affinity
 (VolumeBinding) and as the ``topology.kubernetes.io/zone`` label (VolumeZone), as a cloud provider's zonal disk
-does; ``kube.to_claim_info`` / ``kube.to_volume_info`` read them back as ``sim.zonal_volumes.pod_volume`` says.
+does; ``kube_storage.to_claim_info`` / ``kube_storage.to_volume_info`` read them back as ``sim.zonal_volumes.pod_volume`` says.
 
 PersistentVolumes are cluster-scoped, so they are named after the run's namespace and labelled with the run
 (``RUN_LABEL``), and the run deletes them at its end (``delete_run_volumes``).
@@ -17,10 +17,10 @@ from typing import Any
 
 from drs_prom.sim.placement import ZONE_LABEL, claim_name
 from drs_prom.sim.workload import Workload
-from drs_prom.sim.zonal_volumes import ACCESS_MODE, STORAGE_CLASS, volume_name
+from drs_prom.sim.zonal_volumes import ACCESS_MODE, CAPACITY_BYTES, STORAGE_CLASS, volume_name
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
-CAPACITY = "1Gi"
+CAPACITY = f"{CAPACITY_BYTES >> 30}Gi"
 VOLUME = "data"
 """The pod's volume (and mount) name for its claim."""
 

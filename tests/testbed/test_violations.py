@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from drs_prom.scheduler import kube
+from drs_prom.scheduler import kube, kube_storage
 from drs_prom.sim.placement import claim_name
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.workload import generate
@@ -185,7 +185,7 @@ def test_the_driver_volume_reads_back_as_the_simulator_states_it() -> None:
     assert made is not None
     pv, pvc = made
     claim, volume = pod_volume("default", wl.names[i], wl.volume_zone[i])
-    assert (kube.to_claim_info(pvc), kube.to_volume_info(pv)) == (claim, volume)
+    assert (kube_storage.to_claim_info(pvc), kube_storage.to_volume_info(pv)) == (claim, volume)
     body = pod_manifest(wl, i, "default", "drs-scheduler", "run", {})
     assert kube.to_pod_request(body).claims == wl.pod_request(i).claims == (claim.name,)
     assert zonal_claims.manifests(wl, wl.volume_zone.index(""), "default", {}) is None
