@@ -50,7 +50,7 @@ from collections.abc import Callable
 import numpy as np
 
 from drs_prom.features import N_FEATURES
-from drs_prom.policy import DecisionContext
+from drs_prom.policy import DecisionContext, node_requests
 from drs_prom.recent_binds import RecentBinds, RemembersRecentBinds
 
 MAX_NODE_SCORE = 100
@@ -293,3 +293,61 @@ class CapacityBalancedOverload(CapacityBalancedLoad):
 
     name = "capacity-balanced-overload"
     overload_penalty_default = 0.5
+
+
+def over_request_take(ctx: DecisionContext) -> np.ndarray:
+    """Per node: the share of its free request room (allocatable - requested, cpu or memory, the larger) that the
+    pod's *over-request* takes, clipped to [0, 1]: requests beyond the pod's expected use, which hold room no other
+    pod may be admitted to while that node's capacity goes unused. 0 where the pod's use is not known."""
+    d = ctx.pod.demand
+    n = len(ctx.nodes)
+    if d is None:
+        return np.zeros(n)
+    over_cpu = max(float(ctx.pod.cpu_m) - 1000.0 * float(d[0]), 0.0)
+    over_mem = max(float(ctx.pod.mem_bytes) - float(d[1]), 0.0)
+    if over_cpu <= 0.0 and over_mem <= 0.0:
+        return np.zeros(n)
+    req = node_requests(ctx)
+    free_cpu = np.maximum(req[:, 1] - req[:, 0], 1.0)
+    free_mem = np.maximum(req[:, 3] - req[:, 2], 1.0)
+    return np.minimum(np.maximum(over_cpu / free_cpu, over_mem / free_mem), 1.0)
+
+
+def resident_relative(ctx: DecisionContext, pending: np.ndarray) -> np.ndarray:
+    """Node load over each node's own capacity: the metrics plus recent binds, raised to the expected load of our
+    running pods (ctx.resident) where that is higher, i.e. where the metrics still lag or capacity caps them."""
+    full = full_of(ctx)
+    rel = (np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + pending) / full
+    if ctx.resident is not None:
+        rel = np.maximum(rel, np.asarray(ctx.resident, dtype=np.float64) / full)
+    return rel
+
+
+class CapacityBalancedResident(CapacityBalancedOverload):
+    """capacity-balanced-overload on load that neither lags nor caps, and wary of stranding request room.
+
+    Two things only a scheduler knows, on top of capacity-balanced-overload:
+    - the expected load of the pods it placed that still run (``resident_relative``): on a lagged or
+      overloaded node the metrics understate the load, the sum of running pods' expectations does not;
+    - how much of a node's free request room the pod's over-request would hold (``over_request_take``):
+      a pod asking for 2 GiB and using 0.3 GiB placed on an 8 GiB node blocks pods that would run well
+      there, while that node idles (what kube-scheduler's request-based scores avoid by accident).
+
+    The penalty weight (``over_request_penalty``, 0.2) and the form were chosen on generated training
+    clusters only (docs/model.md). Without ctx.resident (the extender) the load is capacity-balanced-overload's.
+    """
+
+    name = "capacity-balanced-resident"
+    over_request_penalty = 0.2
+
+    def node_scores(self, ctx: DecisionContext) -> np.ndarray:
+        full = full_of(ctx)
+        ok = _has_metrics(ctx)
+        rel = resident_relative(ctx, self.recent.pending(ctx))
+        pod = np.asarray(ctx.pod_load, dtype=np.float64) / full
+        after = rel + pod
+        added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
+        s = -imbalance_if_placed(rel, pod) - self.overload_penalty * added
+        s -= 1e-3 * (after.max(axis=1) + after.mean(axis=1))
+        s -= self.over_request_penalty * over_request_take(ctx)
+        return np.where(ok, s, _NO_METRICS)

@@ -45,6 +45,10 @@ class DecisionContext:
     """(n, len(NODE_REQUEST_COLUMNS)) of ``nodes``: requested_cpu_m, allocatable_cpu_m, requested_mem_bytes,
     allocatable_mem_bytes, pod_count, allocatable_pods (NODE_REQUEST_COLUMNS), when the caller
     has them as arrays already (the scheduler's node table); None = read from ``nodes``."""
+    resident: np.ndarray | None = None
+    """(n, N_FEATURES) expected load, in ``load``'s units, of the pods this scheduler placed on each node that are
+    still running (drs_prom.resident): neither lagged nor capped at capacity as ``load`` is. None: not kept (the
+    extender, rebuilt history); zeros: nothing of ours runs there."""
     soft_scores: np.ndarray | None = None
     """(n,) 0..100 per node from the score terms every policy shares (PodTopologySpread's ScheduleAnyway
     constraints, drs_prom.spread_score); ``choose`` adds them to the policy's own scores. None: no such term."""

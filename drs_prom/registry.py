@@ -32,6 +32,7 @@ from drs_prom.errors import ConfigError
 from drs_prom.load_aware import (
     CapacityBalancedLoad,
     CapacityBalancedOverload,
+    CapacityBalancedResident,
     LoadVariationRiskBalancing,
     TargetLoadPacking,
 )
@@ -100,6 +101,13 @@ _REGISTRY: dict[str, PolicyFactory] = {
 }
 
 HEURISTICS: tuple[str, ...] = tuple(_REGISTRY)
+"""The field's heuristics: the baselines a learned policy is judged against."""
+
+TEACHERS: tuple[str, ...] = ("capacity-balanced-resident",)
+"""Heuristics that read what only drs-prom's own scheduler keeps (DecisionContext.resident): the shipped network's
+training target. Built and benchmarked like the others (the bench table shows them), never a judging baseline."""
+_REGISTRY["capacity-balanced-resident"] = _heuristic(CapacityBalancedResident)
+
 LEARNED: tuple[str, ...] = ("drs", "drs-original")
 
 

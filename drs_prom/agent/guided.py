@@ -26,6 +26,7 @@ Dense chain, drs_prom.agent.numpy_policy.forward).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,36 +36,61 @@ from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, candidate_matrix
 from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.baselines import BalancedLoad, LeastLoaded, kube_default_scores
 from drs_prom.config import Normalisation
-from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, full_of
+from drs_prom.load_aware import (
+    CapacityBalancedLoad,
+    CapacityBalancedOverload,
+    CapacityBalancedResident,
+    full_of,
+    over_request_take,
+    resident_relative,
+)
 from drs_prom.policy import DecisionContext
 from drs_prom.recent_binds import RecentBinds
 
 GUIDED = "heuristic-guided"
 """``head.kind`` of a guided model's JSON."""
 
-GUIDES: tuple[str, ...] = (
+FIELD_GUIDES: tuple[str, ...] = (
     "capacity-balanced-overload",
     "capacity-balanced",
     "balanced-load",
     "least-loaded",
     "kube-default",
 )
-"""Heuristics whose scores are inputs, in column order."""
+"""The field's heuristics whose scores are inputs, in column order (drs-v2 reads these five)."""
+
+TEACHER = "capacity-balanced-resident"
+GUIDES: tuple[str, ...] = (TEACHER, *FIELD_GUIDES)
+"""Guides of a model trained by this code: the resident-aware teacher first, then the field's heuristics."""
+
+GUIDE_SETS: tuple[tuple[str, ...], ...] = (GUIDES, FIELD_GUIDES)
+"""Guide sets a model file may name (its head's ``guides``): this code's and drs-v2's."""
 
 GAP_CLIP = 5.0
 NO_METRICS = -1e8
 """Scores at or below this are the heuristics' 'no metrics' sentinel (-1e9), not a ranking."""
 
-GUIDED_COLUMNS: tuple[str, ...] = (
-    *CANDIDATE_COLUMNS,
-    *(f"rel_after_{i}" for i in range(6)),  # load + recent binds + pod, over the node's own capacity
-    "rel_peak_now",
-    "added_overload",
-    *(f"gap_{g}" for g in GUIDES),
-    *(f"first_{g}" for g in GUIDES),
-    *(f"ctx_{c}" for c in CLUSTER_FEATURES),
-    "ctx_rate_trend",
-)
+RESIDENT_COLUMNS: tuple[str, ...] = (*(f"resident_after_{i}" for i in range(6)), "over_request_take")
+"""Read by models whose guides include the teacher: our running pods' expected load plus the pod, over the node's
+own capacity, and the share of the node's free request room the pod's over-request takes."""
+
+
+def guided_columns(guides: tuple[str, ...]) -> tuple[str, ...]:
+    """Input columns of a guided model with these guides, in order."""
+    return (
+        *CANDIDATE_COLUMNS,
+        *(f"rel_after_{i}" for i in range(6)),  # load + recent binds + pod, over the node's own capacity
+        "rel_peak_now",
+        "added_overload",
+        *(RESIDENT_COLUMNS if TEACHER in guides else ()),
+        *(f"gap_{g}" for g in guides),
+        *(f"first_{g}" for g in guides),
+        *(f"ctx_{c}" for c in CLUSTER_FEATURES),
+        "ctx_rate_trend",
+    )
+
+
+GUIDED_COLUMNS: tuple[str, ...] = guided_columns(GUIDES)
 N_GUIDED = len(GUIDED_COLUMNS)
 
 
@@ -90,20 +116,34 @@ def score_gaps(scores: np.ndarray, feasible: np.ndarray) -> tuple[np.ndarray, np
 
 
 class GuideScores:
-    """The five heuristics' node scores on one shared memory of recent binds, plus the smoothed context.
+    """The guides' node scores on one shared memory of recent binds, plus the smoothed context.
 
     ``record(ctx, node)`` must follow every decision (whoever chose the node), so the
     memory and the arrival-rate estimates describe what was really bound.
     """
 
-    def __init__(self, metric_window_seconds: float) -> None:
+    def __init__(self, metric_window_seconds: float, guides: tuple[str, ...] = GUIDES) -> None:
+        if guides not in GUIDE_SETS:
+            raise ValueError(f"unknown guide set {guides}")
+        self.guides = guides
         self.recent = RecentBinds(metric_window_seconds)
+        self.cbr = CapacityBalancedResident(0, metric_window_seconds)
         self.cbo = CapacityBalancedOverload(0, metric_window_seconds)
         self.cb = CapacityBalancedLoad(0, metric_window_seconds)
         self.bl = BalancedLoad(0, metric_window_seconds)
         self.ll = LeastLoaded(0, metric_window_seconds)
-        for h in (self.cbo, self.cb, self.bl, self.ll):
+        for h in (self.cbr, self.cbo, self.cb, self.bl, self.ll):
             h.recent = self.recent  # one memory of the binds actually made
+        score: dict[str, Callable[[DecisionContext], np.ndarray]] = {
+            TEACHER: self.cbr.node_scores,
+            "capacity-balanced-overload": self.cbo.node_scores,
+            "capacity-balanced": self.cb.node_scores,
+            "balanced-load": self.bl._score,
+            "least-loaded": self.ll._score,
+            "kube-default": kube_default_scores,
+        }
+        self._scorers = [score[g] for g in guides]
+        self._resident = TEACHER in guides
         self.context = ClusterFeatures()
         self._slow = 0.0
         self._last_now = -math.inf
@@ -113,16 +153,8 @@ class GuideScores:
         return self.recent.window_seconds
 
     def heuristic_scores(self, ctx: DecisionContext) -> np.ndarray:
-        """(5, n) raw scores in GUIDES order (kube-default without its random tie-break)."""
-        return np.stack(
-            [
-                self.cbo.node_scores(ctx),
-                self.cb.node_scores(ctx),
-                self.bl._score(ctx),
-                self.ll._score(ctx),
-                kube_default_scores(ctx),
-            ]
-        )
+        """(len(guides), n) raw scores in guide order (kube-default without its random tie-break)."""
+        return np.stack([f(ctx) for f in self._scorers])
 
     def _trend(self, ctx: DecisionContext) -> float:
         """log(fast / slow arrival-rate estimate): > 0 while arrivals speed up."""
@@ -138,7 +170,7 @@ class GuideScores:
         return float(np.clip(math.log(fast / self._slow), -3.0, 3.0))
 
     def rows(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
-        """(n, N_GUIDED) float32 input rows and the (5, n) raw heuristic scores."""
+        """(n, len(guided_columns(guides))) float32 input rows and the (len(guides), n) raw heuristic scores."""
         ctx_feats = self.context.update(ctx, self.window).copy()
         trend = self._trend(ctx)
         pending = self.recent.pending(ctx)
@@ -152,12 +184,20 @@ class GuideScores:
         feasible = np.asarray(ctx.feasible, bool)
         gaps, firsts = zip(*(score_gaps(s, feasible) for s in raw), strict=True)
         n = len(ctx.nodes)
+        resident: list[np.ndarray] = []
+        if self._resident:
+            pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0) / full
+            resident = [
+                np.clip(resident_relative(ctx, pending) + pod, 0.0, 3.0),
+                over_request_take(ctx)[:, None],
+            ]
         out = np.concatenate(
             [
                 cand,
                 np.clip(after, 0.0, 3.0),
                 np.clip(rel.max(axis=1), 0.0, 3.0)[:, None],
                 np.clip(added, 0.0, 6.0)[:, None],
+                *resident,
                 np.stack(gaps, axis=1),
                 np.stack(firsts, axis=1),
                 np.broadcast_to(ctx_feats, (n, len(ctx_feats))),
@@ -186,6 +226,7 @@ class GuidedPolicy:
         version: str = "",
         normalisation: Normalisation | None = None,
         input_range: tuple[np.ndarray, np.ndarray] | None = None,
+        guides: tuple[str, ...] = GUIDES,
     ) -> None:
         self.layers = list(layers)
         self.input_range = input_range
@@ -196,11 +237,11 @@ class GuidedPolicy:
         self.version = version
         self.normalisation = normalisation
         """None: the cluster's scales, unclipped (reads_unclipped_load), as its heuristics read them."""
-        self.guides = GuideScores(metric_window_seconds)
+        self.guides = GuideScores(metric_window_seconds, guides)
 
     @property
     def recent(self) -> RecentBinds:
-        """The one memory of recent binds its five heuristics share (the Policy contract's ``recent``)."""
+        """The one memory of recent binds its guides share (the Policy contract's ``recent``)."""
         return self.guides.recent
 
     @property
@@ -220,7 +261,8 @@ class GuidedPolicy:
 
     @property
     def head(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": GUIDED, "guides": list(GUIDES), "columns": list(GUIDED_COLUMNS)}
+        guides = self.guides.guides
+        out: dict[str, Any] = {"kind": GUIDED, "guides": list(guides), "columns": list(guided_columns(guides))}
         if self.input_range is not None:
             out["input_low"] = [float(x) for x in self.input_range[0]]
             out["input_high"] = [float(x) for x in self.input_range[1]]
@@ -232,15 +274,36 @@ class GuidedPolicy:
         rng = None
         if head.get("input_low") is not None:
             rng = (np.asarray(head["input_low"], np.float32), np.asarray(head["input_high"], np.float32))
-        return cls(layers, input_range=rng, **kwargs)
+        return cls(layers, input_range=rng, guides=head_guides(head), **kwargs)
+
+
+def head_guides(head: dict[str, Any]) -> tuple[str, ...]:
+    """The guide set a head names; () when it names none this code knows."""
+    guides = head.get("guides")
+    if not isinstance(guides, list):
+        return ()
+    found = tuple(guides)
+    return found if found in GUIDE_SETS else ()
+
+
+def valid_guided_head(head: dict[str, Any]) -> bool:
+    """A known guide set, the columns this code builds for it, and a valid input range."""
+    guides = head_guides(head)
+    return bool(guides) and head.get("columns") == list(guided_columns(guides)) and valid_input_range(head)
+
+
+def head_inputs(head: dict[str, Any]) -> int:
+    """Input columns of a checked guided head."""
+    return len(guided_columns(head_guides(head)))
 
 
 def valid_input_range(head: dict[str, Any]) -> bool:
-    """A head's optional input range: absent, or two lists of N_GUIDED numbers with low <= high."""
+    """A head's optional input range: absent, or two lists of one number per input column with low <= high."""
     lo, hi = head.get("input_low"), head.get("input_high")
     if lo is None and hi is None:
         return True
-    if not (isinstance(lo, list) and isinstance(hi, list) and len(lo) == len(hi) == N_GUIDED):
+    n = len(guided_columns(head_guides(head))) if head_guides(head) else N_GUIDED
+    if not (isinstance(lo, list) and isinstance(hi, list) and len(lo) == len(hi) == n):
         return False
     try:
         a, b = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)

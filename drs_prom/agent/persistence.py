@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from drs_prom.agent.dense_archive import read_dense_chain
-from drs_prom.agent.guided import GUIDED, GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, valid_input_range
+from drs_prom.agent.guided import GUIDED, GuidedPolicy, head_inputs, valid_guided_head
 from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, CANDIDATE_SCHEMA, drs_state_dim
 from drs_prom.agent.numpy_policy import DRSOriginalPolicy, Layers, NodeAgentPolicy
 from drs_prom.config import Normalisation
@@ -71,13 +71,7 @@ def head_kind(kind: object) -> Head | None:
     return _HEADS.get(kind) if isinstance(kind, str) else None
 
 
-def _guided_valid(head: dict[str, Any]) -> bool:
-    return (
-        head.get("guides") == list(GUIDES) and head.get("columns") == list(GUIDED_COLUMNS) and valid_input_range(head)
-    )
-
-
-register_head(Head(GUIDED, _guided_valid, lambda _head: (N_GUIDED, 1), GuidedPolicy.from_head))
+register_head(Head(GUIDED, valid_guided_head, lambda head: (head_inputs(head), 1), GuidedPolicy.from_head))
 
 
 def default_model_path() -> Path:

@@ -119,6 +119,9 @@ class Choice:
     reason: str | None  # fallback reason, None when the arm's policy decided
     arm: str = MODEL
     shadow: ShadowRecord | None = None
+    expected: np.ndarray | None = None
+    """The pod's expected load on the chosen node (its ctx.pod_load row): what the cache counts as resident there
+    until the pod ends (drs_prom.resident)."""
 
 
 class AgreementWindow:

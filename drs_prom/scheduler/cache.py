@@ -24,10 +24,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+import numpy as np
 import orjson
 
 from drs_prom import claim_binding, interpod, volumes
 from drs_prom.preemption import Budget
+from drs_prom.resident import ResidentLoad
 from drs_prom.scheduler import kube, kube_storage, kube_terms
 from drs_prom.scheduler.nodes import NodeTable, NodeView
 from drs_prom.types import ClaimInfo, NodeInfo, NodeSelectorTerm, PodRecord, VolumeInfo
@@ -250,6 +252,7 @@ class ClusterCache:
         self._table: NodeTable | None = None  # None: nodes changed, rebuild on next read
         self._reflectors: list[Reflector] = []
         self._base: dict[str, tuple[str, NodeInfo]] = {}
+        self.resident = ResidentLoad()  # expected load of the pods we placed, until they end (DecisionContext.resident)
 
     # -- wiring to the apiserver ------------------------------------------
     def start(self, core_v1: Any) -> None:
@@ -384,6 +387,7 @@ class ClusterCache:
 
     def _on_pod_list(self, items: list[dict[str, Any]]) -> None:
         seen = {p["metadata"]["uid"] for p in items}
+        self.resident.keep_only(seen)  # vanished while the watch was down (the replay below drops ended ones)
         with self._lock:
             gone = [uid for uid in list(self._pods) + list(self._pending) if uid not in seen]
             self._pods.clear()
@@ -408,6 +412,7 @@ class ClusterCache:
             if kind == "DELETED" or kube.is_terminal(pod) or node:
                 self._drop_nomination(uid)  # bound or gone: the room reserved for it is released
             if kind == "DELETED" or kube.is_terminal(pod):
+                self.resident.drop(uid)
                 freed = self._drop_bound(uid)
                 self._unassume(uid)
                 self._pending.pop(uid, None)
@@ -467,12 +472,23 @@ class ClusterCache:
             return list(self._pending.values())
 
     # -- assume / forget ---------------------------------------------------
-    def assume(self, uid: str, node: str, cpu_m: int, mem: int, record: PodRecord | None = None) -> None:
+    def assume(
+        self,
+        uid: str,
+        node: str,
+        cpu_m: int,
+        mem: int,
+        record: PodRecord | None = None,
+        expected: np.ndarray | None = None,
+    ) -> None:
         """Count the pod on ``node`` now, before its bind is confirmed (kube-scheduler's AssumePod).
 
         ``record`` (its labels, ports, anti-affinity, scalar requests) lets the next decisions see
-        it in the filters that read other pods; without one only cpu and memory count."""
+        it in the filters that read other pods; without one only cpu and memory count. ``expected``
+        (its pod_load row there) counts in ``resident`` until the pod ends or its bind fails."""
         rec = record or PodRecord(uid=uid, namespace="", node=node, cpu_m=cpu_m, mem_bytes=mem)
+        if expected is not None:
+            self.resident.add(uid, node, expected)
         with self._lock:
             self._unassume(uid)
             self._assumed[uid] = (rec, self._clock())
@@ -481,6 +497,7 @@ class ClusterCache:
 
     def forget(self, uid: str) -> None:
         """The bind failed: the pod's room on its node is free again (kube-scheduler's ForgetPod)."""
+        self.resident.drop(uid)
         with self._lock:
             freed = self._unassume(uid)
         if freed:
@@ -624,6 +641,8 @@ class ClusterCache:
         self._next_expiry = now + 1.0
         for uid in [uid for uid, (_, at) in self._assumed.items() if now - at > self.ASSUME_TTL]:
             self._unassume(uid)
+            if uid not in self._pods:  # never seen bound: not running anywhere we know
+                self.resident.drop(uid)
 
 
 def _same_placement(old: PodRecord, node: str, meta: dict[str, Any]) -> bool:

@@ -286,6 +286,7 @@ class Decider:
         names: tuple[str, ...] | None = None,
         requests: np.ndarray | None = None,
         soft: np.ndarray | None = None,
+        resident: np.ndarray | None = None,
     ) -> Choice:
         """Score ``nodes`` (infeasible ones get -inf) and pick one; index -1 if none is feasible.
 
@@ -293,6 +294,8 @@ class Decider:
         ``rows``/``names``: see ``load``. ``requests``: ``nodes``' DecisionContext.node_requests
         if the caller has the arrays (the scheduler's node table), else read from ``nodes``.
         ``soft``: the score terms every policy shares (DecisionContext.soft_scores), None when none apply.
+        ``resident``: ``nodes``' DecisionContext.resident (the expected load of our running pods), None where the
+        caller keeps none (the extender). The returned Choice carries the chosen node's pod_load row.
         """
         scales = self.scales()
         load, reason = self.load(nodes, feasible, rows, names, scales)
@@ -311,6 +314,10 @@ class Decider:
             now=time.time(),
             node_requests=requests,
             soft_scores=soft,
+            resident=resident,
         )
         policy = self.policy
-        return self.rollout.decide(ctx, reason, policy, self.model_version if policy is not None else None)
+        choice = self.rollout.decide(ctx, reason, policy, self.model_version if policy is not None else None)
+        if choice.index >= 0:
+            choice.expected = pod_load[choice.index]
+        return choice

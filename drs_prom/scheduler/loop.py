@@ -292,13 +292,24 @@ class Scheduler:
         nodes = view.infos(rows)
         requests = view.requests(rows)
         soft = view.soft_scores(req, rows, feasible)  # ScheduleAnyway spread: a term every policy sees
+        resident = self.cache.resident.matrix([n.name for n in nodes])
         choice = self.decider.decide(
-            req, demand.demand, nodes, feasible, rows=rows, names=view.names, requests=requests, soft=soft
+            req,
+            demand.demand,
+            nodes,
+            feasible,
+            rows=rows,
+            names=view.names,
+            requests=requests,
+            soft=soft,
+            resident=resident,
         )
         node = nodes[choice.index].name
         plan = plan_for(req, view.near().storage, nodes[choice.index]) if req.claims else None
         self.metrics.attempt_latency.observe(time.monotonic() - t0)
-        self.cache.assume(item.uid, node, req.cpu_m, req.mem_bytes, interpod.record_of(req, node))
+        self.cache.assume(
+            item.uid, node, req.cpu_m, req.mem_bytes, interpod.record_of(req, node), expected=choice.expected
+        )
         decided = time.monotonic()
         args = (item, pod, req, demand.demand, node, nodes, feasible, choice, requests, decided)
         if plan is not None:  # claims waiting for their first consumer bind first (VolumeBinding PreBind)

@@ -22,7 +22,7 @@ from drs_prom.config import ObjectiveSettings
 from drs_prom.errors import ConfigError, DrsError
 from drs_prom.objectives import TERMS, composite_definition
 from drs_prom.policy import Policy
-from drs_prom.registry import HEURISTICS, LEARNED, PolicySpec, make_policy, policies_by_name
+from drs_prom.registry import HEURISTICS, LEARNED, TEACHERS, PolicySpec, make_policy, policies_by_name
 from drs_prom.sim.bench_results import METRICS, REFERENCE, BenchReport, PolicyRow, json_default
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv, policy_norm, scenario_spec
 from drs_prom.sim.plot import plot_report
@@ -196,7 +196,7 @@ def model_builder(model_path: str | None) -> PolicyBuilder:
 def parse_policies(text: str | None) -> list[str]:
     """Comma-separated names (default: every heuristic and both learned policies); ConfigError on unknown."""
     if not text:
-        return [*HEURISTICS, *LEARNED]
+        return [*HEURISTICS, *TEACHERS, *LEARNED]
     names = [p.strip() for p in text.split(",") if p.strip()]
     known = policies_by_name()
     for n in names:

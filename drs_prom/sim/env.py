@@ -42,6 +42,7 @@ from drs_prom.objectives import EpisodeObjectives, Integrals, composite, demand_
 from drs_prom.objectives import segment as objective_segment
 from drs_prom.policy import DecisionContext, Policy, choose, input_scales
 from drs_prom.registry import PolicySpec, configured_spec, make_policy
+from drs_prom.resident import ResidentLoad
 from drs_prom.reward import composite_reward, cpu_mem_utilisation
 from drs_prom.sim.cluster import Cluster, Nodes
 from drs_prom.sim.neighbours import has_interpod, sim_neighbours
@@ -294,6 +295,7 @@ class SchedulingEnv:
         self._pending: deque[int] = deque()
         self._queue: deque[int] = deque()
         self._finished: list[FinishedPod] = []
+        self.resident = ResidentLoad()  # expected load of the pods the policy placed, until they end
         self._current = -1
         self.decisions = 0
         self.max_queue = 0
@@ -332,6 +334,7 @@ class SchedulingEnv:
         pod = self._current
         c = self.cluster
         c.bind(pod, action)
+        self.resident.add(pod, self.node_names[action], ctx.pod_load[action])
         self.decisions += 1
         requested = np.stack([c.req_cpu_m / self.nodes.alloc_cpu_m, c.req_mem / self.nodes.alloc_mem], axis=1)
         look = c.copy()
@@ -389,7 +392,14 @@ class SchedulingEnv:
         assert req.demand is not None
         pod_load = pod_matrix(req.demand, self.nodes.capacity[:, 0], self.nodes.capacity[:, 1], self.norm)
         return DecisionContext(
-            pod=req, nodes=nodes, feasible=mask, load=load, pod_load=pod_load, now=self.cluster.t, full=self._full
+            pod=req,
+            nodes=nodes,
+            feasible=mask,
+            load=load,
+            pod_load=pod_load,
+            now=self.cluster.t,
+            full=self._full,
+            resident=self.resident.matrix(self.node_names),
         )
 
     def _neighbour_mask(self, req: PodRequest, nodes: list[NodeInfo], mask: np.ndarray) -> np.ndarray:
@@ -428,6 +438,7 @@ class SchedulingEnv:
                     if not self.scheduled[p]:
                         continue
                     self._open -= 1
+                    self.resident.drop(int(p))
                     self._finished.append(
                         FinishedPod(
                             wl.names[p],

@@ -17,7 +17,7 @@ def plot_guided(curve: list[dict[str, Any]], path: str | Path) -> Path:
     stages = [p["stage"] for p in curve]
     x = list(range(len(curve)))
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
-    ax1.plot(x, [p["ratio_to_cbo"] for p in curve], "o-", label="/ capacity-balanced-overload")
+    ax1.plot(x, [p["ratio_to_floor"] for p in curve], "o-", label="/ floor (teacher)")
     ax1.plot(x, [p["ratio_to_kube_default"] for p in curve], "s-", label="/ kube-default")
     ax1.axhline(1.0, color="grey", lw=0.8)
     ax1.set_ylabel("composite ratio (held-out)")

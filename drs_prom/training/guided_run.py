@@ -2,15 +2,15 @@
 
 1. **Label** (optional, ``label_arms``) generated training clusters (seeds below SELECTION_SEED_BASE): each listed
    heuristic schedules the cluster's workload once (paired); the cluster's *target* is the heuristic with the lowest
-   composite when it beats capacity-balanced-overload by more than ``switch_margin``, else capacity-balanced-overload
-   (the floor: small wins are seed noise).
+   composite when it beats the floor (the resident-aware teacher, capacity-balanced-resident) by more than
+   ``switch_margin``, else the floor (small wins are seed noise).
 2. **Demonstrations**: the target schedules the cluster again while every decision's input rows are recorded; the
    label of a decision is the set of nodes the target ranks first.
 3. **Fit** (DQfD's supervised part): a large-margin loss makes the labelled node score at least ``margin`` above
    every other feasible node. Then **DAgger** rounds: the network itself schedules the training clusters, each visited
    state is labelled with the target's first choice, and the fit continues on all data (it learns to recover).
 4. **Select** the checkpoint on held-out generator seeds (SELECTION_SEED_BASE and up) by the mean
-   composite ratio to capacity-balanced-overload, refusing any whose mean ratio to kube-default is above 1. Named
+   composite ratio to the floor, refusing any whose mean ratio to kube-default is above 1. Named
    scenarios and the evaluation clusters are never used.
 """
 
@@ -27,13 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, GuidedPolicy, GuideScores
+from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, TEACHER, GuidedPolicy, GuideScores
 from drs_prom.agent.numpy_policy import fold_standardisation
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
 
-FLOOR = "capacity-balanced-overload"
+FLOOR = TEACHER
+"""What every cluster imitates unless labelling finds a heuristic that beats it (drs_prom.agent.guided.TEACHER)."""
 SELECTION_SEED_BASE = 500_000
 """Held-out generator seeds for checkpoint selection (labelling and training use seeds below them)."""
 
@@ -314,7 +315,7 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
         point = {
             "stage": stage,
             "loss": round(loss, 4),
-            "ratio_to_cbo": round(r_floor, 4),
+            "ratio_to_floor": round(r_floor, 4),
             "ratio_to_kube_default": round(r_kd, 4),
             "seconds": round(time.monotonic() - t0, 1),
         }

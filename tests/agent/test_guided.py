@@ -78,7 +78,7 @@ def test_model_file_round_trips_and_refuses_a_foreign_head(tmp_path):
     fit = GuidedFit(
         layers=layers,
         selected={"stage": "test"},
-        curve=[{"stage": "test", "loss": 0.1, "ratio_to_cbo": 1.0, "ratio_to_kube_default": 1.0}],
+        curve=[{"stage": "test", "loss": 0.1, "ratio_to_floor": 1.0, "ratio_to_kube_default": 1.0}],
         config={"clusters": 2, "selection_clusters": 1},
     )
     path = save_guided(fit, tmp_path / "g.keras", command="drs-prom train --learner guided")
