@@ -1,24 +1,28 @@
-"""``drs`` as a per-node Q network that reads what the field's heuristics think of each node.
+"""``drs`` as a per-node Q network that reads what the heuristics think of each node and what the metrics hide.
 
 Every decision, each node gets one input row:
 - the per-node candidate columns of the plain ``drs`` network (drs_prom.agent.model_inputs);
 - the node's load relative to its *own* capacity after the pod (a small node is full sooner);
-- for each of five heuristics (capacity-balanced-overload, capacity-balanced, balanced-load,
-  least-loaded, kube-default), how far the node's score is from that heuristic's best feasible
-  node (in standard deviations of its scores over the feasible nodes, clipped at -5) and whether
-  it is that heuristic's first choice;
+- what only the scheduler keeps (models whose guides include the teacher): the expected load of the
+  pods it placed that still run there, plus the pod, over the node's capacity (drs_prom.resident:
+  neither lagged nor capped as measured load is), and the share of the node's free request room
+  the pod's over-request would hold (drs_prom.load_aware.over_request_take);
+- for each guide (the resident-aware teacher capacity-balanced-resident, then capacity-balanced-
+  overload, capacity-balanced, balanced-load, least-loaded, kube-default), how far the node's score
+  is from that guide's best feasible node (in standard deviations of its scores over the feasible
+  nodes, clipped at -5) and whether it is that guide's first choice;
 - cluster context no single heuristic uses, the same on every row: node count and size spread,
   load and overload over capacity, hot and saturated shares, how far requests are from measured
   use, the metric window, the arrival rate (smoothed) and its trend (fast over slow rate).
 
-Why these: on generated clusters no heuristic wins everywhere (capacity-balanced-overload most
-often; kube-default, which spreads by *requests*, when every node is saturated and the measured
-load, capped at capacity, no longer tells nodes apart). The scores say what each heuristic
-would do; the context says which of them to trust. The network scores every node and the
-pod goes to the highest feasible score: the network decides, no heuristic is called as a
-fallback.
+Why these: on generated clusters no field heuristic wins everywhere, and the measured load they
+read lags and saturates. The scores say what each guide would do; the resident load and the
+over-request say what the metrics cannot; the context says which to trust. The network scores
+every node and the pod goes to the highest feasible score: the network decides, no heuristic is
+called as a fallback. A model file names its guide set (``GUIDE_SETS``): drs-v2's five field
+heuristics still load, with their own columns.
 
-All heuristics share one memory of the binds actually made (recent_binds), so their scores
+All guides share one memory of the binds actually made (recent_binds), so their scores
 describe the cluster the policy really built. Pure numpy at inference (the network is a
 Dense chain, drs_prom.agent.numpy_policy.forward).
 """

@@ -27,14 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, TEACHER, GuidedPolicy, GuideScores
+from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, TEACHER, GuidedPolicy, GuideScores, guided_columns
 from drs_prom.agent.numpy_policy import fold_standardisation
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
 
-FLOOR = TEACHER
-"""What every cluster imitates unless labelling finds a heuristic that beats it (drs_prom.agent.guided.TEACHER)."""
+FLOOR = TEACHER  # what every cluster imitates unless labelling finds a heuristic that beats it
 SELECTION_SEED_BASE = 500_000
 """Held-out generator seeds for checkpoint selection (labelling and training use seeds below them)."""
 
@@ -52,7 +51,7 @@ metric window)."""
 
 @dataclass(frozen=True)
 class GuidedConfig:
-    """One training run; the defaults are those of the shipped models/drs-v2.keras."""
+    """One training run; the defaults are those of the shipped models/drs-v3.keras."""
 
     clusters: int = 48
     """Training clusters (generator seeds 0..clusters-1)."""
@@ -351,8 +350,8 @@ def fit_guided(cfg: GuidedConfig, echo: Callable[[str], None] = print) -> Guided
     )
 
 
-def save_guided(fit: GuidedFit, out: str | Path, command: str = "") -> Path:
-    """Write ``out`` (.keras, a Dense chain with the standardisation folded in) + JSON + learning curve."""
+def save_guided(fit: GuidedFit, out: str | Path, command: str = "", guides: tuple[str, ...] = GUIDES) -> Path:
+    """Write ``out`` (.keras: Dense chain, standardisation folded in) + JSON + curve; ``guides``: its inputs' guide set."""
     from drs_prom.agent.networks import configure_tf
     from drs_prom.agent.persistence import base_metadata, save_model
     from drs_prom.config import Normalisation
@@ -361,7 +360,7 @@ def save_guided(fit: GuidedFit, out: str | Path, command: str = "") -> Path:
     configure_tf()
     import keras
 
-    inputs = keras.Input(shape=(N_GUIDED,), name="candidate")
+    inputs = keras.Input(shape=(len(guided_columns(guides)),), name="candidate")
     x = inputs
     for i, (k, b, act) in enumerate(fit.layers):
         name = "q" if i == len(fit.layers) - 1 else f"hidden_{i}"
@@ -370,7 +369,7 @@ def save_guided(fit: GuidedFit, out: str | Path, command: str = "") -> Path:
         layer.set_weights([k, b])
     model = keras.Model(inputs, x, name="drs_guided")
     meta = base_metadata("drs", Normalisation())
-    meta["head"] = GuidedPolicy(fit.layers, 0.0, input_range=fit.input_range).head  # the head is window-free
+    meta["head"] = GuidedPolicy(fit.layers, 0.0, input_range=fit.input_range, guides=guides).head  # window-free
     meta["training"] = {
         "learner": "guided",
         "command": command,

@@ -7,7 +7,17 @@ import pytest
 
 from drs_prom.agent import load_policy
 from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures, decision_features
-from drs_prom.agent.guided import GAP_CLIP, GUIDED_COLUMNS, N_GUIDED, GuidedPolicy, GuideScores, score_gaps
+from drs_prom.agent.guided import (
+    FIELD_GUIDES,
+    GAP_CLIP,
+    GUIDED_COLUMNS,
+    GUIDES,
+    N_GUIDED,
+    GuidedPolicy,
+    GuideScores,
+    guided_columns,
+    score_gaps,
+)
 from drs_prom.errors import ModelError
 from drs_prom.load_aware import CapacityBalancedOverload
 from drs_prom.sim.env import fit_to_scenario, unclipped_env
@@ -47,7 +57,7 @@ def test_rows_are_finite_and_named_even_without_metrics():
     ctx = unclipped_env(sc, 3).reset(3)
     rows, raw = GuideScores(WINDOW).rows(ctx)
     assert rows.shape == (len(ctx.nodes), N_GUIDED) and np.isfinite(rows).all()
-    assert raw.shape == (5, len(ctx.nodes))
+    assert raw.shape == (len(GUIDES), len(ctx.nodes))
     nan_ctx = type(ctx)(**{**ctx.__dict__, "load": np.full_like(ctx.load, np.nan)})
     rows, _ = GuideScores(WINDOW).rows(nan_ctx)
     assert np.isfinite(rows).all()
@@ -148,3 +158,35 @@ def test_cluster_features_are_finite_named_and_see_node_sizes():
     tracker = ClusterFeatures(alpha=0.5)
     a = tracker.update(ctx, 30.0).copy()
     assert np.allclose(a, decision_features(ctx, 30.0, 1.0))  # the first decision has no rate yet
+
+
+def test_a_model_of_the_field_guides_alone_still_loads_and_reads_its_own_columns(tmp_path):
+    """drs-v2's head names the five field heuristics: it loads, builds rows of its own width and its own choices."""
+    cols = guided_columns(FIELD_GUIDES)
+    assert len(cols) < N_GUIDED and not any(c.startswith("resident_") for c in cols)
+    k0 = np.zeros((len(cols), 1), np.float32)
+    k0[cols.index("gap_capacity-balanced-overload"), 0] = 1.0
+    layers = [
+        (k0, np.array([GAP_CLIP], np.float32), "relu"),
+        (np.ones((1, 1), np.float32), np.zeros(1, np.float32), "linear"),
+    ]
+    old = GuidedPolicy(layers, WINDOW, guides=FIELD_GUIDES)
+    assert old.head["guides"] == list(FIELD_GUIDES) and old.head["columns"] == list(cols)
+    assert _episode(old).composite == _episode(CapacityBalancedOverload(7, WINDOW)).composite
+    fit = GuidedFit(layers=layers, selected={}, config={"clusters": 2, "selection_clusters": 1})
+    path = save_guided(fit, tmp_path / "v2like.keras", guides=FIELD_GUIDES)
+    assert load_policy(path, WINDOW).guides.guides == FIELD_GUIDES
+    meta = json.loads(path.with_suffix(".json").read_text())
+    meta["head"]["guides"] = ["kube-default"]  # a guide set this code does not build
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(ModelError, match="invalid head"):
+        load_policy(path, WINDOW)
+
+
+def test_the_shipped_guided_model_reads_resident_load_and_over_request():
+    """Its guides start with the resident-aware teacher, and its rows carry what only the scheduler keeps."""
+    from drs_prom.agent import default_model_path
+
+    policy = load_policy(default_model_path(), WINDOW)
+    assert isinstance(policy, GuidedPolicy) and policy.guides.guides == GUIDES
+    assert {"resident_after_0", "over_request_take", "gap_capacity-balanced-resident"} <= set(policy.head["columns"])

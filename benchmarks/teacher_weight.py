@@ -1,0 +1,85 @@
+"""How the shipped network's teacher was chosen: its over-request weight and its resident load, on generated clusters.
+
+``capacity-balanced-resident`` (drs_prom.load_aware) adds two things to capacity-balanced-overload: load raised to
+the expected load of the pods the scheduler placed that still run (ctx.resident), and a penalty
+``over_request_penalty x over_request_take``. This script plays every variant (penalty in ``--weights``, with and
+without the resident load) and capacity-balanced-overload on the same workloads of generated *training* clusters
+(generator seeds ``--base`` and up, 2 bench seeds each; never the packaged scenarios or the evaluation clusters)
+and prints, per variant, the geometric mean of its composite over capacity-balanced-overload's with a 95 %
+interval over clusters, and on how many clusters it is more than 3 % worse or better. The shipped teacher is the
+variant with the lowest mean.
+
+    python benchmarks/teacher_weight.py --clusters 64 --base 600000 --weights 0,0.1,0.2,0.5
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from drs_prom.load_aware import CapacityBalancedResident
+from drs_prom.policy import DecisionContext
+from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
+from drs_prom.sim.generator import GeneratorParams, training_scenario
+
+FLOOR = "capacity-balanced-overload"
+PARAMS = GeneratorParams(load=(0.4, 1.3), metric_windows=(1.0, 5.0, 15.0, 30.0, 60.0))
+"""The widened training distribution: overloaded periods and long lags included."""
+
+
+class Variant(CapacityBalancedResident):
+    """The teacher with another weight, or blind to the resident load."""
+
+    def __init__(self, seed: int, window: float, weight: float, resident: bool) -> None:
+        super().__init__(seed, window)
+        self.over_request_penalty = weight
+        self.reads_resident = resident
+
+    def node_scores(self, ctx: DecisionContext) -> np.ndarray:
+        if not self.reads_resident:
+            ctx = dataclasses.replace(ctx, resident=None)
+        return super().node_scores(ctx)
+
+
+def _label(weight: float, resident: bool) -> str:
+    return f"weight {weight:g}{' + resident' if resident else ''}"
+
+
+def _job(args: tuple[int, int, tuple[tuple[float, bool], ...]]) -> dict[str, float]:
+    key, seed, variants = args
+    sc = training_scenario(key, PARAMS)
+    window = scenario_spec(sc).metric_window_seconds
+    out = {FLOOR: unclipped_env(sc, seed).run(sim_policy(FLOOR, sc, seed), seed=seed).composite}
+    for weight, resident in variants:
+        policy = Variant(seed, window, weight, resident)
+        out[_label(weight, resident)] = unclipped_env(sc, seed).run(policy, seed=seed).composite
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clusters", type=int, default=64)
+    ap.add_argument("--base", type=int, default=600_000, help="First generator seed (training range).")
+    ap.add_argument("--weights", default="0,0.1,0.2,0.5")
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+    weights = [float(w) for w in args.weights.split(",")]
+    variants = tuple((w, r) for r in (False, True) for w in weights if (w, r) != (0.0, False))
+    jobs = [(k, s, variants) for k in range(args.base, args.base + args.clusters) for s in (0, 1)]
+    with ProcessPoolExecutor(args.workers) as pool:
+        rows = list(pool.map(_job, jobs))
+    for label in [_label(w, r) for w, r in variants]:
+        log = np.array([np.log(r[label] / r[FLOOR]) for r in rows]).reshape(args.clusters, 2).mean(axis=1)
+        half = 1.96 * log.std(ddof=1) / np.sqrt(len(log))
+        print(
+            f"{label}: {np.exp(log.mean()):.4f}x {FLOOR} [{np.exp(log.mean() - half):.4f}, "
+            f"{np.exp(log.mean() + half):.4f}]; >3 % worse on {int(np.sum(log > np.log(1.03)))}, "
+            f">3 % better on {int(np.sum(log < np.log(0.97)))} of {args.clusters}"
+        )
+
+
+if __name__ == "__main__":
+    main()
