@@ -77,6 +77,11 @@ class ResidentLoad:
             self._sum.clear()
             self._count.clear()
 
+    def count(self, node: str) -> int:
+        """How many of our running placements ``node`` carries (what its row of ``matrix`` sums)."""
+        with self._lock:
+            return self._count.get(node, 0)
+
     def matrix(self, nodes: Sequence[str]) -> np.ndarray:
         """(len(nodes), N_FEATURES) float64: the summed rows per node, zeros where none run."""
         out = np.zeros((len(nodes), N_FEATURES))
