@@ -35,9 +35,9 @@ DRS_CLI = (sys.executable, "-c", "from drs_prom.cli import main; main()")
 
 
 def known_schedulers() -> list[str]:
-    from drs_prom.registry import HEURISTICS
+    from drs_prom.registry import HEURISTICS, TEACHERS
 
-    return [KUBE, KUBE_EXTENDER, DRS, *HEURISTICS]
+    return [KUBE, KUBE_EXTENDER, DRS, *HEURISTICS, *TEACHERS]
 
 
 def parse_schedulers(text: str) -> list[str]:
