@@ -35,6 +35,17 @@ class ResidentLoad:
     def __len__(self) -> int:
         return len(self._pods)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Copies and forks of a simulation (look-ahead play-outs) carry the sums, not the lock."""
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def add(self, pod: Hashable, node: str, row: Sequence[float] | np.ndarray) -> None:
         """Count ``pod`` on ``node`` with expected load ``row`` (N_FEATURES values, NaN read as 0)."""
         r = np.nan_to_num(np.asarray(row, dtype=np.float64).reshape(N_FEATURES), nan=0.0)
