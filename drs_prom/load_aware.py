@@ -257,6 +257,18 @@ class LoadVariationRiskBalancing(RemembersRecentBinds):
         return s
 
 
+def capacity_balanced_scores(rel: np.ndarray, pod: np.ndarray, overload_penalty: float) -> np.ndarray:
+    """capacity-balanced's score of each node from node-relative load ``rel`` and the pod's relative load ``pod``
+    (both (n, N_FEATURES)): minus the imbalance after placing it there and ``overload_penalty`` x the overload it
+    adds, ties broken toward the least loaded node. Shared by every capacity-balanced variant, whatever load it
+    reads."""
+    after = rel + pod
+    added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
+    s = -imbalance_if_placed(rel, pod) - overload_penalty * added
+    s -= 1e-3 * (after.max(axis=1) + after.mean(axis=1))
+    return s
+
+
 class CapacityBalancedLoad(RemembersRecentBinds):
     """balanced-load on node-relative loads, with a penalty for the overload a placement adds."""
 
@@ -273,14 +285,9 @@ class CapacityBalancedLoad(RemembersRecentBinds):
 
     def node_scores(self, ctx: DecisionContext) -> np.ndarray:
         full = full_of(ctx)
-        ok = _has_metrics(ctx)
         rel = (np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + self.recent.pending(ctx)) / full
-        pod = np.asarray(ctx.pod_load, dtype=np.float64) / full
-        after = rel + pod
-        added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
-        s = -imbalance_if_placed(rel, pod) - self.overload_penalty * added
-        s -= 1e-3 * (after.max(axis=1) + after.mean(axis=1))
-        return np.where(ok, s, _NO_METRICS)
+        s = capacity_balanced_scores(rel, np.asarray(ctx.pod_load, dtype=np.float64) / full, self.overload_penalty)
+        return np.where(_has_metrics(ctx), s, _NO_METRICS)
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         s = self.node_scores(ctx)
@@ -341,13 +348,8 @@ class CapacityBalancedResident(CapacityBalancedOverload):
     over_request_penalty = 0.2
 
     def node_scores(self, ctx: DecisionContext) -> np.ndarray:
-        full = full_of(ctx)
-        ok = _has_metrics(ctx)
         rel = resident_relative(ctx, self.recent.pending(ctx))
-        pod = np.asarray(ctx.pod_load, dtype=np.float64) / full
-        after = rel + pod
-        added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
-        s = -imbalance_if_placed(rel, pod) - self.overload_penalty * added
-        s -= 1e-3 * (after.max(axis=1) + after.mean(axis=1))
+        pod = np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx)
+        s = capacity_balanced_scores(rel, pod, self.overload_penalty)
         s -= self.over_request_penalty * over_request_take(ctx)
-        return np.where(ok, s, _NO_METRICS)
+        return np.where(_has_metrics(ctx), s, _NO_METRICS)

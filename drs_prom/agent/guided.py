@@ -182,7 +182,8 @@ class GuideScores:
         full = full_of(ctx)
         load = np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=1.0) + pending
         rel = load / full
-        after = rel + np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0) / full
+        pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0) / full
+        after = rel + pod
         added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
         raw = self.heuristic_scores(ctx)
         feasible = np.asarray(ctx.feasible, bool)
@@ -190,7 +191,6 @@ class GuideScores:
         n = len(ctx.nodes)
         resident: list[np.ndarray] = []
         if self._resident:
-            pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0) / full
             resident = [
                 np.clip(resident_relative(ctx, pending) + pod, 0.0, 3.0),
                 over_request_take(ctx)[:, None],
