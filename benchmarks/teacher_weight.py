@@ -1,4 +1,4 @@
-"""How the shipped network's teacher was chosen: its over-request weight and its resident load, on generated clusters.
+"""How the shipped network's teacher was chosen: its over-request and room weights, its resident load, on generated clusters.
 
 ``capacity-balanced-resident`` (drs_prom.load_aware) adds two things to capacity-balanced-overload: load raised to
 the expected load of the pods the scheduler placed that still run (ctx.resident), and a penalty
@@ -9,7 +9,12 @@ and prints, per variant, the geometric mean of its composite over capacity-balan
 interval over clusters, and on how many clusters it is more than 3 % worse or better. The shipped teacher is the
 variant with the lowest mean.
 
+``--room-weights`` plays ``capacity-balanced-room`` (the resident teacher minus ``room_penalty x`` the share of the
+recent pods' slots a bind takes, drs_prom.room_keeping) with each weight instead, against capacity-balanced-resident
+on the same workloads.
+
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --weights 0,0.1,0.2,0.5
+    python benchmarks/teacher_weight.py --clusters 64 --base 600000 --room-weights 0.1,0.2,0.3,0.5,1
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from drs_prom.load_aware import CapacityBalancedResident
+from drs_prom.load_aware import CapacityBalancedResident, CapacityBalancedRoom
 from drs_prom.policy import DecisionContext
 from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
@@ -44,6 +49,38 @@ class Variant(CapacityBalancedResident):
         return super().node_scores(ctx)
 
 
+class RoomVariant(CapacityBalancedRoom):
+    """The room-keeping teacher with another room weight."""
+
+    def __init__(self, seed: int, window: float, weight: float) -> None:
+        super().__init__(seed, window)
+        self.room_penalty = weight
+
+
+RESIDENT = "capacity-balanced-resident"
+
+
+def _room_job(args: tuple[int, int, tuple[float, ...]]) -> dict[str, float]:
+    key, seed, weights = args
+    sc = training_scenario(key, PARAMS)
+    window = scenario_spec(sc).metric_window_seconds
+    out = {RESIDENT: unclipped_env(sc, seed).run(sim_policy(RESIDENT, sc, seed), seed=seed).composite}
+    for w in weights:
+        out[f"room weight {w:g}"] = unclipped_env(sc, seed).run(RoomVariant(seed, window, w), seed=seed).composite
+    return out
+
+
+def _report(rows: list[dict[str, float]], labels: list[str], reference: str, clusters: int) -> None:
+    for label in labels:
+        log = np.array([np.log(r[label] / r[reference]) for r in rows]).reshape(clusters, 2).mean(axis=1)
+        half = 1.96 * log.std(ddof=1) / np.sqrt(len(log))
+        print(
+            f"{label}: {np.exp(log.mean()):.4f}x {reference} [{np.exp(log.mean() - half):.4f}, "
+            f"{np.exp(log.mean() + half):.4f}]; >3 % worse on {int(np.sum(log > np.log(1.03)))}, "
+            f">3 % better on {int(np.sum(log < np.log(0.97)))} of {clusters}"
+        )
+
+
 def _label(weight: float, resident: bool) -> str:
     return f"weight {weight:g}{' + resident' if resident else ''}"
 
@@ -64,21 +101,21 @@ def main() -> None:
     ap.add_argument("--clusters", type=int, default=64)
     ap.add_argument("--base", type=int, default=600_000, help="First generator seed (training range).")
     ap.add_argument("--weights", default="0,0.1,0.2,0.5")
+    ap.add_argument("--room-weights", default="", help="Weights of the room term instead (see above).")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
+    seeds = range(args.base, args.base + args.clusters)
+    if args.room_weights:
+        room = tuple(float(w) for w in args.room_weights.split(","))
+        with ProcessPoolExecutor(args.workers) as pool:
+            found = list(pool.map(_room_job, [(k, s, room) for k in seeds for s in (0, 1)]))
+        _report(found, [f"room weight {w:g}" for w in room], RESIDENT, args.clusters)
+        return
     weights = [float(w) for w in args.weights.split(",")]
     variants = tuple((w, r) for r in (False, True) for w in weights if (w, r) != (0.0, False))
-    jobs = [(k, s, variants) for k in range(args.base, args.base + args.clusters) for s in (0, 1)]
     with ProcessPoolExecutor(args.workers) as pool:
-        rows = list(pool.map(_job, jobs))
-    for label in [_label(w, r) for w, r in variants]:
-        log = np.array([np.log(r[label] / r[FLOOR]) for r in rows]).reshape(args.clusters, 2).mean(axis=1)
-        half = 1.96 * log.std(ddof=1) / np.sqrt(len(log))
-        print(
-            f"{label}: {np.exp(log.mean()):.4f}x {FLOOR} [{np.exp(log.mean() - half):.4f}, "
-            f"{np.exp(log.mean() + half):.4f}]; >3 % worse on {int(np.sum(log > np.log(1.03)))}, "
-            f">3 % better on {int(np.sum(log < np.log(0.97)))} of {args.clusters}"
-        )
+        rows = list(pool.map(_job, [(k, s, variants) for k in seeds for s in (0, 1)]))
+    _report(rows, [_label(w, r) for w, r in variants], FLOOR, args.clusters)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ import numpy as np
 from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext, node_requests
 from drs_prom.recent_binds import RecentBinds, RemembersRecentBinds
+from drs_prom.room_keeping import RecentShapes, slot_take
 
 MAX_NODE_SCORE = 100
 _NO_METRICS = -1e9
@@ -353,3 +354,36 @@ class CapacityBalancedResident(CapacityBalancedOverload):
         s = capacity_balanced_scores(rel, pod, self.overload_penalty)
         s -= self.over_request_penalty * over_request_take(ctx)
         return np.where(_has_metrics(ctx), s, _NO_METRICS)
+
+
+class CapacityBalancedRoom(CapacityBalancedResident):
+    """capacity-balanced-resident that also keeps room for the pods that keep coming.
+
+    On top of its parent: minus ``room_penalty`` x the share of the recent pods' slots the bind would take
+    (drs_prom.room_keeping.slot_take). Where some pods need most of a node, spreading small pods evenly
+    leaves none with room for them and they wait; taking the last slot of a shape that fits few nodes
+    now costs more than taking one of many. The weight (0.3) was chosen on generated training clusters
+    only (docs/model.md). The memory of shapes is this policy's own: every pod it decides is recorded
+    before it is scored, so the pod's own shape counts.
+    """
+
+    name = "capacity-balanced-room"
+    room_penalty = 0.3
+
+    def __init__(self, seed: int, metric_window_seconds: float, overload_penalty: float | None = None) -> None:
+        super().__init__(seed, metric_window_seconds, overload_penalty)
+        self.shapes = RecentShapes()
+
+    def scores_and_take(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
+        """The node scores and the room take they subtract (slot_take over the remembered shapes; record the pod
+        first)."""
+        take = slot_take(ctx, *self.shapes.shapes(ctx))
+        s = super().node_scores(ctx) - self.room_penalty * take
+        return np.where(_has_metrics(ctx), s, _NO_METRICS), take
+
+    def node_scores(self, ctx: DecisionContext) -> np.ndarray:
+        return self.scores_and_take(ctx)[0]
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        self.shapes.record(ctx)
+        return super().score(ctx)

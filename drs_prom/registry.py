@@ -33,6 +33,7 @@ from drs_prom.load_aware import (
     CapacityBalancedLoad,
     CapacityBalancedOverload,
     CapacityBalancedResident,
+    CapacityBalancedRoom,
     LoadVariationRiskBalancing,
     TargetLoadPacking,
 )
@@ -103,10 +104,12 @@ _REGISTRY: dict[str, PolicyFactory] = {
 HEURISTICS: tuple[str, ...] = tuple(_REGISTRY)
 """The field's heuristics: the baselines a learned policy is judged against."""
 
-TEACHERS: tuple[str, ...] = ("capacity-balanced-resident",)
-"""Heuristics that read what only drs-prom's own scheduler keeps (DecisionContext.resident): the shipped network's
-training target. Built and benchmarked like the others (the bench table shows them), never a judging baseline."""
+TEACHERS: tuple[str, ...] = ("capacity-balanced-resident", "capacity-balanced-room")
+"""Heuristics that read what only drs-prom's own scheduler keeps (DecisionContext.resident, the shapes of the pods it
+decided): the shipped networks' training targets. Built and benchmarked like the others (the bench table shows them),
+never a judging baseline."""
 _REGISTRY["capacity-balanced-resident"] = _heuristic(CapacityBalancedResident)
+_REGISTRY["capacity-balanced-room"] = _heuristic(CapacityBalancedRoom)
 
 LEARNED: tuple[str, ...] = ("drs", "drs-original")
 

@@ -3,12 +3,13 @@
 Every decision, each node gets one input row:
 - the per-node candidate columns of the plain ``drs`` network (drs_prom.agent.model_inputs);
 - the node's load relative to its *own* capacity after the pod (a small node is full sooner);
-- what only the scheduler keeps (models whose guides include the teacher): the expected load of the
+- what only the scheduler keeps (models whose guides start with a teacher): the expected load of the
   pods it placed that still run there, plus the pod, over the node's capacity (drs_prom.resident:
-  neither lagged nor capped as measured load is), and the share of the node's free request room
-  the pod's over-request would hold (drs_prom.load_aware.over_request_take);
-- for each guide (the resident-aware teacher capacity-balanced-resident, then capacity-balanced-
-  overload, capacity-balanced, balanced-load, least-loaded, kube-default), how far the node's score
+  neither lagged nor capped as measured load is), the share of the node's free request room
+  the pod's over-request would hold (drs_prom.load_aware.over_request_take), and (the room-keeping
+  teacher's models) the share of the recent pods' slots the bind takes (drs_prom.room_keeping);
+- for each guide (the teacher capacity-balanced-room, then capacity-balanced-overload,
+  capacity-balanced, balanced-load, least-loaded, kube-default), how far the node's score
   is from that guide's best feasible node (in standard deviations of its scores over the feasible
   nodes, clipped at -5) and whether it is that guide's first choice;
 - cluster context no single heuristic uses, the same on every row: node count and size spread,
@@ -17,10 +18,11 @@ Every decision, each node gets one input row:
 
 Why these: on generated clusters no field heuristic wins everywhere, and the measured load they
 read lags and saturates. The scores say what each guide would do; the resident load and the
-over-request say what the metrics cannot; the context says which to trust. The network scores
-every node and the pod goes to the highest feasible score: the network decides, no heuristic is
-called as a fallback. A model file names its guide set (``GUIDE_SETS``): drs-v2's five field
-heuristics still load, with their own columns.
+over-request and the room say what the metrics cannot; the context says which to trust. The network
+scores every node and the pod goes to the highest feasible score: the network decides, no heuristic
+is called as a fallback. A model file names its guide set (``GUIDE_SETS``): drs-v3's (the
+resident-aware teacher without room keeping) and drs-v2's (the five field heuristics) still load,
+with their own columns.
 
 All guides share one memory of the binds actually made (recent_binds), so their scores
 describe the cluster the policy really built. Pure numpy at inference (the network is a
@@ -44,6 +46,7 @@ from drs_prom.load_aware import (
     CapacityBalancedLoad,
     CapacityBalancedOverload,
     CapacityBalancedResident,
+    CapacityBalancedRoom,
     full_of,
     over_request_take,
     resident_relative,
@@ -63,20 +66,24 @@ FIELD_GUIDES: tuple[str, ...] = (
 )
 """The field's heuristics whose scores are inputs, in column order (drs-v2 reads these five)."""
 
-TEACHER = "capacity-balanced-resident"
+TEACHER = "capacity-balanced-room"
+RESIDENT_TEACHER = "capacity-balanced-resident"
 GUIDES: tuple[str, ...] = (TEACHER, *FIELD_GUIDES)
-"""Guides of a model trained by this code: the resident-aware teacher first, then the field's heuristics."""
+"""Guides of a model trained by this code: the room-keeping teacher first, then the field's heuristics."""
 
-GUIDE_SETS: tuple[tuple[str, ...], ...] = (GUIDES, FIELD_GUIDES)
-"""Guide sets a model file may name (its head's ``guides``): this code's and drs-v2's."""
+GUIDE_SETS: tuple[tuple[str, ...], ...] = (GUIDES, (RESIDENT_TEACHER, *FIELD_GUIDES), FIELD_GUIDES)
+"""Guide sets a model file may name (its head's ``guides``): this code's, drs-v3's and drs-v2's."""
 
 GAP_CLIP = 5.0
 NO_METRICS = -1e8
 """Scores at or below this are the heuristics' 'no metrics' sentinel (-1e9), not a ranking."""
 
 RESIDENT_COLUMNS: tuple[str, ...] = (*(f"resident_after_{i}" for i in range(6)), "over_request_take")
-"""Read by models whose guides include the teacher: our running pods' expected load plus the pod, over the node's
+"""Read by models whose guides start with a teacher: our running pods' expected load plus the pod, over the node's
 own capacity, and the share of the node's free request room the pod's over-request takes."""
+
+ROOM_COLUMNS: tuple[str, ...] = ("room_take",)
+"""Read by models of the room-keeping teacher: the share of the recent pods' slots the bind takes."""
 
 
 def guided_columns(guides: tuple[str, ...]) -> tuple[str, ...]:
@@ -86,7 +93,8 @@ def guided_columns(guides: tuple[str, ...]) -> tuple[str, ...]:
         *(f"rel_after_{i}" for i in range(6)),  # load + recent binds + pod, over the node's own capacity
         "rel_peak_now",
         "added_overload",
-        *(RESIDENT_COLUMNS if TEACHER in guides else ()),
+        *(RESIDENT_COLUMNS if guides[0] in (TEACHER, RESIDENT_TEACHER) else ()),
+        *(ROOM_COLUMNS if guides[0] == TEACHER else ()),
         *(f"gap_{g}" for g in guides),
         *(f"first_{g}" for g in guides),
         *(f"ctx_{c}" for c in CLUSTER_FEATURES),
@@ -131,15 +139,17 @@ class GuideScores:
             raise ValueError(f"unknown guide set {guides}")
         self.guides = guides
         self.recent = RecentBinds(metric_window_seconds)
+        self.room = CapacityBalancedRoom(0, metric_window_seconds)
         self.cbr = CapacityBalancedResident(0, metric_window_seconds)
         self.cbo = CapacityBalancedOverload(0, metric_window_seconds)
         self.cb = CapacityBalancedLoad(0, metric_window_seconds)
         self.bl = BalancedLoad(0, metric_window_seconds)
         self.ll = LeastLoaded(0, metric_window_seconds)
-        for h in (self.cbr, self.cbo, self.cb, self.bl, self.ll):
+        for h in (self.room, self.cbr, self.cbo, self.cb, self.bl, self.ll):
             h.recent = self.recent  # one memory of the binds actually made
         score: dict[str, Callable[[DecisionContext], np.ndarray]] = {
-            TEACHER: self.cbr.node_scores,
+            TEACHER: self._room_scores,
+            RESIDENT_TEACHER: self.cbr.node_scores,
             "capacity-balanced-overload": self.cbo.node_scores,
             "capacity-balanced": self.cb.node_scores,
             "balanced-load": self.bl._score,
@@ -147,7 +157,9 @@ class GuideScores:
             "kube-default": kube_default_scores,
         }
         self._scorers = [score[g] for g in guides]
-        self._resident = TEACHER in guides
+        self._resident = guides[0] in (TEACHER, RESIDENT_TEACHER)
+        self._room = guides[0] == TEACHER
+        self._take = np.zeros(0)
         self.context = ClusterFeatures()
         self._slow = 0.0
         self._last_now = -math.inf
@@ -156,8 +168,17 @@ class GuideScores:
     def window(self) -> float:
         return self.recent.window_seconds
 
+    def _room_scores(self, ctx: DecisionContext) -> np.ndarray:
+        """The room-keeping teacher's scores; keeps its room take for the input row."""
+        scores, self._take = self.room.scores_and_take(ctx)
+        return scores
+
     def heuristic_scores(self, ctx: DecisionContext) -> np.ndarray:
-        """(len(guides), n) raw scores in guide order (kube-default without its random tie-break)."""
+        """(len(guides), n) raw scores in guide order (kube-default without its random tie-break).
+
+        Every call is one pod decided: the room-keeping teacher remembers its shape first."""
+        if self._room:
+            self.room.shapes.record(ctx)
         return np.stack([f(ctx) for f in self._scorers])
 
     def _trend(self, ctx: DecisionContext) -> float:
@@ -195,6 +216,8 @@ class GuideScores:
                 np.clip(resident_relative(ctx, pending) + pod, 0.0, 3.0),
                 over_request_take(ctx)[:, None],
             ]
+        if self._room:
+            resident.append(np.clip(self._take, 0.0, 1.0)[:, None])
         out = np.concatenate(
             [
                 cand,

@@ -13,6 +13,7 @@ from drs_prom.agent.guided import (
     GUIDED_COLUMNS,
     GUIDES,
     N_GUIDED,
+    RESIDENT_TEACHER,
     GuidedPolicy,
     GuideScores,
     guided_columns,
@@ -20,6 +21,7 @@ from drs_prom.agent.guided import (
 )
 from drs_prom.errors import ModelError
 from drs_prom.load_aware import CapacityBalancedOverload
+from drs_prom.room_keeping import slot_take
 from drs_prom.sim.env import fit_to_scenario, unclipped_env
 from drs_prom.sim.generator import training_scenario
 from drs_prom.training.guided_run import GuidedFit, save_guided
@@ -183,10 +185,49 @@ def test_a_model_of_the_field_guides_alone_still_loads_and_reads_its_own_columns
         load_policy(path, WINDOW)
 
 
-def test_the_shipped_guided_model_reads_resident_load_and_over_request():
-    """Its guides start with the resident-aware teacher, and its rows carry what only the scheduler keeps."""
+def test_the_shipped_guided_model_reads_resident_load_over_request_and_room():
+    """Its guides start with the room-keeping teacher, and its rows carry what only the scheduler keeps."""
     from drs_prom.agent import default_model_path
 
     policy = load_policy(default_model_path(), WINDOW)
     assert isinstance(policy, GuidedPolicy) and policy.guides.guides == GUIDES
-    assert {"resident_after_0", "over_request_take", "gap_capacity-balanced-resident"} <= set(policy.head["columns"])
+    assert {"resident_after_0", "over_request_take", "room_take", "gap_capacity-balanced-room"} <= set(
+        policy.head["columns"]
+    )
+
+
+def test_a_model_of_the_resident_teacher_still_loads_without_the_room_column(tmp_path):
+    """drs-v3's head names capacity-balanced-resident first: its rows keep the resident columns, not room_take."""
+    guides = (RESIDENT_TEACHER, *FIELD_GUIDES)
+    cols = guided_columns(guides)
+    assert "resident_after_0" in cols and "room_take" not in cols and len(cols) == N_GUIDED - 1
+    k0 = np.zeros((len(cols), 1), np.float32)
+    k0[cols.index(f"gap_{RESIDENT_TEACHER}"), 0] = 1.0
+    layers = [
+        (k0, np.array([GAP_CLIP], np.float32), "relu"),
+        (np.ones((1, 1), np.float32), np.zeros(1, np.float32), "linear"),
+    ]
+    fit = GuidedFit(layers=layers, selected={}, config={"clusters": 2, "selection_clusters": 1})
+    policy = load_policy(save_guided(fit, tmp_path / "v3like.keras", guides=guides), WINDOW)
+    assert policy.guides.guides == guides
+    rows, _ = policy.guides.rows(unclipped_env(training_scenario(3), 3).reset(3))
+    assert rows.shape[1] == len(cols)
+
+
+def test_the_room_column_is_the_teachers_room_take():
+    """The row's room_take is the slot share the teacher subtracted for the same pod (one memory of shapes)."""
+    sc = training_scenario(5)
+    env = unclipped_env(sc, 5)
+    guides = GuideScores(WINDOW)
+    ctx = env.reset(5)
+    for _ in range(20):
+        rows, raw = guides.rows(ctx)
+        col = rows[:, GUIDED_COLUMNS.index("room_take")]
+        take = slot_take(ctx, *guides.room.shapes.shapes(ctx))
+        assert np.allclose(col, np.clip(take, 0, 1), atol=1e-6)
+        node = int(np.argmax(np.where(ctx.feasible, raw[0], -np.inf)))
+        guides.record(ctx, node)
+        ctx, _, done = env.step(node)
+        if done:
+            break
+    assert len(guides.room.shapes) == 20
