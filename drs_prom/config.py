@@ -178,6 +178,7 @@ class Normalisation(_Section):
     and MemTotal), so their scales only say how much of a node counts as full. Network and
     disk capacity are not in node_exporter's series, so their scales are per-cluster
     settings: the defaults are a 1 GbE link and an SSD-class disk; set them to your nodes'.
+    Nodes whose bandwidth differs from these say so with labels (drs_prom.link_capacity).
     """
 
     cpu_full: float = Field(1.0, gt=0, le=1, description="CPU utilisation that reads as 1.0 (DRS: 0.25, i.e. x4).")

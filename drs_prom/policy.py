@@ -39,8 +39,8 @@ class DecisionContext:
     now: float = 0.0
     full: np.ndarray | None = None
     """(n, N_FEATURES) value of ``load`` at which each node's resource is at its own capacity; None = 1.0
-    everywhere (the normalisation scales are the capacities: true for cpu/mem when cpu_full and
-    mem_full are 1, an assumption for network/disk, whose capacities node_exporter does not give)."""
+    everywhere. The simulator knows every node's capacities; the scheduler reads network/disk bandwidth from
+    the nodes' labels, the standard where a node has none (drs_prom.link_capacity.full_matrix for both)."""
     node_requests: np.ndarray | None = None
     """(n, len(NODE_REQUEST_COLUMNS)) of ``nodes``: requested_cpu_m, allocatable_cpu_m, requested_mem_bytes,
     allocatable_mem_bytes, pod_count, allocatable_pods (NODE_REQUEST_COLUMNS), when the caller

@@ -29,6 +29,7 @@ import orjson
 
 from drs_prom import claim_binding, interpod, volumes
 from drs_prom.preemption import Budget
+from drs_prom.ratelog import RateLimitedLog
 from drs_prom.resident import ResidentLoad
 from drs_prom.scheduler import kube, kube_storage, kube_terms
 from drs_prom.scheduler.nodes import NodeTable, NodeView
@@ -253,6 +254,7 @@ class ClusterCache:
         self._reflectors: list[Reflector] = []
         self._base: dict[str, tuple[str, NodeInfo]] = {}
         self.resident = ResidentLoad()  # expected load of the pods we placed, until they end (DecisionContext.resident)
+        self._label_log = RateLimitedLog(log, 600.0)  # a node's bad capacity label, once per node and label
 
     # -- wiring to the apiserver ------------------------------------------
     def start(self, core_v1: Any) -> None:
@@ -621,6 +623,8 @@ class ClusterCache:
                 table.add(rec.node, rec.cpu_m, rec.mem_bytes, 1, rec.scalar)
         for rec in self._nominated.values():
             table.add(rec.node, rec.cpu_m, rec.mem_bytes, 1, rec.scalar)
+        for msg in table.link_errors:  # a bad capacity label: that resource reads as the standard one
+            self._label_log.warn(msg, "%s", msg)
         self._table = table
         return table
 

@@ -36,14 +36,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from drs_prom import link_capacity
 from drs_prom.config import Normalisation, RolloutSettings, SchedulerSettings, Settings
 from drs_prom.errors import DrsError
 from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext, Policy
+from drs_prom.ratelog import RateLimitedLog
 from drs_prom.scheduler.arms import Choice
 from drs_prom.scheduler.metrics import SchedulerMetrics
 from drs_prom.scheduler.rollout import ArmedDecisions
 from drs_prom.state import MetricsSource, NodeSnapshot, node_matrix, pod_matrix
+from drs_prom.state import scales as feature_scales
 from drs_prom.types import NodeInfo, PodRequest
 
 if TYPE_CHECKING:
@@ -96,6 +99,7 @@ class Decider:
         self.source = source
         self.policy = policy
         self.model_loader = model_loader
+        self._label_log = RateLimitedLog(log, 600.0)  # a node's bad capacity label (the extender's nodes)
         self._state = _State(error="no state yet")
         self._load_memo: tuple[NodeSnapshot, tuple[str, ...], Normalisation, np.ndarray, np.ndarray] | None = None
         norm = spec.normalisation
@@ -287,6 +291,7 @@ class Decider:
         requests: np.ndarray | None = None,
         soft: np.ndarray | None = None,
         resident: np.ndarray | None = None,
+        link: np.ndarray | None = None,
     ) -> Choice:
         """Score ``nodes`` (infeasible ones get -inf) and pick one; index -1 if none is feasible.
 
@@ -295,7 +300,8 @@ class Decider:
         if the caller has the arrays (the scheduler's node table), else read from ``nodes``.
         ``soft``: the score terms every policy shares (DecisionContext.soft_scores), None when none apply.
         ``resident``: ``nodes``' DecisionContext.resident (the expected load of our running pods), None where the
-        caller keeps none (the extender). The returned Choice carries the chosen node's pod_load row.
+        caller keeps none (the extender). ``link``: ``nodes``' network/disk bandwidth (drs_prom.link_capacity), read
+        from their labels when None. The returned Choice carries the chosen node's pod_load row.
         """
         scales = self.scales()
         load, reason = self.load(nodes, feasible, rows, names, scales)
@@ -305,6 +311,10 @@ class Decider:
         else:
             alloc_cpu, alloc_mem = requests[:, 1].astype(np.float64), requests[:, 3].astype(np.float64)
         pod_load = pod_matrix(demand, alloc_cpu / 1000.0, alloc_mem, scales)
+        if link is None:
+            link, errors = link_capacity.matrix((n.name, n.labels) for n in nodes)
+            for msg in errors:  # that resource reads as the standard one
+                self._label_log.warn(msg, "%s", msg)
         ctx = DecisionContext(
             pod=pod,
             nodes=nodes,
@@ -312,6 +322,7 @@ class Decider:
             load=load,
             pod_load=pod_load,
             now=time.time(),
+            full=link_capacity.full_matrix(link, feature_scales(scales)),
             node_requests=requests,
             soft_scores=soft,
             resident=resident,

@@ -303,6 +303,7 @@ class Scheduler:
             requests=requests,
             soft=soft,
             resident=resident,
+            link=view.link(rows),
         )
         node = nodes[choice.index].name
         plan = plan_for(req, view.near().storage, nodes[choice.index]) if req.claims else None

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drs_prom import filters, interpod, spread_score
+from drs_prom import filters, interpod, link_capacity, spread_score
 from drs_prom.types import NodeInfo, PodRequest
 
 _NONE: dict[
@@ -51,6 +51,8 @@ class NodeTable:
             k: np.array([b.allocatable_scalar.get(k, 0) for b in self.base], dtype=np.int64).reshape(n) for k in names
         }
         self.req_scalar: dict[str, np.ndarray] = {}  # one array per scalar resource some placed pod requests
+        # network/disk bandwidth per node from its labels (NaN: the standard), parsed once per table
+        self.link, self.link_errors = link_capacity.matrix((b.name, b.labels) for b in self.base)
 
     def add(self, node: str, cpu_m: int, mem: int, count: int, scalar: Sequence[tuple[str, int]] = ()) -> None:
         """Add (or with negative values remove) one pod's requests on ``node``; unknown nodes are ignored."""
@@ -188,6 +190,11 @@ class NodeView:
                 t.alloc_pods[idx],
             ]
         ).astype(np.float64)
+
+    def link(self, idx: np.ndarray) -> np.ndarray:
+        """(len(idx), len(link_capacity.LINK_FEATURES)) bytes per second from the nodes' capacity labels, NaN where
+        a node has none (decide() turns them into DecisionContext.full)."""
+        return self.table.link[idx]
 
     def all_infos(self) -> list[NodeInfo]:
         return self.infos(np.arange(len(self.names)))

@@ -38,6 +38,7 @@ import numpy as np
 from drs_prom.config import Normalisation, ObjectiveSettings
 from drs_prom.filters import feasible_mask
 from drs_prom.interpod import needs_neighbours, neighbour_mask
+from drs_prom.link_capacity import full_matrix
 from drs_prom.objectives import EpisodeObjectives, Integrals, composite, demand_fraction, episode_objectives, horizon
 from drs_prom.objectives import segment as objective_segment
 from drs_prom.policy import DecisionContext, Policy, choose, input_scales
@@ -255,8 +256,7 @@ class SchedulingEnv:
         self.episode_seed = self.seed
         self.ctx: DecisionContext | None = None
         # the value of ctx.load at which each node's resource is full (cpu/mem are fractions of the node)
-        self._full = self.nodes.capacity / scales(self.norm)[None, :]
-        self._full[:, :2] = 1.0 / scales(self.norm)[:2]
+        self._full = full_matrix(self.nodes.capacity[:, 2:], scales(self.norm))
         self._no_taints = not any(self.nodes.taints)
         self._plain = self._no_taints and not any(p.node_selector for p in scenario.profiles.values())
         self._interpod = False

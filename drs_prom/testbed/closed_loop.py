@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from drs_prom import link_capacity
 from drs_prom.errors import ConfigError
 from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.scenario import Scenario
@@ -151,7 +152,7 @@ class Testbed:
                 cpu=f"{int(nd.alloc_cpu_m[i])}m",
                 memory=str(int(nd.alloc_mem[i])),
                 pods=str(int(nd.alloc_pods[i])),
-                labels=dict(nd.labels[i]),
+                labels={**nd.labels[i], **link_capacity.labels_for(nd.capacity[i, 2:])},
                 taints=taints or None,
                 extra_resources={k: str(int(v[i])) for k, v in nd.alloc_scalar.items() if v[i]} or None,
             )

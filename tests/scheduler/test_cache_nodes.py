@@ -5,6 +5,9 @@ a change that matters rebuilds the table and moves waiting pods."""
 from __future__ import annotations
 
 import copy
+import logging
+
+import numpy as np
 
 from drs_prom.scheduler.cache import ClusterCache
 
@@ -40,3 +43,27 @@ def test_a_heartbeat_keeps_the_table_and_a_capacity_change_rebuilds_it() -> None
     assert view.table is not table and changes == [1]
     assert int(view.table.alloc_cpu[view.table.index["a"]]) == 8000
     assert int(view.req_cpu[view.table.index["a"]]) == 500
+
+
+def test_a_bandwidth_label_reaches_the_node_table_and_a_bad_one_is_named_once(caplog) -> None:
+    cache = ClusterCache("drs", on_change=lambda: None)
+    cache._on_node_list([_node("a", "1"), _node("b", "1")])
+    view = cache.view()
+    assert np.isnan(view.link(np.arange(2))).all()  # no labels: the standard bandwidth
+
+    labelled = _node("a", "2")
+    labelled["metadata"]["labels"]["drs.io/net-rx-bytes-per-second"] = "12500000"
+    labelled["metadata"]["labels"]["drs.io/disk-read-bytes-per-second"] = "lots"
+    with caplog.at_level(logging.WARNING):
+        cache._on_node_event("MODIFIED", labelled)
+        view = cache.view()
+        cache._on_node_event(
+            "MODIFIED", copy.deepcopy(labelled) | {"metadata": labelled["metadata"] | {"resourceVersion": "3"}}
+        )
+        cache.view()
+    row = view.link(np.array([view.table.index["a"]]))[0]
+    assert row[0] == 12.5e6 and np.isnan(row[1:]).all()
+    bad = [r.getMessage() for r in caplog.records if "drs.io/disk-read-bytes-per-second" in r.getMessage()]
+    assert bad == [
+        "node a: label drs.io/disk-read-bytes-per-second='lots' is not a positive number of bytes per second; ignored"
+    ]

@@ -116,3 +116,41 @@ def test_overload_reaches_the_policies_that_read_it_as_in_the_benchmark():
     plain = decider(Snap([hot, [0.1] * 6]), Prefers())
     load, _ = plain.load(NODES, FEASIBLE, scales=plain.scales())
     assert load[0].max() <= 1.0
+
+
+class Records(PolicyBase):
+    """Remembers the context it was asked to score; no preference."""
+
+    name = "records"
+    version = "v-test"
+
+    def score(self, ctx):
+        self.ctx = ctx
+        return np.zeros(len(ctx.nodes))
+
+
+def test_node_capacity_labels_reach_the_policy_and_a_bad_one_reads_as_standard():
+    half = {"drs.io/net-rx-bytes-per-second": "62500000", "drs.io/disk-write-bytes-per-second": "fast"}
+    nodes = [NodeInfo(name="a", allocatable_cpu_m=4000, allocatable_mem_bytes=8 << 30, labels=half), NODES[1]]
+    policy = Records()
+    d = decider(Snap([[0.1] * 6, [0.1] * 6]), policy)  # default normalisation: 1 GbE (125e6 B/s) reads as 1.0
+    d.decide(POD, DEMAND, nodes, FEASIBLE)
+    full = policy.ctx.full
+    assert full.shape == (2, 6)
+    assert full[0, 2] == pytest.approx(0.5) and full[0, 5] == 1.0  # the unparsable label is ignored
+    assert full[1].tolist() == [1.0] * 6
+
+
+def test_a_network_heavy_pod_goes_to_the_node_whose_label_says_its_link_is_faster():
+    """Equal measured load; node a's link is a tenth of b's. Without the labels both links read as 1 GbE and the
+    capacity-aware heuristic could not tell them apart (it would break the tie by chance)."""
+    from drs_prom.registry import configured_spec, make_policy
+
+    slow = {"drs.io/net-rx-bytes-per-second": "12500000", "drs.io/net-tx-bytes-per-second": "12500000"}
+    nodes = [NodeInfo(name="a", allocatable_cpu_m=4000, allocatable_mem_bytes=8 << 30, labels=slow), NODES[1]]
+    heavy = (0.2, float(1 << 28), 10e6, 10e6, 0.0, 0.0)  # 10 MB/s each way
+    load = [[0.1, 0.1, 0.05, 0.05, 0.0, 0.0]] * 2
+    for seed in range(5):
+        policy = make_policy("capacity-balanced-overload", configured_spec(), seed=seed)
+        d = decider(Snap(load), policy)
+        assert d.decide(POD, heavy, nodes, FEASIBLE).index == 1
