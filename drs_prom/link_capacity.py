@@ -26,7 +26,7 @@ import numpy as np
 from drs_prom.features import FEATURES, N_FEATURES
 
 LINK_FEATURES: tuple[str, ...] = FEATURES[2:]
-"""The features whose capacity labels give (network and disk; cpu and memory come with the node)."""
+"""The features whose capacities the labels give (network and disk; cpu and memory come with the node)."""
 
 CAPACITY_LABELS: tuple[str, ...] = (
     "drs.io/net-rx-bytes-per-second",
