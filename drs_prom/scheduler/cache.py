@@ -254,7 +254,8 @@ class ClusterCache:
         self._reflectors: list[Reflector] = []
         self._base: dict[str, tuple[str, NodeInfo]] = {}
         self.resident = ResidentLoad()  # expected load of the pods we placed, until they end (DecisionContext.resident)
-        self._label_log = RateLimitedLog(log, 600.0)  # a node's bad capacity label, once per node and label
+        # a node's bad capacity label: once per node and label every 10 minutes, not on every table rebuild
+        self._label_log = RateLimitedLog(log, 600.0)
 
     # -- wiring to the apiserver ------------------------------------------
     def start(self, core_v1: Any) -> None:

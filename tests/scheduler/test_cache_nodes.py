@@ -54,13 +54,13 @@ def test_a_bandwidth_label_reaches_the_node_table_and_a_bad_one_is_named_once(ca
     labelled = _node("a", "2")
     labelled["metadata"]["labels"]["drs.io/net-rx-bytes-per-second"] = "12500000"
     labelled["metadata"]["labels"]["drs.io/disk-read-bytes-per-second"] = "lots"
+    resized = _node("a", "3", cpu="8")  # a change that rebuilds the table, the bad label still there
+    resized["metadata"]["labels"].update(labelled["metadata"]["labels"])
     with caplog.at_level(logging.WARNING):
         cache._on_node_event("MODIFIED", labelled)
         view = cache.view()
-        cache._on_node_event(
-            "MODIFIED", copy.deepcopy(labelled) | {"metadata": labelled["metadata"] | {"resourceVersion": "3"}}
-        )
-        cache.view()
+        cache._on_node_event("MODIFIED", resized)
+        assert cache.view().table is not view.table
     row = view.link(np.array([view.table.index["a"]]))[0]
     assert row[0] == 12.5e6 and np.isnan(row[1:]).all()
     bad = [r.getMessage() for r in caplog.records if "drs.io/disk-read-bytes-per-second" in r.getMessage()]
