@@ -11,10 +11,13 @@ variant with the lowest mean.
 
 ``--room-weights`` plays ``capacity-balanced-room`` (the resident teacher minus ``room_penalty x`` the share of the
 recent pods' slots a bind takes, drs_prom.room_keeping) with each weight instead, against capacity-balanced-resident
-on the same workloads.
+on the same workloads. ``--peak-weights`` plays ``capacity-balanced-peak`` (the room teacher minus ``peak_weight x``
+the node's own busiest-plus-mean relative load after the bind) with each weight, and least-loaded, against
+capacity-balanced-room.
 
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --weights 0,0.1,0.2,0.5
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --room-weights 0.1,0.2,0.3,0.5,1
+    python benchmarks/teacher_weight.py --clusters 128 --base 700000 --peak-weights 0.03,0.1,0.3,1
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from drs_prom.load_aware import CapacityBalancedResident, CapacityBalancedRoom
 from drs_prom.policy import DecisionContext
 from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
+from drs_prom.teachers import CapacityBalancedPeak, CapacityBalancedResident, CapacityBalancedRoom
 
 FLOOR = "capacity-balanced-overload"
 PARAMS = GeneratorParams(load=(0.4, 1.3), metric_windows=(1.0, 5.0, 15.0, 30.0, 60.0))
@@ -57,16 +60,31 @@ class RoomVariant(CapacityBalancedRoom):
         self.room_penalty = weight
 
 
+class PeakVariant(CapacityBalancedPeak):
+    """The peak teacher with another peak weight."""
+
+    def __init__(self, seed: int, window: float, weight: float) -> None:
+        super().__init__(seed, window)
+        self.peak_weight = weight
+
+
 RESIDENT = "capacity-balanced-resident"
+ROOM = "capacity-balanced-room"
+LEAST = "least-loaded"
 
 
-def _room_job(args: tuple[int, int, tuple[float, ...]]) -> dict[str, float]:
-    key, seed, weights = args
+def _weight_job(args: tuple[int, int, str, tuple[float, ...]]) -> dict[str, float]:
+    """One cluster and seed: the reference teacher and its child at every weight (room or peak), same workload."""
+    key, seed, kind, weights = args
     sc = training_scenario(key, PARAMS)
     window = scenario_spec(sc).metric_window_seconds
-    out = {RESIDENT: unclipped_env(sc, seed).run(sim_policy(RESIDENT, sc, seed), seed=seed).composite}
+    reference, variant = (RESIDENT, RoomVariant) if kind == "room" else (ROOM, PeakVariant)
+    out = {reference: unclipped_env(sc, seed).run(sim_policy(reference, sc, seed), seed=seed).composite}
+    if kind == "peak":  # the heuristic whose measure the peak term borrows, for scale
+        out[LEAST] = unclipped_env(sc, seed).run(sim_policy(LEAST, sc, seed), seed=seed).composite
     for w in weights:
-        out[f"room weight {w:g}"] = unclipped_env(sc, seed).run(RoomVariant(seed, window, w), seed=seed).composite
+        policy = variant(seed, window, w)
+        out[f"{kind} weight {w:g}"] = unclipped_env(sc, seed).run(policy, seed=seed).composite
     return out
 
 
@@ -102,14 +120,18 @@ def main() -> None:
     ap.add_argument("--base", type=int, default=600_000, help="First generator seed (training range).")
     ap.add_argument("--weights", default="0,0.1,0.2,0.5")
     ap.add_argument("--room-weights", default="", help="Weights of the room term instead (see above).")
+    ap.add_argument("--peak-weights", default="", help="Weights of the peak term instead (see above).")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     seeds = range(args.base, args.base + args.clusters)
-    if args.room_weights:
-        room = tuple(float(w) for w in args.room_weights.split(","))
+    for kind, given, reference in (("room", args.room_weights, RESIDENT), ("peak", args.peak_weights, ROOM)):
+        if not given:
+            continue
+        ws = tuple(float(w) for w in given.split(","))
         with ProcessPoolExecutor(args.workers) as pool:
-            found = list(pool.map(_room_job, [(k, s, room) for k in seeds for s in (0, 1)]))
-        _report(found, [f"room weight {w:g}" for w in room], RESIDENT, args.clusters)
+            found = list(pool.map(_weight_job, [(k, s, kind, ws) for k in seeds for s in (0, 1)]))
+        labels = [f"{kind} weight {w:g}" for w in ws]
+        _report(found, [LEAST, *labels] if kind == "peak" else labels, reference, args.clusters)
         return
     weights = [float(w) for w in args.weights.split(",")]
     variants = tuple((w, r) for r in (False, True) for w in weights if (w, r) != (0.0, False))

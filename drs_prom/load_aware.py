@@ -50,12 +50,12 @@ from collections.abc import Callable
 import numpy as np
 
 from drs_prom.features import N_FEATURES
-from drs_prom.policy import DecisionContext, node_requests
+from drs_prom.policy import DecisionContext
 from drs_prom.recent_binds import RecentBinds, RemembersRecentBinds
-from drs_prom.room_keeping import RecentShapes, slot_take
 
 MAX_NODE_SCORE = 100
-_NO_METRICS = -1e9
+NO_METRICS_SCORE = -1e9
+"""The score of a node without metrics: the lowest finite one, so it stays usable when it is the only feasible node."""
 
 
 def imbalance_if_placed(load: np.ndarray, pod_load: np.ndarray) -> np.ndarray:
@@ -76,7 +76,8 @@ def full_of(ctx: DecisionContext) -> np.ndarray:
     return np.asarray(ctx.full, dtype=np.float64)
 
 
-def _has_metrics(ctx: DecisionContext) -> np.ndarray:
+def has_metrics(ctx: DecisionContext) -> np.ndarray:
+    """Per node: whether every feature of its load is known (a NaN row has no metrics)."""
     return np.asarray(~np.isnan(np.asarray(ctx.load, dtype=np.float64)).any(axis=1))
 
 
@@ -288,7 +289,7 @@ class CapacityBalancedLoad(RemembersRecentBinds):
         full = full_of(ctx)
         rel = (np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + self.recent.pending(ctx)) / full
         s = capacity_balanced_scores(rel, np.asarray(ctx.pod_load, dtype=np.float64) / full, self.overload_penalty)
-        return np.where(_has_metrics(ctx), s, _NO_METRICS)
+        return np.where(has_metrics(ctx), s, NO_METRICS_SCORE)
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         s = self.node_scores(ctx)
@@ -301,89 +302,3 @@ class CapacityBalancedOverload(CapacityBalancedLoad):
 
     name = "capacity-balanced-overload"
     overload_penalty_default = 0.5
-
-
-def over_request_take(ctx: DecisionContext) -> np.ndarray:
-    """Per node: the share of its free request room (allocatable - requested, cpu or memory, the larger) that the
-    pod's *over-request* takes, clipped to [0, 1]: requests beyond the pod's expected use, which hold room no other
-    pod may be admitted to while that node's capacity goes unused. 0 where the pod's use is not known."""
-    d = ctx.pod.demand
-    n = len(ctx.nodes)
-    if d is None:
-        return np.zeros(n)
-    over_cpu = max(float(ctx.pod.cpu_m) - 1000.0 * float(d[0]), 0.0)
-    over_mem = max(float(ctx.pod.mem_bytes) - float(d[1]), 0.0)
-    if over_cpu <= 0.0 and over_mem <= 0.0:
-        return np.zeros(n)
-    req = node_requests(ctx)
-    free_cpu = np.maximum(req[:, 1] - req[:, 0], 1.0)
-    free_mem = np.maximum(req[:, 3] - req[:, 2], 1.0)
-    return np.minimum(np.maximum(over_cpu / free_cpu, over_mem / free_mem), 1.0)
-
-
-def resident_relative(ctx: DecisionContext, pending: np.ndarray) -> np.ndarray:
-    """Node load over each node's own capacity: the metrics plus recent binds, raised to the expected load of our
-    running pods (ctx.resident) where that is higher, i.e. where the metrics still lag or capacity caps them."""
-    full = full_of(ctx)
-    rel = (np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + pending) / full
-    if ctx.resident is not None:
-        rel = np.maximum(rel, np.asarray(ctx.resident, dtype=np.float64) / full)
-    return rel
-
-
-class CapacityBalancedResident(CapacityBalancedOverload):
-    """capacity-balanced-overload on load that neither lags nor caps, and wary of stranding request room.
-
-    Two things only a scheduler knows, on top of capacity-balanced-overload:
-    - the expected load of the pods it placed that still run (``resident_relative``): on a lagged or
-      overloaded node the metrics understate the load, the sum of running pods' expectations does not;
-    - how much of a node's free request room the pod's over-request would hold (``over_request_take``):
-      a pod asking for 2 GiB and using 0.3 GiB placed on an 8 GiB node blocks pods that would run well
-      there, while that node idles (what kube-scheduler's request-based scores avoid by accident).
-
-    The penalty weight (``over_request_penalty``, 0.2) and the form were chosen on generated training
-    clusters only (docs/model.md). Without ctx.resident (the extender) the load is capacity-balanced-overload's.
-    """
-
-    name = "capacity-balanced-resident"
-    over_request_penalty = 0.2
-
-    def node_scores(self, ctx: DecisionContext) -> np.ndarray:
-        rel = resident_relative(ctx, self.recent.pending(ctx))
-        pod = np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx)
-        s = capacity_balanced_scores(rel, pod, self.overload_penalty)
-        s -= self.over_request_penalty * over_request_take(ctx)
-        return np.where(_has_metrics(ctx), s, _NO_METRICS)
-
-
-class CapacityBalancedRoom(CapacityBalancedResident):
-    """capacity-balanced-resident that also keeps room for the pods that keep coming.
-
-    On top of its parent: minus ``room_penalty`` x the share of the recent pods' slots the bind would take
-    (drs_prom.room_keeping.slot_take). Where some pods need most of a node, spreading small pods evenly
-    leaves none with room for them and they wait; taking the last slot of a shape that fits few nodes
-    now costs more than taking one of many. The weight (0.3) was chosen on generated training clusters
-    only (docs/model.md). The memory of shapes is this policy's own: every pod it decides is recorded
-    before it is scored, so the pod's own shape counts.
-    """
-
-    name = "capacity-balanced-room"
-    room_penalty = 0.3
-
-    def __init__(self, seed: int, metric_window_seconds: float, overload_penalty: float | None = None) -> None:
-        super().__init__(seed, metric_window_seconds, overload_penalty)
-        self.shapes = RecentShapes()
-
-    def scores_and_take(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
-        """The node scores and the room take they subtract (slot_take over the remembered shapes; record the pod
-        first)."""
-        take = slot_take(ctx, *self.shapes.shapes(ctx))
-        s = super().node_scores(ctx) - self.room_penalty * take
-        return np.where(_has_metrics(ctx), s, _NO_METRICS), take
-
-    def node_scores(self, ctx: DecisionContext) -> np.ndarray:
-        return self.scores_and_take(ctx)[0]
-
-    def score(self, ctx: DecisionContext) -> np.ndarray:
-        self.shapes.record(ctx)
-        return super().score(ctx)

@@ -7,8 +7,8 @@ how long a policy remembers its own binds), the cluster's normalisation and the 
 file. Whatever a caller may read of a policy afterwards (drs_prom.policy.Policy) is set
 here, so no module falls back to defaults of its own.
 
-The heuristics (drs_prom.baselines, drs_prom.load_aware) are registered at import. The
-learned policies (``drs``, ``drs-original``) load their model file only when such a policy
+The heuristics (drs_prom.baselines, drs_prom.load_aware) and the teachers (drs_prom.teachers) are registered at
+import. The learned policies (``drs``, ``drs-original``) load their model file only when such a policy
 is asked for: importing ``drs_prom.agent`` is cheap (no TensorFlow), loading a model is not.
 A new model-backed policy registers a factory with ``register`` (or, for a new kind of
 model file, adds a branch to drs_prom.agent.persistence.LoadedModel.policy).
@@ -32,13 +32,12 @@ from drs_prom.errors import ConfigError
 from drs_prom.load_aware import (
     CapacityBalancedLoad,
     CapacityBalancedOverload,
-    CapacityBalancedResident,
-    CapacityBalancedRoom,
     LoadVariationRiskBalancing,
     TargetLoadPacking,
 )
 from drs_prom.model_store import MODEL_FILE
 from drs_prom.policy import Policy
+from drs_prom.teachers import CapacityBalancedPeak, CapacityBalancedResident, CapacityBalancedRoom
 
 
 @dataclass(frozen=True)
@@ -104,12 +103,13 @@ _REGISTRY: dict[str, PolicyFactory] = {
 HEURISTICS: tuple[str, ...] = tuple(_REGISTRY)
 """The field's heuristics: the baselines a learned policy is judged against."""
 
-TEACHERS: tuple[str, ...] = ("capacity-balanced-resident", "capacity-balanced-room")
+TEACHERS: tuple[str, ...] = ("capacity-balanced-resident", "capacity-balanced-room", "capacity-balanced-peak")
 """Heuristics that read what only drs-prom's own scheduler keeps (DecisionContext.resident, the shapes of the pods it
 decided): the shipped networks' training targets. Built and benchmarked like the others (the bench table shows them),
 never a judging baseline."""
 _REGISTRY["capacity-balanced-resident"] = _heuristic(CapacityBalancedResident)
 _REGISTRY["capacity-balanced-room"] = _heuristic(CapacityBalancedRoom)
+_REGISTRY["capacity-balanced-peak"] = _heuristic(CapacityBalancedPeak)
 
 LEARNED: tuple[str, ...] = ("drs", "drs-original")
 

@@ -6,9 +6,9 @@ Every decision, each node gets one input row:
 - what only the scheduler keeps (models whose guides start with a teacher): the expected load of the
   pods it placed that still run there, plus the pod, over the node's capacity (drs_prom.resident:
   neither lagged nor capped as measured load is), the share of the node's free request room
-  the pod's over-request would hold (drs_prom.load_aware.over_request_take), and (the room-keeping
-  teacher's models) the share of the recent pods' slots the bind takes (drs_prom.room_keeping);
-- for each guide (the teacher capacity-balanced-room, then capacity-balanced-overload,
+  the pod's over-request would hold (drs_prom.teachers.over_request_take), and (the room-keeping
+  teachers' models) the share of the recent pods' slots the bind takes (drs_prom.room_keeping);
+- for each guide (the teacher capacity-balanced-peak, then capacity-balanced-overload,
   capacity-balanced, balanced-load, least-loaded, kube-default), how far the node's score
   is from that guide's best feasible node (in standard deviations of its scores over the feasible
   nodes, clipped at -5) and whether it is that guide's first choice;
@@ -20,9 +20,9 @@ Why these: on generated clusters no field heuristic wins everywhere, and the mea
 read lags and saturates. The scores say what each guide would do; the resident load and the
 over-request and the room say what the metrics cannot; the context says which to trust. The network
 scores every node and the pod goes to the highest feasible score: the network decides, no heuristic
-is called as a fallback. A model file names its guide set (``GUIDE_SETS``): drs-v3's (the
-resident-aware teacher without room keeping) and drs-v2's (the five field heuristics) still load,
-with their own columns.
+is called as a fallback. A model file names its guide set (``GUIDE_SETS``): drs-v4's (the
+room-keeping teacher without the peak term), drs-v3's (the resident-aware teacher without room
+keeping) and drs-v2's (the five field heuristics) still load, with their own columns.
 
 All guides share one memory of the binds actually made (recent_binds), so their scores
 describe the cluster the policy really built. Pure numpy at inference (the network is a
@@ -42,17 +42,16 @@ from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, candidate_matrix
 from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.baselines import BalancedLoad, LeastLoaded, kube_default_scores
 from drs_prom.config import Normalisation
-from drs_prom.load_aware import (
-    CapacityBalancedLoad,
-    CapacityBalancedOverload,
+from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, full_of
+from drs_prom.policy import DecisionContext
+from drs_prom.recent_binds import RecentBinds
+from drs_prom.teachers import (
+    CapacityBalancedPeak,
     CapacityBalancedResident,
     CapacityBalancedRoom,
-    full_of,
     over_request_take,
     resident_relative,
 )
-from drs_prom.policy import DecisionContext
-from drs_prom.recent_binds import RecentBinds
 
 GUIDED = "heuristic-guided"
 """``head.kind`` of a guided model's JSON."""
@@ -66,13 +65,24 @@ FIELD_GUIDES: tuple[str, ...] = (
 )
 """The field's heuristics whose scores are inputs, in column order (drs-v2 reads these five)."""
 
-TEACHER = "capacity-balanced-room"
+TEACHER = "capacity-balanced-peak"
+ROOM_TEACHER = "capacity-balanced-room"
 RESIDENT_TEACHER = "capacity-balanced-resident"
 GUIDES: tuple[str, ...] = (TEACHER, *FIELD_GUIDES)
-"""Guides of a model trained by this code: the room-keeping teacher first, then the field's heuristics."""
+"""Guides of a model trained by this code: the teacher first, then the field's heuristics."""
 
-GUIDE_SETS: tuple[tuple[str, ...], ...] = (GUIDES, (RESIDENT_TEACHER, *FIELD_GUIDES), FIELD_GUIDES)
-"""Guide sets a model file may name (its head's ``guides``): this code's, drs-v3's and drs-v2's."""
+GUIDE_SETS: tuple[tuple[str, ...], ...] = (
+    GUIDES,
+    (ROOM_TEACHER, *FIELD_GUIDES),
+    (RESIDENT_TEACHER, *FIELD_GUIDES),
+    FIELD_GUIDES,
+)
+"""Guide sets a model file may name (its head's ``guides``): this code's, drs-v4's, drs-v3's and drs-v2's."""
+
+ROOM_KEEPERS: tuple[str, ...] = (TEACHER, ROOM_TEACHER)
+"""Teachers that keep room for the recent pods' shapes (their models read ``room_take``)."""
+RESIDENT_READERS: tuple[str, ...] = (*ROOM_KEEPERS, RESIDENT_TEACHER)
+"""Teachers that read the resident load (their models read ``RESIDENT_COLUMNS``)."""
 
 GAP_CLIP = 5.0
 NO_METRICS = -1e8
@@ -83,7 +93,7 @@ RESIDENT_COLUMNS: tuple[str, ...] = (*(f"resident_after_{i}" for i in range(6)),
 own capacity, and the share of the node's free request room the pod's over-request takes."""
 
 ROOM_COLUMNS: tuple[str, ...] = ("room_take",)
-"""Read by models of the room-keeping teacher: the share of the recent pods' slots the bind takes."""
+"""Read by models of a room-keeping teacher: the share of the recent pods' slots the bind takes."""
 
 
 def guided_columns(guides: tuple[str, ...]) -> tuple[str, ...]:
@@ -93,8 +103,8 @@ def guided_columns(guides: tuple[str, ...]) -> tuple[str, ...]:
         *(f"rel_after_{i}" for i in range(6)),  # load + recent binds + pod, over the node's own capacity
         "rel_peak_now",
         "added_overload",
-        *(RESIDENT_COLUMNS if guides[0] in (TEACHER, RESIDENT_TEACHER) else ()),
-        *(ROOM_COLUMNS if guides[0] == TEACHER else ()),
+        *(RESIDENT_COLUMNS if guides[0] in RESIDENT_READERS else ()),
+        *(ROOM_COLUMNS if guides[0] in ROOM_KEEPERS else ()),
         *(f"gap_{g}" for g in guides),
         *(f"first_{g}" for g in guides),
         *(f"ctx_{c}" for c in CLUSTER_FEATURES),
@@ -139,7 +149,8 @@ class GuideScores:
             raise ValueError(f"unknown guide set {guides}")
         self.guides = guides
         self.recent = RecentBinds(metric_window_seconds)
-        self.room = CapacityBalancedRoom(0, metric_window_seconds)
+        room_keeper = CapacityBalancedPeak if guides[0] == TEACHER else CapacityBalancedRoom  # drs-v4's is the latter
+        self.room = room_keeper(0, metric_window_seconds)
         self.cbr = CapacityBalancedResident(0, metric_window_seconds)
         self.cbo = CapacityBalancedOverload(0, metric_window_seconds)
         self.cb = CapacityBalancedLoad(0, metric_window_seconds)
@@ -149,6 +160,7 @@ class GuideScores:
             h.recent = self.recent  # one memory of the binds actually made
         score: dict[str, Callable[[DecisionContext], np.ndarray]] = {
             TEACHER: self._room_scores,
+            ROOM_TEACHER: self._room_scores,
             RESIDENT_TEACHER: self.cbr.node_scores,
             "capacity-balanced-overload": self.cbo.node_scores,
             "capacity-balanced": self.cb.node_scores,
@@ -157,8 +169,8 @@ class GuideScores:
             "kube-default": kube_default_scores,
         }
         self._scorers = [score[g] for g in guides]
-        self._resident = guides[0] in (TEACHER, RESIDENT_TEACHER)
-        self._room = guides[0] == TEACHER
+        self._resident = guides[0] in RESIDENT_READERS
+        self._room = guides[0] in ROOM_KEEPERS
         self._take = np.zeros(0)
         self.context = ClusterFeatures()
         self._slow = 0.0
@@ -169,14 +181,15 @@ class GuideScores:
         return self.recent.window_seconds
 
     def _room_scores(self, ctx: DecisionContext) -> np.ndarray:
-        """The room-keeping teacher's scores; keeps its room take for the input row."""
+        """The room-keeping teacher's scores (the peak teacher's, or drs-v4's room teacher's); keeps its room take for
+        the input row."""
         scores, self._take = self.room.scores_and_take(ctx)
         return scores
 
     def heuristic_scores(self, ctx: DecisionContext) -> np.ndarray:
         """(len(guides), n) raw scores in guide order (kube-default without its random tie-break).
 
-        Every call is one pod decided: the room-keeping teacher remembers its shape first."""
+        Every call is one pod decided: a room-keeping teacher remembers its shape first."""
         if self._room:
             self.room.shapes.record(ctx)
         return np.stack([f(ctx) for f in self._scorers])

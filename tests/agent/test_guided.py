@@ -14,6 +14,7 @@ from drs_prom.agent.guided import (
     GUIDES,
     N_GUIDED,
     RESIDENT_TEACHER,
+    ROOM_TEACHER,
     GuidedPolicy,
     GuideScores,
     guided_columns,
@@ -186,14 +187,26 @@ def test_a_model_of_the_field_guides_alone_still_loads_and_reads_its_own_columns
 
 
 def test_the_shipped_guided_model_reads_resident_load_over_request_and_room():
-    """Its guides start with the room-keeping teacher, and its rows carry what only the scheduler keeps."""
+    """Its guides start with the peak teacher, and its rows carry what only the scheduler keeps."""
     from drs_prom.agent import default_model_path
 
     policy = load_policy(default_model_path(), WINDOW)
     assert isinstance(policy, GuidedPolicy) and policy.guides.guides == GUIDES
-    assert {"resident_after_0", "over_request_take", "room_take", "gap_capacity-balanced-room"} <= set(
+    assert {"resident_after_0", "over_request_take", "room_take", "gap_capacity-balanced-peak"} <= set(
         policy.head["columns"]
     )
+
+
+def test_drs_v4_still_loads_on_its_room_teacher():
+    """drs-v4's head names capacity-balanced-room first: the same columns, its own teacher's scores and room take."""
+    from drs_prom.agent import default_model_path
+
+    policy = load_policy(default_model_path().with_name("drs-v4.keras"), WINDOW)
+    assert isinstance(policy, GuidedPolicy) and policy.guides.guides == (ROOM_TEACHER, *FIELD_GUIDES)
+    assert policy.guides.room.name == ROOM_TEACHER
+    assert len(policy.head["columns"]) == N_GUIDED and "room_take" in policy.head["columns"]
+    ctx = unclipped_env(training_scenario(4), 4).reset(4)
+    assert np.isfinite(policy.score(ctx)[np.asarray(ctx.feasible, bool)]).all()
 
 
 def test_a_model_of_the_resident_teacher_still_loads_without_the_room_column(tmp_path):
