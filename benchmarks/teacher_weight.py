@@ -13,11 +13,13 @@ variant with the lowest mean.
 recent pods' slots a bind takes, drs_prom.room_keeping) with each weight instead, against capacity-balanced-resident
 on the same workloads. ``--peak-weights`` plays ``capacity-balanced-peak`` (the room teacher minus ``peak_weight x``
 the node's own busiest-plus-mean relative load after the bind) with each weight, and least-loaded, against
-capacity-balanced-room.
+capacity-balanced-room. ``--trend-weights`` plays the peak teacher with its room weight raised while arrivals speed
+up (``room_penalty x (1 + k x max(trend, 0))``, the guided network's arrival-rate trend), against the peak teacher.
 
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --weights 0,0.1,0.2,0.5
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --room-weights 0.1,0.2,0.3,0.5,1
     python benchmarks/teacher_weight.py --clusters 128 --base 700000 --peak-weights 0.03,0.1,0.3,1
+    python benchmarks/teacher_weight.py --clusters 128 --base 900000 --trend-weights 1,3
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from drs_prom.agent.cluster_context import ArrivalTrend, ClusterFeatures
 from drs_prom.policy import DecisionContext
 from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
@@ -68,17 +71,41 @@ class PeakVariant(CapacityBalancedPeak):
         self.peak_weight = weight
 
 
+class TrendVariant(CapacityBalancedPeak):
+    """The peak teacher keeping more room while arrivals speed up: more of the recent shapes are on their way."""
+
+    def __init__(self, seed: int, window: float, weight: float) -> None:
+        super().__init__(seed, window)
+        self.trend_weight = weight
+        self.base_room_penalty = self.room_penalty
+        self.context = ClusterFeatures()
+        self.trend = ArrivalTrend()
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        self.context.update(ctx, self.recent.window_seconds)
+        rising = max(self.trend.update(ctx.now, self.context.rate), 0.0)
+        self.room_penalty = self.base_room_penalty * (1.0 + self.trend_weight * rising)
+        return super().score(ctx)
+
+
 RESIDENT = "capacity-balanced-resident"
 ROOM = "capacity-balanced-room"
+PEAK = "capacity-balanced-peak"
 LEAST = "least-loaded"
+KINDS: dict[str, tuple[str, type[CapacityBalancedRoom]]] = {
+    "room": (RESIDENT, RoomVariant),
+    "peak": (ROOM, PeakVariant),
+    "trend": (PEAK, TrendVariant),
+}
+"""Per weighted term: the teacher it is compared with and the variant that plays each weight."""
 
 
 def _weight_job(args: tuple[int, int, str, tuple[float, ...]]) -> dict[str, float]:
-    """One cluster and seed: the reference teacher and its child at every weight (room or peak), same workload."""
+    """One cluster and seed: the reference teacher and its child at every weight (room, peak or trend), same workload."""
     key, seed, kind, weights = args
     sc = training_scenario(key, PARAMS)
     window = scenario_spec(sc).metric_window_seconds
-    reference, variant = (RESIDENT, RoomVariant) if kind == "room" else (ROOM, PeakVariant)
+    reference, variant = KINDS[kind]
     out = {reference: unclipped_env(sc, seed).run(sim_policy(reference, sc, seed), seed=seed).composite}
     if kind == "peak":  # the heuristic whose measure the peak term borrows, for scale
         out[LEAST] = unclipped_env(sc, seed).run(sim_policy(LEAST, sc, seed), seed=seed).composite
@@ -121,12 +148,14 @@ def main() -> None:
     ap.add_argument("--weights", default="0,0.1,0.2,0.5")
     ap.add_argument("--room-weights", default="", help="Weights of the room term instead (see above).")
     ap.add_argument("--peak-weights", default="", help="Weights of the peak term instead (see above).")
+    ap.add_argument("--trend-weights", default="", help="Weights of the arrival trend on the room term (see above).")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     seeds = range(args.base, args.base + args.clusters)
-    for kind, given, reference in (("room", args.room_weights, RESIDENT), ("peak", args.peak_weights, ROOM)):
+    for kind, given in (("room", args.room_weights), ("peak", args.peak_weights), ("trend", args.trend_weights)):
         if not given:
             continue
+        reference = KINDS[kind][0]
         ws = tuple(float(w) for w in given.split(","))
         with ProcessPoolExecutor(args.workers) as pool:
             found = list(pool.map(_weight_job, [(k, s, kind, ws) for k in seeds for s in (0, 1)]))

@@ -109,3 +109,33 @@ class ClusterFeatures:
         x = decision_features(ctx, metric_window, self._rate or 1.0)
         self.value = x if self.value is None else (1 - self.alpha) * self.value + self.alpha * x
         return self.value
+
+    @property
+    def rate(self) -> float:
+        """The smoothed arrival rate (decisions per second) as of the last update; 0 before two decisions."""
+        return self._rate
+
+
+class ArrivalTrend:
+    """Whether arrivals speed up or slow down: log(fast / slow arrival-rate estimate), clipped to [-3, 3].
+
+    The fast estimate is ClusterFeatures' (``alpha`` 0.05 per decision), the slow one is kept here (0.01 per
+    decision). Positive on a diurnal upswing or into a burst, negative on the way down, 0 until both are known.
+    A decision earlier than the last (a new simulated episode) starts over.
+    """
+
+    def __init__(self) -> None:
+        self._slow = 0.0
+        self._last_now = -math.inf
+
+    def update(self, now: float, fast_rate: float) -> float:
+        """Count one decision at ``now`` and return the trend against ``fast_rate`` (call once per decision)."""
+        if now < self._last_now:
+            self._slow, self._last_now = 0.0, -math.inf
+        if math.isfinite(self._last_now):
+            rate = 1.0 / max(now - self._last_now, 1e-3)
+            self._slow = 0.99 * self._slow + 0.01 * rate if self._slow else rate
+        self._last_now = now
+        if not (fast_rate > 0 and self._slow > 0):
+            return 0.0
+        return float(np.clip(math.log(fast_rate / self._slow), -3.0, 3.0))

@@ -31,13 +31,12 @@ Dense chain, drs_prom.agent.numpy_policy.forward).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures
+from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ArrivalTrend, ClusterFeatures
 from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, candidate_matrix
 from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.baselines import BalancedLoad, LeastLoaded, kube_default_scores
@@ -173,8 +172,7 @@ class GuideScores:
         self._room = guides[0] in ROOM_KEEPERS
         self._take = np.zeros(0)
         self.context = ClusterFeatures()
-        self._slow = 0.0
-        self._last_now = -math.inf
+        self.trend = ArrivalTrend()
 
     @property
     def window(self) -> float:
@@ -194,23 +192,10 @@ class GuideScores:
             self.room.shapes.record(ctx)
         return np.stack([f(ctx) for f in self._scorers])
 
-    def _trend(self, ctx: DecisionContext) -> float:
-        """log(fast / slow arrival-rate estimate): > 0 while arrivals speed up."""
-        if ctx.now < self._last_now:
-            self._slow, self._last_now = 0.0, -math.inf
-        if math.isfinite(self._last_now):
-            rate = 1.0 / max(ctx.now - self._last_now, 1e-3)
-            self._slow = 0.99 * self._slow + 0.01 * rate if self._slow else rate
-        self._last_now = ctx.now
-        fast = self.context._rate
-        if not (fast > 0 and self._slow > 0):
-            return 0.0
-        return float(np.clip(math.log(fast / self._slow), -3.0, 3.0))
-
     def rows(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
         """(n, len(guided_columns(guides))) float32 input rows and the (len(guides), n) raw heuristic scores."""
         ctx_feats = self.context.update(ctx, self.window).copy()
-        trend = self._trend(ctx)
+        trend = self.trend.update(ctx.now, self.context.rate)
         pending = self.recent.pending(ctx)
         cand = candidate_matrix(ctx, pending)
         full = full_of(ctx)

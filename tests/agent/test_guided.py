@@ -1,12 +1,13 @@
 """The heuristic-guided ``drs`` (drs_prom.agent.guided): its inputs, its choice and its model file."""
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 from drs_prom.agent import load_policy
-from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures, decision_features
+from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ArrivalTrend, ClusterFeatures, decision_features
 from drs_prom.agent.guided import (
     FIELD_GUIDES,
     GAP_CLIP,
@@ -161,6 +162,26 @@ def test_cluster_features_are_finite_named_and_see_node_sizes():
     tracker = ClusterFeatures(alpha=0.5)
     a = tracker.update(ctx, 30.0).copy()
     assert np.allclose(a, decision_features(ctx, 30.0, 1.0))  # the first decision has no rate yet
+
+
+def test_the_arrival_trend_rises_into_a_burst_falls_after_it_and_starts_over_each_episode():
+    """One decision a second for 300 s, then ten a second for 10 s, then one every 5 s: the trend reads 0 on a
+    steady rate, above 0 into the burst, below 0 once arrivals thin out; an earlier time is a new episode."""
+    ctx = unclipped_env(training_scenario(3), 3).reset(3)
+    features, trend = ClusterFeatures(), ArrivalTrend()
+
+    def decide(now: float) -> float:
+        features.update(dataclasses.replace(ctx, now=now), 30.0)
+        return trend.update(now, features.rate)
+
+    assert decide(0.0) == 0.0  # no rate known yet
+    steady = [decide(t) for t in np.arange(1.0, 300.0, 1.0)]
+    assert abs(steady[-1]) < 0.05
+    burst = [decide(t) for t in np.arange(300.0, 310.0, 0.1)]
+    assert max(burst) > 0.5 and min(burst[1:]) > 0.0  # burst[0] still came a second after the last
+    calm = [decide(t) for t in np.arange(315.0, 600.0, 5.0)]
+    assert calm[-1] < -0.5
+    assert decide(0.0) == 0.0  # an earlier time: a new episode, no rate yet
 
 
 def test_a_model_of_the_field_guides_alone_still_loads_and_reads_its_own_columns(tmp_path):
