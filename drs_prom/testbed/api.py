@@ -167,6 +167,7 @@ def run_testbed(
         "cluster": "kubeconfig" if kubeconfig else "own",
         "wall_seconds": time.monotonic() - t0,
         "schedulers": per,
+        "versus_reference": rep.versus_reference(per),
     }
     if sc.trace is not None:
         report["trace"] = sc.trace.model_dump()

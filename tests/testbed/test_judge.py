@@ -107,3 +107,38 @@ def test_testbed_table_names_its_columns_in_full():
         assert all(word in header.split() for word in title.split()), title
     assert "0.250 (0.50x)" in table
     assert "pod slowdown = completion time" in table
+
+
+def test_the_report_judges_each_scheduler_against_the_real_one_paired_by_seed():
+    """Per seed, drs's imbalance is 0.9, 1.0 and 1.1 of kube-scheduler's 1.0, 2.0, 3.0: relative differences
+    -0.05, 0 and +0.05 of the reference's mean 2.0. The interval is a paired t interval (t = 4.303 at two degrees
+    of freedom); seeds only one side ran are left out; the table prints it."""
+    from drs_prom.testbed.testbed_report import COUNTS, JUDGED, METRICS, format_table, versus_reference
+
+    def runs(imbalance: dict[int, float], slowdown: float) -> list[dict[str, float]]:
+        return [{"seed": s, "imbalance": v, "slowdown_p95": slowdown} for s, v in imbalance.items()]
+
+    per = {
+        "kube-scheduler": {"runs": runs({0: 1.0, 1: 2.0, 2: 3.0, 7: 5.0}, 2.0)},
+        "drs": {"runs": runs({0: 0.9, 1: 2.0, 2: 3.1}, 1.0)},
+    }
+    versus = versus_reference(per)
+    assert set(versus) == {"drs"} and set(versus["drs"]) == set(JUDGED)
+    imb = versus["drs"]["imbalance"]
+    half = 4.303 * 0.05 / 3**0.5
+    assert imb["seeds"] == 3 and abs(imb["mean"]) < 1e-12
+    assert imb["low"] == pytest.approx(-half, rel=1e-3) and imb["high"] == pytest.approx(half, rel=1e-3)
+    assert versus["drs"]["slowdown_p95"]["mean"] == pytest.approx(-0.5)
+    assert versus_reference({"drs": per["drs"]}) == {}  # no reference run, nothing to judge against
+    row = {k: 0.5 for k, _, _ in METRICS} | dict.fromkeys(COUNTS, 3)
+    report = {
+        "scenario": "drs-paper",
+        "n_nodes": 4,
+        "pods": 3,
+        "seeds": [0, 1, 2],
+        "speed": 10.0,
+        "scrape_seconds": 0.5,
+        "schedulers": {"kube-scheduler": row, "drs": row},
+        "versus_reference": versus,
+    }
+    assert "drs: DRS imbalance +0.0 % [-12.4, +12.4], p95 pod slowdown -50.0 %" in format_table(report)
