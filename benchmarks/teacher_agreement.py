@@ -16,7 +16,6 @@ import numpy as np
 
 from drs_prom.agent import load_policy
 from drs_prom.agent.guided import NO_METRICS, GuidedPolicy
-from drs_prom.agent.numpy_policy import forward
 from drs_prom.sim.env import fit_to_scenario, unclipped_env
 from drs_prom.sim.generator import training_scenario
 
@@ -34,12 +33,9 @@ def agreement(model: str, key: int, seed: int) -> tuple[int, np.ndarray]:
     env = unclipped_env(sc, seed)
     ctx = env.reset(seed)
     while ctx is not None:
-        rows, raw = policy.guides.rows(ctx)  # what policy.score does, keeping the guides' raw scores
-        if policy.input_range is not None:
-            rows = np.clip(rows, policy.input_range[0], policy.input_range[1])
+        scores, raw = policy.scores_and_guides(ctx)
         feasible = np.asarray(ctx.feasible, bool)
-        node = int(np.argmax(np.where(feasible, forward(policy.layers, rows)[:, 0], -np.inf)))
-        policy.guides.record(ctx, node)
+        node = int(np.argmax(scores))
         for g, scores in enumerate(raw):
             s = np.where(feasible & (scores > NO_METRICS), scores, -np.inf)
             hits[g] += s[node] >= s.max() - 1e-12

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drs_prom.load_aware import imbalance_if_placed
+from drs_prom.load_aware import imbalance_if_placed, peak_load
 from drs_prom.policy import DecisionContext, PolicyBase
 from drs_prom.recent_binds import RemembersRecentBinds
 
@@ -138,7 +138,7 @@ class LeastLoaded(RemembersRecentBinds):
 
     def _score(self, ctx: DecisionContext) -> np.ndarray:
         after, ok = _after(ctx, self.recent.pending(ctx))
-        s = -(after.max(axis=1) + after.mean(axis=1))
+        s = -peak_load(after)
         return np.where(ok, s, _NO_METRICS)
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
@@ -155,7 +155,7 @@ class BalancedLoad(LeastLoaded):
         after, ok = _after(ctx, pending)
         load = np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + pending
         imb = imbalance_if_placed(load, np.asarray(ctx.pod_load, dtype=np.float64))
-        s = -imb - 1e-3 * (after.max(axis=1) + after.mean(axis=1))
+        s = -imb - 1e-3 * peak_load(after)
         return np.where(ok, s, _NO_METRICS)
 
 

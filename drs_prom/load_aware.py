@@ -259,6 +259,13 @@ class LoadVariationRiskBalancing(RemembersRecentBinds):
         return s
 
 
+def peak_load(after: np.ndarray) -> np.ndarray:
+    """Per node: its busiest resource plus its mean resource, from (n, N_FEATURES) load after the bind. The
+    bottleneck-first measure least-loaded ranks by, and balanced-load and capacity-balanced break near ties with;
+    higher is a hotter node."""
+    return np.asarray(after.max(axis=1) + after.mean(axis=1))
+
+
 def capacity_balanced_scores(rel: np.ndarray, pod: np.ndarray, overload_penalty: float) -> np.ndarray:
     """capacity-balanced's score of each node from node-relative load ``rel`` and the pod's relative load ``pod``
     (both (n, N_FEATURES)): minus the imbalance after placing it there and ``overload_penalty`` x the overload it
@@ -267,7 +274,7 @@ def capacity_balanced_scores(rel: np.ndarray, pod: np.ndarray, overload_penalty:
     after = rel + pod
     added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
     s = -imbalance_if_placed(rel, pod) - overload_penalty * added
-    s -= 1e-3 * (after.max(axis=1) + after.mean(axis=1))
+    s -= 1e-3 * peak_load(after)
     return s
 
 

@@ -8,7 +8,7 @@ reading where the field's heuristics lose on named scenarios and then weighted o
   own running pods (``resident_relative``), minus a charge for the request room a pod's over-request would hold
   (``over_request_take``);
 - ``capacity-balanced-room``: minus the share of the recent pods' slots a bind takes (drs_prom.room_keeping);
-- ``capacity-balanced-peak``: minus the node's own peak after the bind (``peak_after``).
+- ``capacity-balanced-peak``: minus the node's own peak after the bind (drs_prom.load_aware.peak_load).
 
 They are registered and benchmarked like heuristics, but never a judging baseline (drs_prom.registry.TEACHERS):
 they read ``DecisionContext.resident`` and the shapes of the pods the policy decided, which a stock scheduler
@@ -25,6 +25,7 @@ from drs_prom.load_aware import (
     capacity_balanced_scores,
     full_of,
     has_metrics,
+    peak_load,
 )
 from drs_prom.policy import DecisionContext, node_requests
 from drs_prom.room_keeping import RecentShapes, slot_take
@@ -116,13 +117,6 @@ class CapacityBalancedRoom(CapacityBalancedResident):
         return super().score(ctx)
 
 
-def peak_after(rel: np.ndarray, pod: np.ndarray) -> np.ndarray:
-    """Per node: its busiest resource plus its mean resource after the bind, both relative to its own capacity
-    (least-loaded's bottleneck-first measure, on the node's own scale). Higher is a hotter node."""
-    after = rel + pod
-    return np.asarray(after.max(axis=1) + after.mean(axis=1))
-
-
 class CapacityBalancedPeak(CapacityBalancedRoom):
     """capacity-balanced-room that also minds how hot the chosen node itself gets.
 
@@ -130,7 +124,7 @@ class CapacityBalancedPeak(CapacityBalancedRoom):
     alike load it barely differs, and its slope on a node is that node's deviation over the resource's
     spread, so a resource whose spread is small (a quiet disk, noise on a network) decides the bind
     while the pod's real bottleneck does not. ``peak_weight`` x the node's own peak after the bind
-    (``peak_after``: least-loaded's measure on node-relative load, resident load included) breaks
+    (``peak_load``: least-loaded's measure on node-relative load, resident load included) breaks
     those near ties toward the node where the pod runs coolest. The weight (0.03) was chosen on
     generated training clusters only (docs/model.md).
     """
@@ -141,5 +135,5 @@ class CapacityBalancedPeak(CapacityBalancedRoom):
     def scores_and_take(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
         s, take = super().scores_and_take(ctx)
         rel = resident_relative(ctx, self.recent.pending(ctx))
-        s = s - self.peak_weight * peak_after(rel, np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx))
+        s = s - self.peak_weight * peak_load(rel + np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx))
         return np.where(has_metrics(ctx), s, NO_METRICS_SCORE), take

@@ -274,7 +274,12 @@ class GuidedPolicy:
         return self.guides.window
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
-        rows, _ = self.guides.rows(ctx)
+        return self.scores_and_guides(ctx)[0]
+
+    def scores_and_guides(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
+        """The network's score of every node (-inf where infeasible) and the (len(guides), n) raw guide scores it
+        read (what the network made of each guide's view, for benchmarks/teacher_agreement.py)."""
+        rows, raw = self.guides.rows(ctx)
         if self.input_range is not None:
             rows = np.clip(rows, self.input_range[0], self.input_range[1])
         q = forward(self.layers, rows)[:, 0].astype(np.float64)
@@ -282,7 +287,7 @@ class GuidedPolicy:
         scores = np.where(feasible, q, -np.inf)
         if feasible.any():  # the caller binds the argmax (policy.choose): remember it
             self.guides.record(ctx, int(np.argmax(scores)))
-        return scores
+        return scores, raw
 
     @property
     def head(self) -> dict[str, Any]:

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from drs_prom.features import N_FEATURES
+from drs_prom.load_aware import peak_load
 from drs_prom.policy import DecisionContext, choose
 from drs_prom.registry import HEURISTICS, TEACHERS, make_policy
-from drs_prom.teachers import peak_after
 from drs_prom.types import NodeInfo, PodRequest
 from tests.specs import SPEC
 
@@ -20,8 +20,8 @@ _loads = arrays(np.float64, (5, N_FEATURES), elements=st.floats(0.0, 2.0))
 
 @given(rel=_loads, pod=_loads)
 @settings(max_examples=50, deadline=None)
-def test_peak_after_is_the_busiest_plus_the_mean_resource_after_the_bind(rel, pod):
-    got = peak_after(rel, pod)
+def test_peak_load_is_the_busiest_plus_the_mean_resource_after_the_bind(rel, pod):
+    got = peak_load(rel + pod)
     for i in range(5):
         assert np.isclose(got[i], max(rel[i] + pod[i]) + np.mean(rel[i] + pod[i]))
 
