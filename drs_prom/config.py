@@ -629,5 +629,6 @@ def load_settings(path: str | Path | None = None, overrides: dict[str, Any] | No
         return Settings.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"] if p != "__root__")
+        # a key is the user's text: repr() one that is not a plain printable word, so the error stays on one line
+        where = ".".join(str(p) if str(p).isprintable() else repr(p) for p in err["loc"] if p != "__root__")
         raise ConfigError(f"invalid config: {where}: {err['msg']}" + (f" (in {path})" if path else "")) from None
