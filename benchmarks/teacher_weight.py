@@ -15,11 +15,14 @@ on the same workloads. ``--peak-weights`` plays ``capacity-balanced-peak`` (the 
 the node's own busiest-plus-mean relative load after the bind) with each weight, and least-loaded, against
 capacity-balanced-room. ``--trend-weights`` plays the peak teacher with its room weight raised while arrivals speed
 up (``room_penalty x (1 + k x max(trend, 0))``, the guided network's arrival-rate trend), against the peak teacher.
+``--ended`` plays the peak teacher blind to what the metrics still show of its ended pods (ctx.ended) against the
+peak teacher as shipped, which takes it off the measured load.
 
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --weights 0,0.1,0.2,0.5
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --room-weights 0.1,0.2,0.3,0.5,1
     python benchmarks/teacher_weight.py --clusters 128 --base 700000 --peak-weights 0.03,0.1,0.3,1
     python benchmarks/teacher_weight.py --clusters 128 --base 900000 --trend-weights 1,3
+    python benchmarks/teacher_weight.py --clusters 128 --base 960000 --ended
 """
 
 from __future__ import annotations
@@ -88,6 +91,13 @@ class TrendVariant(CapacityBalancedPeak):
         return super().score(ctx)
 
 
+class BlindToEnded(CapacityBalancedPeak):
+    """The peak teacher reading the measured load as it comes, ended pods' fading load included."""
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        return super().score(dataclasses.replace(ctx, ended=None))
+
+
 RESIDENT = "capacity-balanced-resident"
 ROOM = "capacity-balanced-room"
 PEAK = "capacity-balanced-peak"
@@ -113,6 +123,17 @@ def _weight_job(args: tuple[int, int, str, tuple[float, ...]]) -> dict[str, floa
         policy = variant(seed, window, w)
         out[f"{kind} weight {w:g}"] = unclipped_env(sc, seed).run(policy, seed=seed).composite
     return out
+
+
+def _ended_job(args: tuple[int, int]) -> dict[str, float]:
+    """One cluster and seed: the peak teacher blind to ctx.ended and as shipped, same workload."""
+    key, seed = args
+    sc = training_scenario(key, PARAMS)
+    window = scenario_spec(sc).metric_window_seconds
+    return {
+        "blind to ended pods": unclipped_env(sc, seed).run(BlindToEnded(seed, window), seed=seed).composite,
+        PEAK: unclipped_env(sc, seed).run(sim_policy(PEAK, sc, seed), seed=seed).composite,
+    }
 
 
 def _report(rows: list[dict[str, float]], labels: list[str], reference: str, clusters: int) -> None:
@@ -149,9 +170,15 @@ def main() -> None:
     ap.add_argument("--room-weights", default="", help="Weights of the room term instead (see above).")
     ap.add_argument("--peak-weights", default="", help="Weights of the peak term instead (see above).")
     ap.add_argument("--trend-weights", default="", help="Weights of the arrival trend on the room term (see above).")
+    ap.add_argument("--ended", action="store_true", help="The ended pods' fading load, taken off or not (see above).")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     seeds = range(args.base, args.base + args.clusters)
+    if args.ended:
+        with ProcessPoolExecutor(args.workers) as pool:
+            found = list(pool.map(_ended_job, [(k, s) for k in seeds for s in (0, 1)]))
+        _report(found, [PEAK], "blind to ended pods", args.clusters)
+        return
     for kind, given in (("room", args.room_weights), ("peak", args.peak_weights), ("trend", args.trend_weights)):
         if not given:
             continue

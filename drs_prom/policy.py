@@ -49,6 +49,10 @@ class DecisionContext:
     """(n, N_FEATURES) expected load, in ``load``'s units, of the pods this scheduler placed on each node that are
     still running (drs_prom.resident): neither lagged nor capped at capacity as ``load`` is. None: not kept (the
     extender, rebuilt history); zeros: nothing of ours runs there."""
+    ended: np.ndarray | None = None
+    """(n, N_FEATURES), in ``load``'s units: what ``load`` still shows of the pods this scheduler placed that ended
+    within the rate window (drs_prom.resident.ResidentLoad.ended), so that a policy can take it off. None: not
+    kept, as for ``resident``."""
     soft_scores: np.ndarray | None = None
     """(n,) 0..100 per node from the score terms every policy shares (PodTopologySpread's ScheduleAnyway
     constraints, drs_prom.spread_score); ``choose`` adds them to the policy's own scores. None: no such term."""

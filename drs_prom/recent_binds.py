@@ -58,25 +58,29 @@ class RecentBinds:
         return len(self._entries)
 
     def pending(self, ctx: DecisionContext) -> np.ndarray:
+        return self.faded(tuple(map(_NAME, ctx.nodes)), ctx.now)
+
+    def faded(self, names: tuple[str, ...], now: float) -> np.ndarray:
+        """(len(names), N_FEATURES): per node, the remembered rows faded to ``now`` (what is still missing from, or
+        for a memory of ended pods still in, a rate over the window)."""
         w = self.window_seconds
-        n = len(ctx.nodes)
+        n = len(names)
         out = np.zeros((n, N_FEATURES))
-        if ctx.now < self._last_now:  # time went backwards: a new simulated episode, forget the old one
+        if now < self._last_now:  # time went backwards: a new simulated episode, forget the old one
             self.clear()
-        self._last_now = ctx.now
+        self._last_now = now
         if w <= 0 or not self._entries:
             return out
-        self._expire(ctx.now)
+        self._expire(now)
         if not self._entries:
             return out
-        key = tuple(map(_NAME, ctx.nodes))
-        if key != self._index_key or self._index_slots != len(self._slot):
-            self._index_key, self._index_slots = key, len(self._slot)
-            self._index = np.fromiter(map(self._slot.get, key, repeat(-1)), np.int64, n)
+        if names != self._index_key or self._index_slots != len(self._slot):
+            self._index_key, self._index_slots = names, len(self._slot)
+            self._index = np.fromiter(map(self._slot.get, names, repeat(-1)), np.int64, n)
         known = self._index >= 0
         slots = self._index[known]
         if self.fade:
-            out[known] = self._sum[slots] * (1.0 - (ctx.now - self._t0) / w) + self._tsum[slots] / w
+            out[known] = self._sum[slots] * (1.0 - (now - self._t0) / w) + self._tsum[slots] / w
         else:
             out[known] = self._sum[slots]
         return out
@@ -123,7 +127,8 @@ class RecentBinds:
         if self._entries:
             self._drop(self._entries.pop())
 
-    def _add(self, t: float, name: str, row: np.ndarray) -> None:
+    def add(self, t: float, name: str, row: np.ndarray) -> None:
+        """Remember ``row`` (N_FEATURES float64) on node ``name`` from time ``t``."""
         slot = self._slot.get(name)
         if slot is None:
             slot = self._slot[name] = len(self._slot)
@@ -156,7 +161,7 @@ class RecentBinds:
             return
         masked = np.where(ctx.feasible & ~np.isnan(scores), scores, -np.inf)
         best = int(np.argmax(masked))
-        self._add(
+        self.add(
             float(ctx.now), ctx.nodes[best].name, np.array(self.row(ctx, best), dtype=np.float64).reshape(N_FEATURES)
         )
 

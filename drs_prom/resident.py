@@ -11,6 +11,10 @@ sum of those expectations over the pods still running on a node has neither blin
 chosen node, the policy's own units) is added under the pod's uid and taken away when the pod
 ends, is deleted or its bind fails. Pods placed by others are not in it: their load shows only
 in the metrics. The simulator and the scheduler keep one each, fed at the same points.
+
+It also covers the second half of the lag. A pod that ended at ``t`` is remembered for one rate
+window (``ended``): at ``now`` the metrics still show ``row * (1 - (now - t) / w)`` of it, which a
+policy takes off the measured load instead of reading a node as busy with pods that are gone.
 """
 
 from __future__ import annotations
@@ -21,13 +25,18 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from drs_prom.features import N_FEATURES
+from drs_prom.recent_binds import RecentBinds
 
 
 class ResidentLoad:
-    """Per-node sum of the expected load rows of running placements, keyed by pod."""
+    """Per-node sum of the expected load rows of running placements, keyed by pod.
 
-    def __init__(self) -> None:
+    ``window_seconds``: the rate window behind the metrics the policies read; pods that ended within it are
+    remembered, faded, in ``ended``. 0: no such memory."""
+
+    def __init__(self, window_seconds: float = 0.0) -> None:
         self._lock = threading.Lock()
+        self._ended = RecentBinds(window_seconds)
         self._pods: dict[Hashable, tuple[str, np.ndarray]] = {}
         self._sum: dict[str, np.ndarray] = {}
         self._count: dict[str, int] = {}
@@ -58,16 +67,20 @@ class ResidentLoad:
                 self._sum[node] = r.copy()
             self._count[node] = self._count.get(node, 0) + 1
 
-    def drop(self, pod: Hashable) -> bool:
-        """Stop counting ``pod`` (ended, deleted or never bound); False if it was not counted."""
+    def drop(self, pod: Hashable, ended_at: float | None = None) -> bool:
+        """Stop counting ``pod``; False if it was not counted. ``ended_at``: when it stopped running (it ended or
+        was deleted while running), so that ``ended`` fades it out of the metrics; None: it never ran (its bind
+        failed or was never confirmed)."""
         with self._lock:
-            return self._drop(pod)
+            return self._drop(pod, ended_at)
 
-    def _drop(self, pod: Hashable) -> bool:
+    def _drop(self, pod: Hashable, ended_at: float | None = None) -> bool:
         old = self._pods.pop(pod, None)
         if old is None:
             return False
         node, r = old
+        if ended_at is not None and self._ended.window_seconds > 0:
+            self._ended.add(float(ended_at), node, r)
         left = self._count[node] - 1
         if left == 0:  # exactly zero again, whatever rounding the sum collected
             del self._count[node], self._sum[node]
@@ -82,8 +95,15 @@ class ResidentLoad:
             for pod in [p for p in self._pods if p not in pods]:
                 self._drop(pod)
 
+    def ended(self, nodes: Sequence[str], now: float) -> np.ndarray:
+        """(len(nodes), N_FEATURES) float64: what a rate over the window still shows at ``now`` of our pods that
+        have ended (DecisionContext.ended); zeros where none ended within the window."""
+        with self._lock:
+            return self._ended.faded(tuple(nodes), now)
+
     def clear(self) -> None:
         with self._lock:
+            self._ended.clear()
             self._pods.clear()
             self._sum.clear()
             self._count.clear()

@@ -50,10 +50,14 @@ def over_request_take(ctx: DecisionContext) -> np.ndarray:
 
 
 def resident_relative(ctx: DecisionContext, pending: np.ndarray) -> np.ndarray:
-    """Node load over each node's own capacity: the metrics plus recent binds, raised to the expected load of our
-    running pods (ctx.resident) where that is higher, i.e. where the metrics still lag or capacity caps them."""
+    """Node load over each node's own capacity: the metrics plus recent binds less what they still show of our
+    ended pods (ctx.ended), raised to the expected load of our running pods (ctx.resident) where that is higher,
+    i.e. where the metrics still lag or capacity caps them."""
     full = full_of(ctx)
-    rel = (np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + pending) / full
+    load = np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + pending
+    if ctx.ended is not None:
+        load = np.maximum(load - np.asarray(ctx.ended, dtype=np.float64), 0.0)
+    rel = load / full
     if ctx.resident is not None:
         rel = np.maximum(rel, np.asarray(ctx.resident, dtype=np.float64) / full)
     return rel

@@ -124,3 +124,29 @@ def test_matches_a_plain_dict_of_rows_under_any_sequence(ops: list) -> None:
         for i, name in enumerate(NODES):  # an empty node is exactly zero, not a rounding residue
             if not any(node == name for node, _ in oracle.values()):
                 assert np.array_equal(got[i], np.zeros(N_FEATURES))
+
+
+def test_an_ended_pod_fades_out_over_the_window_as_a_rate_over_it_does() -> None:
+    res = ResidentLoad(window_seconds=20.0)
+    res.add("ran", "n1", _row(0.4, 0.2))
+    res.add("never-ran", "n1", _row(0.3))
+    res.add("elsewhere", "n2", _row(0.1))
+    assert res.drop("ran", ended_at=100.0)
+    assert res.drop("never-ran")  # its bind failed: the metrics never saw it
+    np.testing.assert_allclose(res.ended(["n1", "n2"], 100.0), [_row(0.4, 0.2), _row()])
+    np.testing.assert_allclose(res.ended(["n1"], 105.0)[0], 0.75 * _row(0.4, 0.2))  # 1 - 5 / 20 still shows
+    np.testing.assert_allclose(res.ended(["n1"], 115.0)[0], 0.25 * _row(0.4, 0.2))
+    assert not res.ended(["n1", "n2"], 120.0).any()  # a whole window later the rate no longer holds it
+    np.testing.assert_allclose(res.matrix(["n1", "n2"]), [_row(), _row(0.1)])  # the running count is unchanged
+
+
+def test_without_a_window_nothing_is_remembered_and_clear_forgets_the_ended() -> None:
+    res = ResidentLoad()
+    res.add("a", "n1", _row(0.5))
+    res.drop("a", ended_at=10.0)
+    assert not res.ended(["n1"], 10.0).any()
+    res = ResidentLoad(window_seconds=30.0)
+    res.add("a", "n1", _row(0.5))
+    res.drop("a", ended_at=10.0)
+    res.clear()
+    assert not res.ended(["n1"], 11.0).any()

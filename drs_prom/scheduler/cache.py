@@ -220,6 +220,7 @@ class ClusterCache:
         on_change: Callable[[], None] = lambda: None,
         on_bound_end: Callable[[str], None] = lambda uid: None,
         clock: Callable[[], float] = time.monotonic,
+        metric_window_seconds: float = 0.0,
     ) -> None:
         self.scheduler_name = scheduler_name
         self.namespace = namespace
@@ -253,7 +254,9 @@ class ClusterCache:
         self._table: NodeTable | None = None  # None: nodes changed, rebuild on next read
         self._reflectors: list[Reflector] = []
         self._base: dict[str, tuple[str, NodeInfo]] = {}
-        self.resident = ResidentLoad()  # expected load of the pods we placed, until they end (DecisionContext.resident)
+        # expected load of the pods we placed, until they end (DecisionContext.resident), then faded over the metrics'
+        # rate window (DecisionContext.ended)
+        self.resident = ResidentLoad(metric_window_seconds)
         # a node's bad capacity label: once per node and label every 10 minutes, not on every table rebuild
         self._label_log = RateLimitedLog(log, 600.0)
 
@@ -415,7 +418,7 @@ class ClusterCache:
             if kind == "DELETED" or kube.is_terminal(pod) or node:
                 self._drop_nomination(uid)  # bound or gone: the room reserved for it is released
             if kind == "DELETED" or kube.is_terminal(pod):
-                self.resident.drop(uid)
+                self.resident.drop(uid, time.time() if node else None)  # bound: its load leaves the metrics from now
                 freed = self._drop_bound(uid)
                 self._unassume(uid)
                 self._pending.pop(uid, None)

@@ -291,6 +291,7 @@ class Decider:
         requests: np.ndarray | None = None,
         soft: np.ndarray | None = None,
         resident: np.ndarray | None = None,
+        ended: np.ndarray | None = None,
         link: np.ndarray | None = None,
     ) -> Choice:
         """Score ``nodes`` (infeasible ones get -inf) and pick one; index -1 if none is feasible.
@@ -300,7 +301,8 @@ class Decider:
         if the caller has the arrays (the scheduler's node table), else read from ``nodes``.
         ``soft``: the score terms every policy shares (DecisionContext.soft_scores), None when none apply.
         ``resident``: ``nodes``' DecisionContext.resident (the expected load of our running pods), None where the
-        caller keeps none (the extender). ``link``: ``nodes``' network/disk bandwidth (drs_prom.link_capacity), read
+        caller keeps none (the extender); ``ended``: what the metrics still show of our ended pods there
+        (DecisionContext.ended), likewise. ``link``: ``nodes``' network/disk bandwidth (drs_prom.link_capacity), read
         from their labels when None. The returned Choice carries the chosen node's pod_load row.
         """
         scales = self.scales()
@@ -326,6 +328,7 @@ class Decider:
             node_requests=requests,
             soft_scores=soft,
             resident=resident,
+            ended=ended,
         )
         policy = self.policy
         choice = self.rollout.decide(ctx, reason, policy, self.model_version if policy is not None else None)

@@ -115,6 +115,7 @@ class Scheduler:
             on_gone=self.queue.delete,
             on_change=self.queue.move_all,
             on_bound_end=journal.pod_ended if journal is not None else lambda uid: None,
+            metric_window_seconds=settings.prometheus.window_seconds,
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -292,7 +293,9 @@ class Scheduler:
         nodes = view.infos(rows)
         requests = view.requests(rows)
         soft = view.soft_scores(req, rows, feasible)  # ScheduleAnyway spread: a term every policy sees
-        resident = self.cache.resident.matrix([n.name for n in nodes])
+        names = [n.name for n in nodes]
+        resident = self.cache.resident.matrix(names)
+        ended = self.cache.resident.ended(names, time.time())
         choice = self.decider.decide(
             req,
             demand.demand,
@@ -303,6 +306,7 @@ class Scheduler:
             requests=requests,
             soft=soft,
             resident=resident,
+            ended=ended,
             link=view.link(rows),
         )
         node = nodes[choice.index].name

@@ -295,7 +295,8 @@ class SchedulingEnv:
         self._pending: deque[int] = deque()
         self._queue: deque[int] = deque()
         self._finished: list[FinishedPod] = []
-        self.resident = ResidentLoad()  # expected load of the pods the policy placed, until they end
+        # expected load of the pods the policy placed, until they end, and then faded over the metrics' window
+        self.resident = ResidentLoad(self.scenario.metric_window_seconds)
         self._current = -1
         self.decisions = 0
         self.max_queue = 0
@@ -400,6 +401,7 @@ class SchedulingEnv:
             now=self.cluster.t,
             full=self._full,
             resident=self.resident.matrix(self.node_names),
+            ended=self.resident.ended(self.node_names, self.cluster.t),
         )
 
     def _neighbour_mask(self, req: PodRequest, nodes: list[NodeInfo], mask: np.ndarray) -> np.ndarray:
@@ -438,7 +440,7 @@ class SchedulingEnv:
                     if not self.scheduled[p]:
                         continue
                     self._open -= 1
-                    self.resident.drop(int(p))
+                    self.resident.drop(int(p), float(c.finish[p]))
                     self._finished.append(
                         FinishedPod(
                             wl.names[p],

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from drs_prom.agent import load_policy
 from drs_prom.features import N_FEATURES
 from drs_prom.load_aware import peak_load
 from drs_prom.policy import DecisionContext, choose
@@ -62,3 +65,21 @@ def test_the_peak_term_only_breaks_near_ties():
 
 def test_the_peak_teacher_is_a_teacher_not_a_judging_baseline():
     assert "capacity-balanced-peak" in TEACHERS and "capacity-balanced-peak" not in HEURISTICS
+
+
+def test_the_teachers_take_the_ended_pods_still_in_the_metrics_off_a_node():
+    """Node 0 shows CPU 0.6, but 0.45 of it is a pod of ours that ended and still fades out of the rate (ctx.ended);
+    node 1 really runs at 0.35. Every teacher sends the pod to node 0, which is the quieter one; capacity-balanced-
+    overload, a field heuristic that keeps no such memory, reads the metrics as they come and takes node 1. The shipped
+    network, which reads the teachers' resident load, goes with the teachers."""
+    ctx = _ctx([0.6, 0.35], [0.0, 0.0])
+    ended = np.zeros((2, N_FEATURES))
+    ended[0, 0] = 0.45
+    with_ended = dataclasses.replace(ctx, ended=ended, resident=np.zeros((2, N_FEATURES)))
+    for teacher in ("capacity-balanced-resident", "capacity-balanced-room", "capacity-balanced-peak"):
+        assert choose(make_policy(teacher, SPEC), ctx)[0] == 1, teacher
+        assert choose(make_policy(teacher, SPEC), with_ended)[0] == 0, teacher
+    assert choose(make_policy("capacity-balanced-overload", SPEC), with_ended)[0] == 1
+    shipped = load_policy(None, 30.0)  # the network reads the teachers' resident load, ended pods taken off
+    assert choose(shipped, dataclasses.replace(ctx, resident=np.zeros((2, N_FEATURES))))[0] == 1
+    assert choose(shipped, with_ended)[0] == 0

@@ -6,6 +6,8 @@ tests/scheduler/test_resident_live.py checks the running scheduler against a rea
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from drs_prom.features import N_FEATURES
@@ -23,8 +25,8 @@ class _Clock:
         return self.t
 
 
-def _cache(clock: _Clock | None = None) -> ClusterCache:
-    cache = ClusterCache("drs", clock=clock or _Clock())
+def _cache(clock: _Clock | None = None, window: float = 0.0) -> ClusterCache:
+    cache = ClusterCache("drs", clock=clock or _Clock(), metric_window_seconds=window)
     cache._on_node_list([node("n1"), node("n2")])
     cache._on_pod_list([])
     return cache
@@ -103,3 +105,16 @@ def test_an_expired_assumption_stops_counting_but_a_confirmed_pod_outlives_the_t
     assert not _on(cache, "n1").any()
     np.testing.assert_allclose(_on(cache, "n2"), ROW)
     assert "uid-never-seen" not in cache.assumed()
+
+
+def test_a_pod_that_ran_fades_out_of_the_metrics_and_one_that_never_ran_does_not() -> None:
+    cache = _cache(window=600.0)  # long enough that the fade between two reads is tiny
+    for name in ("done", "refused", "running"):
+        _assume(cache, name, "n1" if name == "done" else "n2")
+    cache._on_pod_event("MODIFIED", pod("done", on="n1"))
+    before = time.time()
+    cache._on_pod_event("MODIFIED", pod("done", on="n1", phase="Succeeded"))
+    cache.forget("uid-refused")  # the bind failed
+    ended = cache.resident.ended(["n1", "n2"], time.time())
+    assert np.all(ended[0] <= ROW) and np.all(ended[0] >= ROW * (1.0 - (time.time() - before) / 600.0))
+    assert ended[0][0] > 0 and not ended[1].any()

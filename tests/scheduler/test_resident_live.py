@@ -6,6 +6,8 @@ ends one by one on the cache alone)."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -59,3 +61,6 @@ def test_bound_pods_count_where_they_run_until_deleted(core, ns, fake_nodes, mak
     wait_for(lambda: len(resident) == PODS - 1, 30, f"{gone} no longer counted")
     assert resident.count(on) == per_node[on] - 1
     np.testing.assert_allclose(resident.matrix([on])[0], (per_node[on] - 1) * one_pod, atol=1e-12)
+    # the settings' rate window decides how long the deleted pod's load is taken off the metrics
+    assert sched.cache.resident.ended([on], time.time())[0][0] > 0
+    assert not sched.cache.resident.ended([on], time.time() + sched.settings.prometheus.window_seconds).any()

@@ -3,7 +3,8 @@
 The test keeps its own ledger of every placement (the pod's ``pod_load`` row on the chosen node, as the
 policy saw it) and, at each decision, sums the rows of the placed pods the cluster still runs; the
 context's ``resident`` must equal that sum. Background pods (pinned to a node, never decided) run on
-the same nodes and must never be counted."""
+the same nodes and must never be counted. The placed pods that ended within the scenario's metric window must
+show in ``ended`` as a rate over that window still shows them: their row x (1 - time since the end / window)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,15 @@ from drs_prom.sim.scenario import Scenario, load_scenario
 from tests.specs import SPEC
 
 
-def _play(scenario: Scenario, policy_name: str, seed: int) -> tuple[SchedulingEnv, int, int]:
-    """One episode, checking ctx.resident against the ledger at every decision; (env, decisions, background
-    pods seen running at a decision)."""
+def _play(scenario: Scenario, policy_name: str, seed: int) -> tuple[SchedulingEnv, int, int, int]:
+    """One episode, checking ctx.resident and ctx.ended against the ledger at every decision; (env, decisions,
+    background pods seen running at a decision, decisions that saw an ended pod still fading)."""
     env = SchedulingEnv(scenario, seed=seed)
     policy = make_policy(policy_name, SPEC, seed)
     ledger: dict[int, tuple[int, np.ndarray]] = {}  # pod -> (node index, expected row) as placed
     ctx: DecisionContext | None = env.reset(seed)
-    decisions = background_seen = busy = 0
+    decisions = background_seen = busy = fading = 0
+    w = scenario.metric_window_seconds
     while ctx is not None:
         running = [int(p) for p in env.cluster.running]
         pinned = env.workload.pinned
@@ -39,6 +41,14 @@ def _play(scenario: Scenario, policy_name: str, seed: int) -> tuple[SchedulingEn
                 want[node] += row
         assert ctx.resident is not None
         np.testing.assert_allclose(ctx.resident, want, atol=1e-9, err_msg=f"decision {decisions}")
+        still = np.zeros_like(want)
+        for p, (node, row) in ledger.items():
+            since = ctx.now - env.cluster.finish[p]  # NaN while it runs
+            if since < w:
+                still[node] += row * (1.0 - since / w)
+        assert ctx.ended is not None
+        np.testing.assert_allclose(ctx.ended, still, atol=1e-9, err_msg=f"decision {decisions}")
+        fading += bool(still.any())
         busy += bool(want.any())
         pod = env.current_pod
         node = choose(policy, ctx)[0]
@@ -48,17 +58,22 @@ def _play(scenario: Scenario, policy_name: str, seed: int) -> tuple[SchedulingEn
     assert busy > 0, "no decision ever saw a placed pod still running: the check proved nothing"
     assert len(env.resident) == 0  # every placed pod ended
     assert not env.resident.matrix(env.node_names).any()
-    return env, decisions, background_seen
+    return env, decisions, background_seen, fading
 
 
-@pytest.mark.parametrize(("scenario", "policy"), [("heterogeneous", "least-loaded"), ("drs-paper", "round-robin")])
+@pytest.mark.parametrize(
+    ("scenario", "policy"),
+    [("heterogeneous", "least-loaded"), ("drs-paper", "round-robin"), ("drs-paper-lag", "capacity-balanced-peak")],
+)
 def test_resident_is_the_sum_of_the_running_placements(scenario: str, policy: str) -> None:
-    env, decisions, _ = _play(load_scenario(scenario), policy, seed=1)
+    env, decisions, _, fading = _play(load_scenario(scenario), policy, seed=1)
     assert decisions == env.n_scheduled > 0
+    if scenario == "drs-paper-lag":  # its metrics lag long enough that decisions see ended pods fading
+        assert fading > 0, "no decision saw an ended pod within the window: the ended check proved nothing"
 
 
 def test_background_pods_are_never_counted() -> None:
     sc = eval_scenario("shift-overload")
-    env, decisions, background_seen = _play(sc, "capacity-balanced-resident", seed=0)
+    env, decisions, background_seen, _ = _play(sc, "capacity-balanced-resident", seed=0)
     assert background_seen > 0, "no background pod ran alongside a decision: the scenario tests nothing"
     assert decisions == env.n_scheduled
