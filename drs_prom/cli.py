@@ -980,7 +980,7 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
 @click.option(
     "--out",
     "out_path",
-    default="models/drs-v5.keras",
+    default="models/drs-v6.keras",
     show_default=True,
     help="Model path (.keras; .json and .png written beside it).",
 )
@@ -1011,7 +1011,7 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
     type=click.Choice(["dqn", "guided"]),
     default="dqn",
     show_default=True,
-    help="drs: 'guided' the heuristic-guided per-node network of the shipped drs-v5, imitating per generated "
+    help="drs: 'guided' the heuristic-guided per-node network of the shipped drs-v6, imitating per generated "
     "cluster its best heuristic (--clusters; --scenario and --episodes are ignored); 'dqn' the per-node Double DQN "
     "on --scenario (drs-v1, drs-original, retraining).",
 )

@@ -51,7 +51,7 @@ metric window)."""
 
 @dataclass(frozen=True)
 class GuidedConfig:
-    """One training run; the defaults are those of the shipped models/drs-v5.keras."""
+    """One training run; the defaults are those of the shipped models/drs-v6.keras."""
 
     clusters: int = 48
     """Training clusters (generator seeds 0..clusters-1)."""
