@@ -168,6 +168,7 @@ def run_testbed(
         "wall_seconds": time.monotonic() - t0,
         "schedulers": per,
         "versus_reference": rep.versus_reference(per),
+        "host_saturated": rep.saturated_runs(per),
     }
     if sc.trace is not None:
         report["trace"] = sc.trace.model_dump()

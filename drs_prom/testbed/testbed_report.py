@@ -117,6 +117,23 @@ def versus_reference(per: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict
     }
 
 
+SATURATED_LAG_SECONDS = 1.0
+"""Driver lag (wall seconds behind the workload's schedule) above which a run measured the host as much as the
+scheduler. On a host that keeps up the driver runs a few hundredths of a second late; at --speed 10 one wall second
+late is ten simulated seconds, longer than most start delays the report compares."""
+
+
+def saturated_runs(per: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs whose workload driver fell more than SATURATED_LAG_SECONDS behind its schedule: the host could not
+    keep up, so their start delays and slowdowns include the host's own queueing (scheduler, seed, lag)."""
+    return [
+        {"scheduler": name, "seed": int(r["seed"]), "driver_lag_seconds": float(r["driver_max_lag_seconds"])}
+        for name, row in per.items()
+        for r in row.get("runs", [])
+        if float(r.get("driver_max_lag_seconds") or 0.0) > SATURATED_LAG_SECONDS
+    ]
+
+
 def bench_agreement(
     scenario: Scenario, pods: int | None, seeds: Sequence[int], schedulers: Sequence[str], per: dict[str, Any],
     model_path: str | None,
@@ -204,6 +221,15 @@ def format_table(report: dict[str, Any]) -> str:
                 for k, iv in row.items()
             )
             out.append(f"  {name}: {parts} ({next(iter(row.values()))['seeds']} seeds)")
+    saturated = report.get("host_saturated")
+    if saturated:
+        total = sum(len(row.get("runs", [])) for row in per.values())
+        worst = max(r["driver_lag_seconds"] for r in saturated)
+        out.append(
+            f"host saturated: the workload driver fell more than {SATURATED_LAG_SECONDS:g} s behind its schedule in "
+            f"{len(saturated)} of {total} runs (up to {worst:.1f} s); their start delays and slowdowns include the "
+            "host's own queueing"
+        )
     agr = report.get("bench_agreement")
     if agr:
         out.append("simulator fidelity (closed loop vs bench, same policy/seeds; % difference):")

@@ -142,3 +142,37 @@ def test_the_report_judges_each_scheduler_against_the_real_one_paired_by_seed():
         "versus_reference": versus,
     }
     assert "drs: DRS imbalance +0.0 % [-12.4, +12.4], p95 pod slowdown -50.0 %" in format_table(report)
+
+
+def test_runs_whose_driver_fell_behind_are_named_as_measuring_the_host():
+    """A driver a few hundredths of a second late is a host that keeps up; one more than a second late (ten
+    simulated seconds at 10x) is not, and the report says which runs those were and how far behind."""
+    from drs_prom.testbed.testbed_report import COUNTS, METRICS, format_table, saturated_runs
+
+    def runs(*lags: float) -> list[dict[str, float]]:
+        return [{"seed": s, "driver_max_lag_seconds": lag} for s, lag in enumerate(lags)]
+
+    row = {k: 0.5 for k, _, _ in METRICS} | dict.fromkeys(COUNTS, 3)
+    per = {"kube-scheduler": row | {"runs": runs(0.02, 0.01, 0.03)}, "drs": row | {"runs": runs(0.02, 14.3, 16.3)}}
+    saturated = saturated_runs(per)
+    assert saturated == [
+        {"scheduler": "drs", "seed": 1, "driver_lag_seconds": 14.3},
+        {"scheduler": "drs", "seed": 2, "driver_lag_seconds": 16.3},
+    ]
+    report = {
+        "scenario": "eval-poisson-1",
+        "n_nodes": 89,
+        "pods": 400,
+        "seeds": [0, 1, 2],
+        "speed": 10.0,
+        "scrape_seconds": 0.5,
+        "schedulers": per,
+        "host_saturated": saturated,
+    }
+    assert (
+        "host saturated: the workload driver fell more than 1 s behind its schedule in 2 of 6 runs (up to 16.3 s)"
+        in format_table(report)
+    )
+    quiet = {name: r | {"runs": runs(0.01, 0.02, 0.03)} for name, r in per.items()}
+    assert saturated_runs(quiet) == []
+    assert "host saturated" not in format_table(report | {"schedulers": quiet, "host_saturated": []})
