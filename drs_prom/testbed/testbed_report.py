@@ -190,6 +190,13 @@ def _fmt(v: float, key: str) -> str:
     return f"{v:.3f}" if key in ("imbalance", "utilisation", "hot_node_time", "slowdown_p95") else f"{v:.1f}"
 
 
+def _interval(iv: dict[str, float]) -> str:
+    """``+x.x % [low, high]``; the mean alone where one seed gives no interval."""
+    if math.isnan(iv["low"]) or math.isnan(iv["high"]):
+        return f"{100 * iv['mean']:+.1f} % (no interval)"
+    return f"{100 * iv['mean']:+.1f} % [{100 * iv['low']:+.1f}, {100 * iv['high']:+.1f}]"
+
+
 def format_table(report: dict[str, Any]) -> str:
     per = report["schedulers"]
     ref = per.get(REFERENCE)
@@ -216,11 +223,9 @@ def format_table(report: dict[str, Any]) -> str:
         titles = {k: t for k, t, _ in METRICS}
         out.append(f"paired by seed against the real {REFERENCE} (relative difference, 95 % interval):")
         for name, row in versus.items():
-            parts = ", ".join(
-                f"{titles[k]} {100 * iv['mean']:+.1f} % [{100 * iv['low']:+.1f}, {100 * iv['high']:+.1f}]"
-                for k, iv in row.items()
-            )
-            out.append(f"  {name}: {parts} ({next(iter(row.values()))['seeds']} seeds)")
+            parts = ", ".join(f"{titles[k]} {_interval(iv)}" for k, iv in row.items())
+            seeds = next(iter(row.values()))["seeds"]
+            out.append(f"  {name}: {parts} ({seeds} seed{'' if seeds == 1 else 's'})")
     saturated = report.get("host_saturated")
     if saturated:
         total = sum(len(row.get("runs", [])) for row in per.values())

@@ -142,6 +142,10 @@ def test_the_report_judges_each_scheduler_against_the_real_one_paired_by_seed():
         "versus_reference": versus,
     }
     assert "drs: DRS imbalance +0.0 % [-12.4, +12.4], p95 pod slowdown -50.0 %" in format_table(report)
+    one = versus_reference({name: {"runs": r["runs"][:1]} for name, r in per.items()})  # seed 0 alone
+    line = format_table(report | {"versus_reference": one})
+    assert "drs: DRS imbalance -10.0 % (no interval), p95 pod slowdown -50.0 % (no interval) (1 seed)" in line
+    assert "nan" not in line
 
 
 def test_runs_whose_driver_fell_behind_are_named_as_measuring_the_host():
