@@ -16,13 +16,17 @@ the node's own busiest-plus-mean relative load after the bind) with each weight,
 capacity-balanced-room. ``--trend-weights`` plays the peak teacher with its room weight raised while arrivals speed
 up (``room_penalty x (1 + k x max(trend, 0))``, the guided network's arrival-rate trend), against the peak teacher.
 ``--ended`` plays the peak teacher blind to what the metrics still show of its ended pods (ctx.ended) against the
-peak teacher as shipped, which takes it off the measured load.
+peak teacher as shipped, which takes it off the measured load. ``--soon-horizons`` plays the peak teacher reading
+each of its running pods at its mean presence over the next H seconds, from the expected run time of the pod's
+owner (the mean work of its profile, what the journal's run times would tell), against the peak teacher: a node
+whose pods are about to end reads lighter than one whose pods just started.
 
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --weights 0,0.1,0.2,0.5
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --room-weights 0.1,0.2,0.3,0.5,1
     python benchmarks/teacher_weight.py --clusters 128 --base 700000 --peak-weights 0.03,0.1,0.3,1
     python benchmarks/teacher_weight.py --clusters 128 --base 900000 --trend-weights 1,3
     python benchmarks/teacher_weight.py --clusters 128 --base 960000 --ended
+    python benchmarks/teacher_weight.py --clusters 128 --base 970000 --soon-horizons 30,120
 """
 
 from __future__ import annotations
@@ -34,9 +38,11 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from drs_prom.agent.cluster_context import ArrivalTrend, ClusterFeatures
+from drs_prom.features import N_FEATURES
 from drs_prom.policy import DecisionContext
-from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
+from drs_prom.sim.env import SchedulingEnv, scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
+from drs_prom.state import pod_matrix
 from drs_prom.teachers import CapacityBalancedPeak, CapacityBalancedResident, CapacityBalancedRoom
 
 FLOOR = "capacity-balanced-overload"
@@ -98,6 +104,47 @@ class BlindToEnded(CapacityBalancedPeak):
         return super().score(dataclasses.replace(ctx, ended=None))
 
 
+class SoonVariant(CapacityBalancedPeak):
+    """The peak teacher reading each running pod of its own at its mean presence over the next ``horizon`` seconds.
+
+    The share of the horizon a pod is expected to be gone (its owner's mean work minus the time it has run, over
+    the horizon) is taken off the measured load as the ended pods are, and off the resident load."""
+
+    def __init__(self, seed: int, window: float, horizon: float, env: SchedulingEnv) -> None:
+        super().__init__(seed, window)
+        self.horizon = horizon
+        self.env = env
+        self._owner_work: tuple[int, dict[str, float]] = (-1, {})
+
+    def _expected_work(self) -> dict[str, float]:
+        wl = self.env.workload
+        if self._owner_work[0] != id(wl):
+            by: dict[str, list[float]] = {}
+            for profile, work in zip(wl.profiles, wl.work, strict=True):
+                by.setdefault(profile, []).append(float(work))
+            self._owner_work = (id(wl), {k: float(np.mean(v)) for k, v in by.items()})
+        return self._owner_work[1]
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        env, c, wl = self.env, self.env.cluster, self.env.workload
+        expected = self._expected_work()
+        slot = {n.name: i for i, n in enumerate(ctx.nodes)}
+        cap = env.nodes.capacity
+        soon = np.zeros((len(ctx.nodes), N_FEATURES))
+        for p in c.running:
+            i = slot.get(env.node_names[c.node_of[p]])
+            if i is None or not wl.scheduled[p]:
+                continue
+            left = max(expected[wl.profiles[p]] - (ctx.now - float(c.start[p])), 0.0)
+            gone = 1.0 - min(1.0, left / self.horizon)
+            if gone > 0.0:
+                d = (wl.demand if wl.estimate is None else wl.estimate)[p]
+                soon[i] += gone * pod_matrix(d, cap[i : i + 1, 0], cap[i : i + 1, 1], env.norm)[0]
+        ended = soon if ctx.ended is None else ctx.ended + soon
+        resident = None if ctx.resident is None else np.maximum(ctx.resident - soon, 0.0)
+        return super().score(dataclasses.replace(ctx, ended=ended, resident=resident))
+
+
 RESIDENT = "capacity-balanced-resident"
 ROOM = "capacity-balanced-room"
 PEAK = "capacity-balanced-peak"
@@ -136,6 +183,18 @@ def _ended_job(args: tuple[int, int]) -> dict[str, float]:
     }
 
 
+def _soon_job(args: tuple[int, int, tuple[float, ...]]) -> dict[str, float]:
+    """One cluster and seed: the peak teacher and its pods read at their presence over each horizon, same workload."""
+    key, seed, horizons = args
+    sc = training_scenario(key, PARAMS)
+    window = scenario_spec(sc).metric_window_seconds
+    out = {PEAK: unclipped_env(sc, seed).run(sim_policy(PEAK, sc, seed), seed=seed).composite}
+    for h in horizons:
+        env = unclipped_env(sc, seed)
+        out[f"horizon {h:g} s"] = env.run(SoonVariant(seed, window, h, env), seed=seed).composite
+    return out
+
+
 def _report(rows: list[dict[str, float]], labels: list[str], reference: str, clusters: int) -> None:
     for label in labels:
         log = np.array([np.log(r[label] / r[reference]) for r in rows]).reshape(clusters, 2).mean(axis=1)
@@ -170,10 +229,17 @@ def main() -> None:
     ap.add_argument("--room-weights", default="", help="Weights of the room term instead (see above).")
     ap.add_argument("--peak-weights", default="", help="Weights of the peak term instead (see above).")
     ap.add_argument("--trend-weights", default="", help="Weights of the arrival trend on the room term (see above).")
+    ap.add_argument("--soon-horizons", default="", help="Horizons (s) of the expected-run-time attempt (see above).")
     ap.add_argument("--ended", action="store_true", help="The ended pods' fading load, taken off or not (see above).")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     seeds = range(args.base, args.base + args.clusters)
+    if args.soon_horizons:
+        hs = tuple(float(h) for h in args.soon_horizons.split(","))
+        with ProcessPoolExecutor(args.workers) as pool:
+            found = list(pool.map(_soon_job, [(k, s, hs) for k in seeds for s in (0, 1)]))
+        _report(found, [f"horizon {h:g} s" for h in hs], PEAK, args.clusters)
+        return
     if args.ended:
         with ProcessPoolExecutor(args.workers) as pool:
             found = list(pool.map(_ended_job, [(k, s) for k in seeds for s in (0, 1)]))
