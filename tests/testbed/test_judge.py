@@ -13,7 +13,16 @@ from drs_prom.testbed import judge
 from drs_prom.testbed.api import scale_scenario
 from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION, WORK_ANNOTATION
 from drs_prom.testbed.schedulers import parse_schedulers
-from drs_prom.testbed.testbed_report import bench_twin
+from drs_prom.testbed.testbed_report import COUNTS, METRICS, bench_twin
+
+ROW = {k: 0.5 for k, _, _ in METRICS} | dict.fromkeys(COUNTS, 3)
+"""One scheduler's means and counts, as testbed_report.summarise gives them."""
+
+
+def _report(schedulers: dict, seeds: int = 3, **extra: object) -> dict:
+    """A testbed report of drs-paper's shape around ``schedulers``, for format_table."""
+    base = {"scenario": "drs-paper", "n_nodes": 4, "pods": 3, "seeds": list(range(seeds)), "speed": 10.0}
+    return base | {"scrape_seconds": 0.5, "schedulers": schedulers, **extra}
 
 
 def _series(raw: np.ndarray, names: tuple[str, ...]) -> judge.NodeSeries:
@@ -87,19 +96,9 @@ def test_scheduler_names_are_checked_and_have_bench_twins():
 
 
 def test_testbed_table_names_its_columns_in_full():
-    from drs_prom.testbed.testbed_report import COUNT_TITLES, COUNTS, METRICS, format_table
+    from drs_prom.testbed.testbed_report import COUNT_TITLES, format_table
 
-    row = {k: 0.5 for k, _, _ in METRICS} | dict.fromkeys(COUNTS, 3)
-    report = {
-        "scenario": "drs-paper",
-        "n_nodes": 4,
-        "pods": 3,
-        "seeds": [0],
-        "speed": 10.0,
-        "scrape_seconds": 0.5,
-        "schedulers": {"kube-scheduler": row, "drs": row | {"slowdown_p95": 0.25}},
-    }
-    table = format_table(report)
+    table = format_table(_report({"kube-scheduler": ROW, "drs": ROW | {"slowdown_p95": 0.25}}, seeds=1))
     header = " ".join(
         table.splitlines()[1 : table.splitlines().index(next(ln for ln in table.splitlines() if ln.startswith("---")))]
     )
@@ -113,7 +112,7 @@ def test_the_report_judges_each_scheduler_against_the_real_one_paired_by_seed():
     """Per seed, drs's imbalance is 0.9, 1.0 and 1.1 of kube-scheduler's 1.0, 2.0, 3.0: relative differences
     -0.05, 0 and +0.05 of the reference's mean 2.0. The interval is a paired t interval (t = 4.303 at two degrees
     of freedom); seeds only one side ran are left out; the table prints it."""
-    from drs_prom.testbed.testbed_report import COUNTS, JUDGED, METRICS, format_table, versus_reference
+    from drs_prom.testbed.testbed_report import JUDGED, format_table, versus_reference
 
     def runs(imbalance: dict[int, float], slowdown: float) -> list[dict[str, float]]:
         return [{"seed": s, "imbalance": v, "slowdown_p95": slowdown} for s, v in imbalance.items()]
@@ -130,17 +129,7 @@ def test_the_report_judges_each_scheduler_against_the_real_one_paired_by_seed():
     assert imb["low"] == pytest.approx(-half, rel=1e-3) and imb["high"] == pytest.approx(half, rel=1e-3)
     assert versus["drs"]["slowdown_p95"]["mean"] == pytest.approx(-0.5)
     assert versus_reference({"drs": per["drs"]}) == {}  # no reference run, nothing to judge against
-    row = {k: 0.5 for k, _, _ in METRICS} | dict.fromkeys(COUNTS, 3)
-    report = {
-        "scenario": "drs-paper",
-        "n_nodes": 4,
-        "pods": 3,
-        "seeds": [0, 1, 2],
-        "speed": 10.0,
-        "scrape_seconds": 0.5,
-        "schedulers": {"kube-scheduler": row, "drs": row},
-        "versus_reference": versus,
-    }
+    report = _report({"kube-scheduler": ROW, "drs": ROW}, versus_reference=versus)
     assert "drs: DRS imbalance +0.0 % [-12.4, +12.4], p95 pod slowdown -50.0 %" in format_table(report)
     one = versus_reference({name: {"runs": r["runs"][:1]} for name, r in per.items()})  # seed 0 alone
     line = format_table(report | {"versus_reference": one})
@@ -151,28 +140,18 @@ def test_the_report_judges_each_scheduler_against_the_real_one_paired_by_seed():
 def test_runs_whose_driver_fell_behind_are_named_as_measuring_the_host():
     """A driver a few hundredths of a second late is a host that keeps up; one more than a second late (ten
     simulated seconds at 10x) is not, and the report says which runs those were and how far behind."""
-    from drs_prom.testbed.testbed_report import COUNTS, METRICS, format_table, saturated_runs
+    from drs_prom.testbed.testbed_report import format_table, saturated_runs
 
     def runs(*lags: float) -> list[dict[str, float]]:
         return [{"seed": s, "driver_max_lag_seconds": lag} for s, lag in enumerate(lags)]
 
-    row = {k: 0.5 for k, _, _ in METRICS} | dict.fromkeys(COUNTS, 3)
-    per = {"kube-scheduler": row | {"runs": runs(0.02, 0.01, 0.03)}, "drs": row | {"runs": runs(0.02, 14.3, 16.3)}}
+    per = {"kube-scheduler": ROW | {"runs": runs(0.02, 0.01, 0.03)}, "drs": ROW | {"runs": runs(0.02, 14.3, 16.3)}}
     saturated = saturated_runs(per)
     assert saturated == [
         {"scheduler": "drs", "seed": 1, "driver_lag_seconds": 14.3},
         {"scheduler": "drs", "seed": 2, "driver_lag_seconds": 16.3},
     ]
-    report = {
-        "scenario": "eval-poisson-1",
-        "n_nodes": 89,
-        "pods": 400,
-        "seeds": [0, 1, 2],
-        "speed": 10.0,
-        "scrape_seconds": 0.5,
-        "schedulers": per,
-        "host_saturated": saturated,
-    }
+    report = _report(per, host_saturated=saturated)
     assert (
         "host saturated: the workload driver fell more than 1 s behind its schedule in 2 of 6 runs (up to 16.3 s)"
         in format_table(report)
