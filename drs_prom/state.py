@@ -44,6 +44,9 @@ class MetricsSource(Protocol):
     def snapshot(self) -> NodeSnapshot: ...
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def scales(norm: Normalisation) -> np.ndarray:
     """Raw value at which each feature reads as 1.0, in FEATURES order."""
     return np.array(norm.full_values, dtype=np.float64)
@@ -61,6 +64,8 @@ def node_matrix(features: pd.DataFrame, norm: Normalisation, nodes: Sequence[str
     values: np.ndarray = frame.to_numpy(dtype=np.float64) / scales(norm)
     if norm.clip:
         values = np.clip(values, 0.0, 1.0)
+    else:  # an absurd rate (a counter reset read as a jump) still reads as far overloaded, never as inf
+        values = np.minimum(values, _F32_MAX)
     return values.astype(np.float32)
 
 
@@ -88,6 +93,8 @@ def pod_matrix(
     out /= scales(norm)
     if norm.clip:
         out = np.clip(out, 0.0, 1.0)
+    else:  # as node_matrix: finite however absurd the estimate
+        out = np.minimum(out, _F32_MAX)
     return out.astype(np.float32)
 
 

@@ -72,6 +72,12 @@ rows = st.dictionaries(
     st.lists(st.sampled_from(NODES + ("n4",)), max_size=4),
     st.booleans(),
 )
+@example(  # a finite rate beyond float32 (6.8e46 B/s) overflowed to inf in the unclipped matrix
+    {f: {"n2": 6.805647135594673e46 if f == "disk_write" else 0.0} for f in FEATURES},
+    {"n2": 940.0},
+    [],
+    False,
+)
 @example(  # +Inf cpu read as "fully busy" after clipping, -0.5 as idle: both were offered as fresh
     {f: {"n1": math.inf if f == "cpu" else 0.1} for f in FEATURES} | {"mem": {"n1": -0.5}},
     {"n1": 1000.0},
