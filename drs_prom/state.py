@@ -47,6 +47,12 @@ class MetricsSource(Protocol):
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
+def _as_float32(values: np.ndarray, clip: bool) -> np.ndarray:
+    """Scaled load as float32: clipped to [0, 1], or else capped at float32's largest value, so that an absurd
+    rate or estimate (a counter reset read as a jump) reads as far overloaded, never as inf. NaN stays NaN."""
+    return (np.clip(values, 0.0, 1.0) if clip else np.minimum(values, _F32_MAX)).astype(np.float32)
+
+
 def scales(norm: Normalisation) -> np.ndarray:
     """Raw value at which each feature reads as 1.0, in FEATURES order."""
     return np.array(norm.full_values, dtype=np.float64)
@@ -61,12 +67,7 @@ def node_matrix(features: pd.DataFrame, norm: Normalisation, nodes: Sequence[str
     frame = features.reindex(columns=list(FEATURES))
     if nodes is not None:
         frame = frame.reindex(index=list(nodes))
-    values: np.ndarray = frame.to_numpy(dtype=np.float64) / scales(norm)
-    if norm.clip:
-        values = np.clip(values, 0.0, 1.0)
-    else:  # an absurd rate (a counter reset read as a jump) still reads as far overloaded, never as inf
-        values = np.minimum(values, _F32_MAX)
-    return values.astype(np.float32)
+    return _as_float32(frame.to_numpy(dtype=np.float64) / scales(norm), norm.clip)
 
 
 def pod_matrix(
@@ -91,11 +92,7 @@ def pod_matrix(
     out[:, 1] = d[1] / np.maximum(mem, 1.0)
     out[:, 2:] = d[2:]
     out /= scales(norm)
-    if norm.clip:
-        out = np.clip(out, 0.0, 1.0)
-    else:  # as node_matrix: finite however absurd the estimate
-        out = np.minimum(out, _F32_MAX)
-    return out.astype(np.float32)
+    return _as_float32(out, norm.clip)
 
 
 def imbalance(matrix: np.ndarray) -> float:
