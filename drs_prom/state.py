@@ -50,7 +50,8 @@ _F32_MAX = float(np.finfo(np.float32).max)
 def _as_float32(values: np.ndarray, clip: bool) -> np.ndarray:
     """Scaled load as float32: clipped to [0, 1], or else capped at float32's largest value, so that an absurd
     rate or estimate (a counter reset read as a jump) reads as far overloaded, never as inf. NaN stays NaN."""
-    return (np.clip(values, 0.0, 1.0) if clip else np.minimum(values, _F32_MAX)).astype(np.float32)
+    bounded: np.ndarray = np.clip(values, 0.0, 1.0) if clip else np.minimum(values, _F32_MAX)
+    return bounded.astype(np.float32)
 
 
 def scales(norm: Normalisation) -> np.ndarray:
