@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from drs_prom.scheduler.kube_response import drained
+
 log = logging.getLogger(__name__)
 
 
@@ -126,7 +128,9 @@ class LeaseElector:
                 "spec": self._spec(now, now, 0),
             }
             try:
-                self.api.create_namespaced_lease(self.namespace, body, _preload_content=False, _request_timeout=5)
+                drained(
+                    self.api.create_namespaced_lease(self.namespace, body, _preload_content=False, _request_timeout=5)
+                )
                 return True
             except ApiException as exc2:
                 if exc2.status == 409:
@@ -149,8 +153,10 @@ class LeaseElector:
             acquire = now
         lease["spec"] = self._spec(acquire, now, transitions)
         try:
-            self.api.replace_namespaced_lease(
-                self.name, self.namespace, lease, _preload_content=False, _request_timeout=5
+            drained(
+                self.api.replace_namespaced_lease(
+                    self.name, self.namespace, lease, _preload_content=False, _request_timeout=5
+                )
             )
         except ApiException as exc:
             if exc.status == 409:  # someone else wrote first
@@ -179,8 +185,10 @@ class LeaseElector:
             lease["spec"]["holderIdentity"] = ""
             lease["spec"]["leaseDurationSeconds"] = 1
             lease["spec"]["renewTime"] = _micro_now()
-            self.api.replace_namespaced_lease(
-                self.name, self.namespace, lease, _preload_content=False, _request_timeout=5
+            drained(
+                self.api.replace_namespaced_lease(
+                    self.name, self.namespace, lease, _preload_content=False, _request_timeout=5
+                )
             )
         except Exception as exc:  # noqa: BLE001 - shutdown: logged; the lease then expires on its own
             log.warning("lease release failed: %s", str(exc).splitlines()[0] if str(exc) else exc)

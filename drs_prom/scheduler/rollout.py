@@ -32,6 +32,7 @@ from drs_prom.policy import DecisionContext, Policy, choose
 from drs_prom.rollback import PromotionJudge, Verdict
 from drs_prom.scheduler.arms import HEURISTIC, MODEL, AgreementWindow, Choice, assign_arm, compare
 from drs_prom.scheduler.guardrails import Guardrails, Trip, signals
+from drs_prom.scheduler.kube_response import drained
 from drs_prom.scheduler.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
@@ -167,7 +168,7 @@ def lease_event(core_v1: Any, cfg: SchedulerSettings, reason: str, message: str,
         "count": 1,
     }
     try:
-        core_v1.create_namespaced_event(cfg.lease_namespace, body, _preload_content=False)
+        drained(core_v1.create_namespaced_event(cfg.lease_namespace, body, _preload_content=False))
     except Exception as exc:  # noqa: BLE001 - boundary: logged
         log.warning("could not record Event %s on Lease %s: %s", reason, cfg.lease_name, exc)
 

@@ -28,6 +28,7 @@ from typing import Any
 from drs_prom import claim_binding, volumes
 from drs_prom.scheduler import kube_storage
 from drs_prom.scheduler.cache import ClusterCache
+from drs_prom.scheduler.kube_response import drained
 from drs_prom.types import NodeInfo, PodRequest
 
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
@@ -102,11 +103,11 @@ class VolumePreBinder:
             "uid": uid,
         }
         pv.setdefault("metadata", {}).setdefault("annotations", {})[ANN_BOUND_BY_CONTROLLER] = "yes"
-        self.core.replace_persistent_volume(name, pv, _preload_content=False)
+        drained(self.core.replace_persistent_volume(name, pv, _preload_content=False))
 
     def _select_node(self, namespace: str, claim: str, node: str) -> None:
         body = {"metadata": {"annotations": {kube_storage.ANN_SELECTED_NODE: node}}}
-        self.core.patch_namespaced_persistent_volume_claim(claim, namespace, body, _preload_content=False)
+        drained(self.core.patch_namespaced_persistent_volume_claim(claim, namespace, body, _preload_content=False))
 
 
 def _api_reason(exc: Any) -> str:

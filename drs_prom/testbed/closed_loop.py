@@ -25,6 +25,7 @@ import numpy as np
 
 from drs_prom import link_capacity
 from drs_prom.errors import ConfigError
+from drs_prom.scheduler.kube_response import drained
 from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.serve import LiveCluster, SimExporter
@@ -368,7 +369,7 @@ class Testbed:
         core = client.CoreV1Api(self.api)
         for _ in range(3):
             try:
-                core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, _preload_content=False)
+                drained(core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, _preload_content=False))
                 zonal_claims.delete_run_volumes(core, ns, f"{RUN_LABEL}={ns}")
                 return
             except Exception as exc:  # noqa: BLE001 - the apiserver may be restarting after a fault

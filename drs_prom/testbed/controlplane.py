@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from drs_prom.scheduler.kube_response import drained
 from drs_prom.testbed.build import ControlPlaneError, find_bin_dir, how_to_build, missing_binaries
 from drs_prom.testbed.controllers import DEFAULT_CONTROLLERS, start_controller_manager
 from drs_prom.testbed.pki import kubeconfig as _kubeconfig
@@ -550,7 +551,7 @@ class ControlPlane:
                 "phase": "Running",
             }
         }
-        v1.patch_node_status(name, status, _preload_content=False)
+        drained(v1.patch_node_status(name, status, _preload_content=False))
         # The TaintNodesByCondition admission plugin adds node.kubernetes.io/not-ready
         # to every new Node; the node lifecycle controller (absent here) would drop it
         # once Ready. Put back exactly the requested taints.

@@ -24,6 +24,7 @@ from typing import Any
 
 from drs_prom.features import FEATURES
 from drs_prom.scheduler.kube import PROFILE_ANNOTATION
+from drs_prom.scheduler.kube_response import drained
 from drs_prom.scheduler.pod_features import DEMAND_ANNOTATION
 from drs_prom.sim.placement import Placement, claim_name
 from drs_prom.sim.workload import PROFILE_LABEL, Workload
@@ -224,7 +225,7 @@ class WorkloadDriver(threading.Thread):
             made["uid"] = json.loads(resp.data)["metadata"]["uid"]
         bound = zonal_claims.bound_to(pv, made["uid"])
         return self._retry(
-            pv["metadata"]["name"], lambda: self.core.create_persistent_volume(bound, _preload_content=False)
+            pv["metadata"]["name"], lambda: drained(self.core.create_persistent_volume(bound, _preload_content=False))
         )
 
     def _ensure_owner(self, profile: str) -> None:
@@ -242,7 +243,7 @@ class WorkloadDriver(threading.Thread):
 
         def send() -> None:
             body["metadata"]["annotations"][CREATED_ANNOTATION] = f"{time.time():.3f}"
-            self.core.create_namespaced_pod(self.ns, body, _preload_content=False)
+            drained(self.core.create_namespaced_pod(self.ns, body, _preload_content=False))
 
         if not self._retry(name, send, attempts_seconds):
             return False

@@ -26,6 +26,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from drs_prom.scheduler.kube_response import drained
 from drs_prom.sim.scenario import Scenario
 from drs_prom.testbed.closed_loop import RunContext, Testbed, workload_for
 from drs_prom.testbed.schedulers import DRS, DRS_SCHEDULER_NAME
@@ -205,27 +206,33 @@ def _unschedulable_burst(ctx: RunContext, refresh: float) -> tuple[float | None,
     t0 = time.time()
     burst = [f"unfit-{i}" for i in range(BURST)]
     for name in burst:
-        core.create_namespaced_pod(
-            ctx.namespace,
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": name},
-                "spec": {
-                    "schedulerName": DRS_SCHEDULER_NAME,
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [
-                        {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "1000"}}}
-                    ],
+        drained(
+            core.create_namespaced_pod(
+                ctx.namespace,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "schedulerName": DRS_SCHEDULER_NAME,
+                        "terminationGracePeriodSeconds": 0,
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "registry.k8s.io/pause:3.10",
+                                "resources": {"requests": {"cpu": "1000"}},
+                            }
+                        ],
+                    },
                 },
-            },
-            _preload_content=False,
+                _preload_content=False,
+            )
         )
     rec = _poll(lambda: _bound_after(ctx, t0 + 0.5), 90)
     time.sleep(5)
     bound = [n for n in burst if n in ctx.kubelet.stats.bound_node]
     for name in burst:
-        core.delete_namespaced_pod(name, ctx.namespace, grace_period_seconds=0, _preload_content=False)
+        drained(core.delete_namespaced_pod(name, ctx.namespace, grace_period_seconds=0, _preload_content=False))
     return rec, {"burst": BURST, "burst_bound": len(bound)}
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from drs_prom import filters
 from drs_prom.scheduler import kube
+from drs_prom.scheduler.kube_response import drained
 from drs_prom.sim.serve import LiveCluster
 from drs_prom.types import NodeInfo, Taint
 
@@ -289,9 +290,9 @@ class TwinKubelet:
             while True:
                 try:
                     if kind == "meta":
-                        self.core.patch_namespaced_pod(name, self.ns, body, _preload_content=False)
+                        drained(self.core.patch_namespaced_pod(name, self.ns, body, _preload_content=False))
                     else:
-                        self.core.patch_namespaced_pod_status(name, self.ns, body, _preload_content=False)
+                        drained(self.core.patch_namespaced_pod_status(name, self.ns, body, _preload_content=False))
                         self.stats.status_lag.append(time.monotonic() - first)
                     break
                 except ApiException as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drs_prom.scheduler.kube_response import drained
 from drs_prom.sim.placement import ZONE_LABEL, claim_name
 from drs_prom.sim.workload import Workload
 from drs_prom.sim.zonal_volumes import ACCESS_MODE, CAPACITY_BYTES, STORAGE_CLASS, volume_name
@@ -89,5 +90,5 @@ def mount(body: dict[str, Any], claim: str) -> None:
 
 def delete_run_volumes(core: Any, namespace: str, selector: str) -> None:
     """Delete the run's claims and its (cluster-scoped) volumes, which deleting its pods or namespace would not."""
-    core.delete_collection_namespaced_persistent_volume_claim(namespace, _preload_content=False)
-    core.delete_collection_persistent_volume(label_selector=selector, _preload_content=False)
+    drained(core.delete_collection_namespaced_persistent_volume_claim(namespace, _preload_content=False))
+    drained(core.delete_collection_persistent_volume(label_selector=selector, _preload_content=False))
