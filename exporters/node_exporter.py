@@ -246,12 +246,13 @@ def build_registry(collector: Collector, process: bool = False) -> CollectorRegi
     return registry
 
 
-def multi_node_app(lookup: Callable[[str], CollectorRegistry | None]) -> Callable:
+def multi_node_app(lookup: Callable[[str], CollectorRegistry | None], disable_compression: bool = False) -> Callable:
     """WSGI app serving many simulated nodes: ``GET /nodes/<name>/metrics``.
 
     ``lookup(name)`` returns that node's registry or None (404). Each node must be its own
     scrape target (distinct ``instance``) so the ``on(instance, job)`` join in promql.py
     maps its series to its nodename; point Prometheus at the paths via ``__metrics_path__``.
+    ``disable_compression`` as in prometheus_client's ``make_wsgi_app``.
     """
     apps: dict[int, Callable] = {}
 
@@ -260,7 +261,7 @@ def multi_node_app(lookup: Callable[[str], CollectorRegistry | None]) -> Callabl
         if len(parts) == 3 and parts[0] == "nodes" and parts[2] == "metrics":
             registry = lookup(parts[1])
             if registry is not None:
-                inner = apps.setdefault(id(registry), make_wsgi_app(registry))
+                inner = apps.setdefault(id(registry), make_wsgi_app(registry, disable_compression=disable_compression))
                 environ = dict(environ, PATH_INFO="/metrics")
                 return inner(environ, start_response)
         start_response("404 Not Found", [("Content-Type", "text/plain")])

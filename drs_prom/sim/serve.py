@@ -279,15 +279,33 @@ class SimExporter:
     def _registry(self, i: int) -> CollectorRegistry:
         return build_registry(NodeCollector(partial(self.live.counters, i), node_name=self.live.nodes.names[i]))
 
-    def start(self) -> SimExporter:
-        from prometheus_client import start_http_server
+    def _serve(self, port: int, app: Callable[..., Any], name: str) -> tuple[Any, threading.Thread]:
+        """``app`` on ``self.host:port`` in a thread per request, as prometheus_client's own server does.
 
+        Pages go out uncompressed: Prometheus scrapes these targets on this host, where gzipping every page of
+        every node at every scrape only spends the CPU that the scheduler under test and the control plane share
+        with this process."""
+        from wsgiref.simple_server import make_server
+
+        from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
+
+        httpd = make_server(self.host, port, app, ThreadingWSGIServer, handler_class=_SilentHandler)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True, name=name)
+        thread.start()
+        return httpd, thread
+
+    def _node_app(self, i: int) -> Callable[..., Any]:
+        from prometheus_client import make_wsgi_app
+
+        return make_wsgi_app(self._registry(i), disable_compression=True)
+
+    def start(self) -> SimExporter:
         names = self.live.nodes.names
         try:
             if self.mode == "ports":
                 for i, name in enumerate(names):
-                    httpd, thread = start_http_server(
-                        self.port if self.port and i == 0 else 0, self.host, registry=self._registry(i)
+                    httpd, thread = self._serve(
+                        self.port if self.port and i == 0 else 0, self._node_app(i), f"sim-exporter-{name}"
                     )
                     self._servers.append((httpd, thread))
                     self.targets[name] = f"{self.host}:{httpd.server_port}"
@@ -300,16 +318,8 @@ class SimExporter:
         return self
 
     def _start_paths(self, names: Sequence[str]) -> None:
-        from wsgiref.simple_server import make_server
-
-        from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
-
         registries = {name: self._registry(i) for i, name in enumerate(names)}
-        httpd = make_server(
-            self.host, self.port, multi_node_app(registries.get), ThreadingWSGIServer, handler_class=_SilentHandler
-        )
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True, name="sim-exporter")
-        thread.start()
+        httpd, thread = self._serve(self.port, multi_node_app(registries.get, disable_compression=True), "sim-exporter")
         self._servers.append((httpd, thread))
         for name in names:
             self.targets[name] = f"{self.host}:{httpd.server_port}"
@@ -327,11 +337,9 @@ class SimExporter:
 
     def restart_node(self, name: str) -> None:
         """Ports mode: serve a stopped node again on the same address."""
-        from prometheus_client import start_http_server
-
         i = self.live.node_index(name)
         port = int(self.targets[name].rsplit(":", 1)[1])
-        self._servers[i] = start_http_server(port, self.host, registry=self._registry(i))
+        self._servers[i] = self._serve(port, self._node_app(i), f"sim-exporter-{name}")
 
     def scrape_config(self, job: str = "node", interval: str | None = None) -> dict[str, Any]:
         """A Prometheus ``scrape_configs`` entry: one target per node, ``instance`` = node name."""

@@ -118,3 +118,21 @@ def test_serve_scenario_prints_a_scrape_config_and_stops_on_request():
         stop.set()
         thread.join(timeout=10)
     assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("mode", ["ports", "paths"])
+def test_pages_go_out_uncompressed_even_when_gzip_is_accepted(mode):
+    """Prometheus asks every target for gzip; on this host compressing each page at every scrape only takes CPU
+    from the scheduler under test, so the simulated exporters answer in plain text."""
+    import urllib.request
+
+    live = LiveCluster(load_scenario("drs-paper"), speed=1.0)
+    with SimExporter(live, mode=mode) as exporter:
+        name = live.nodes.names[0]
+        url = f"http://{exporter.targets[name]}{exporter.paths[name]}"
+        req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            assert resp.headers.get("Content-Encoding") is None
+            body = resp.read().decode()
+    assert f'nodename="{name}"' in body
+    assert "node_cpu_seconds_total" in body
