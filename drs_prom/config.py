@@ -245,10 +245,11 @@ class SchedulerSettings(_Section):
     client_qps: float = Field(
         50.0,
         ge=0,
-        description="API writes (binds, events) per second, as kube-scheduler's clientConnection.qps; 0 = no limit.",
+        description="Binds per second, and as many events in a bucket of their own (kube-scheduler's two "
+        "clientsets), as kube-scheduler's clientConnection.qps; 0 = no limit.",
     )
     client_burst: int = Field(
-        100, ge=1, description="Writes allowed at once above client_qps (clientConnection.burst)."
+        100, ge=1, description="Binds (and events) allowed at once above client_qps (clientConnection.burst)."
     )
     bind_workers: int = Field(
         16, ge=1, description="Binds in flight at once (the binding cycle runs off the scheduling thread)."

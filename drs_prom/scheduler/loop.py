@@ -39,7 +39,7 @@ from drs_prom.scheduler.metrics import SchedulerMetrics
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve
 from drs_prom.scheduler.preempt import Preemptor
 from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
-from drs_prom.scheduler.ratelimit import TokenBucket
+from drs_prom.scheduler.ratelimit import WriteLimits
 from drs_prom.scheduler.rollout import RolloutWatcher, arm_text
 from drs_prom.scheduler.volume_prebind import GONE, VolumePreBinder, failure_message, plan_for
 from drs_prom.scheduler.workers import WorkerPool
@@ -121,8 +121,8 @@ class Scheduler:
         self._threads: list[threading.Thread] = []
         self._pool = WorkerPool(workers, "drs-bind")
         self._pipelined = pipelined
-        # binds and events share one client-side limit, like kube-scheduler's clientConnection.qps/burst
-        self._limiter = TokenBucket(self.cfg.client_qps, self.cfg.client_burst)
+        # kube-scheduler's clientConnection.qps/burst, a bucket for binds and another for events (its two clientsets)
+        self._limits = WriteLimits(self.cfg.client_qps, self.cfg.client_burst)
         self._next_start = 0  # where the next node search starts (kube-scheduler's nextStartNodeIndex)
         # events go through their own pool so a slow event write never delays the next bind
         self._events = WorkerPool(2, "drs-event")
@@ -348,7 +348,7 @@ class Scheduler:
         self._events.submit(self._event, pod, reason, message, kind)
 
     def _event(self, pod: dict[str, Any], reason: str, message: str, kind: str) -> None:
-        self._limiter.wait()
+        self._limits.events.wait()
         binder.emit_event(self._post, pod, reason, message, self.cfg.scheduler_name, kind)
 
     def _prebind(self, plan: Any, node: NodeInfo, args: tuple[Any, ...]) -> None:
@@ -401,7 +401,7 @@ class Scheduler:
                 self.cache.forget(item.uid)
                 self.queue.requeue_now(item)
                 return
-            self._limiter.wait()
+            self._limits.binds.wait()
             sent = time.monotonic()
             outcome, detail = binder.bind(self._post, req.namespace, req.name, req.uid, node)
             acked = time.monotonic()

@@ -1,6 +1,10 @@
-"""Client-side rate limit for API writes, like client-go's token bucket (kube-scheduler's
+"""Client-side rate limits for API writes, like client-go's token bucket (kube-scheduler's
 ``clientConnection.qps`` / ``burst``): ``burst`` requests may go at once, then ``qps`` per
-second. ``qps <= 0`` means no limit."""
+second. ``qps <= 0`` means no limit.
+
+kube-scheduler builds two clientsets from that one configuration, one for its work (binds, preemption) and
+one for its events, and client-go gives each clientset a token bucket of its own. ``WriteLimits`` keeps the
+same split: an event never takes a bind's token, so a burst of pods binds at ``qps``, not at half of it."""
 
 from __future__ import annotations
 
@@ -33,3 +37,11 @@ class TokenBucket:
         delay = self.reserve()
         if delay > 0:
             time.sleep(delay)
+
+
+class WriteLimits:
+    """The bind bucket and the event bucket, each ``qps`` / ``burst`` (kube-scheduler's two clientsets)."""
+
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.binds = TokenBucket(qps, burst, clock)
+        self.events = TokenBucket(qps, burst, clock)
