@@ -53,6 +53,11 @@ class DecisionContext:
     """(n, N_FEATURES), in ``load``'s units: what ``load`` still shows of the pods this scheduler placed that ended
     within the rate window (drs_prom.resident.ResidentLoad.ended), so that a policy can take it off. None: not
     kept, as for ``resident``."""
+    measured_at: float | None = None
+    """When ``load`` was measured: the evaluation time of the Prometheus snapshot it comes from, which the scheduler
+    refreshes every ``state_refresh_seconds``. The memories of recent binds and ended pods fade to this time, not to
+    ``now``: a bind made after it is missing from ``load`` in full, one made ``dt`` before it in part. None: at
+    ``now`` (the simulator measures at every decision)."""
     soft_scores: np.ndarray | None = None
     """(n,) 0..100 per node from the score terms every policy shares (PodTopologySpread's ScheduleAnyway
     constraints, drs_prom.spread_score); ``choose`` adds them to the policy's own scores. None: no such term."""

@@ -58,7 +58,9 @@ class RecentBinds:
         return len(self._entries)
 
     def pending(self, ctx: DecisionContext) -> np.ndarray:
-        return self.faded(tuple(map(_NAME, ctx.nodes)), ctx.now)
+        """Per node of ``ctx``, the load of the remembered binds that ``ctx.load`` does not show, as of the time it
+        was measured (``ctx.measured_at``, else ``ctx.now``)."""
+        return self.faded(tuple(map(_NAME, ctx.nodes)), ctx.now if ctx.measured_at is None else ctx.measured_at)
 
     def faded(self, names: tuple[str, ...], now: float) -> np.ndarray:
         """(len(names), N_FEATURES): per node, the remembered rows faded to ``now`` (what is still missing from, or
@@ -81,9 +83,24 @@ class RecentBinds:
         slots = self._index[known]
         if self.fade:
             out[known] = self._sum[slots] * (1.0 - (now - self._t0) / w) + self._tsum[slots] / w
+            if self._entries[-1][0] > now:
+                self._cap_after(now, known, out)
         else:
             out[known] = self._sum[slots]
         return out
+
+    def _cap_after(self, now: float, known: np.ndarray, out: np.ndarray) -> None:
+        """Rows remembered after ``now`` count once, not more: the running sums fade every row by ``(now - t) / w``,
+        which is negative for them. Only the newest entries can be after ``now`` (the binds since the snapshot the
+        caller's load comes from), so they are walked from the end of the time-ordered deque."""
+        w = self.window_seconds
+        where = np.full(len(self._slot), -1, dtype=np.int64)  # node slot -> row of ``out``
+        where[self._index[known]] = np.flatnonzero(known)
+        for t, slot, row in reversed(self._entries):
+            if t <= now:
+                break
+            if where[slot] >= 0:
+                out[where[slot]] -= row * ((t - now) / w)
 
     def clear(self) -> None:
         self._entries.clear()

@@ -140,6 +140,17 @@ def test_an_ended_pod_fades_out_over_the_window_as_a_rate_over_it_does() -> None
     np.testing.assert_allclose(res.matrix(["n1", "n2"]), [_row(), _row(0.1)])  # the running count is unchanged
 
 
+def test_a_pod_that_ended_after_the_load_was_measured_is_still_in_it_in_full() -> None:
+    """The scheduler asks at its snapshot's time: a pod that ended after it shows in that load whole, not more."""
+    res = ResidentLoad(window_seconds=20.0)
+    res.add("a", "n1", _row(0.4))
+    res.add("b", "n1", _row(0.2))
+    res.drop("a", ended_at=100.0)
+    res.drop("b", ended_at=110.0)
+    np.testing.assert_allclose(res.ended(["n1"], 95.0)[0], _row(0.4) + _row(0.2))  # both still ran at 95
+    np.testing.assert_allclose(res.ended(["n1"], 105.0)[0], 0.75 * _row(0.4) + _row(0.2))
+
+
 def test_without_a_window_nothing_is_remembered_and_clear_forgets_the_ended() -> None:
     res = ResidentLoad()
     res.add("a", "n1", _row(0.5))

@@ -197,6 +197,13 @@ class Decider:
         """The last node-state refresh succeeded."""
         return self._state.error is None and self._state.snapshot is not None
 
+    def measured_at(self) -> float | None:
+        """When the node state now in use was measured (its snapshot's evaluation time), None before the first
+        snapshot: the time the scheduler fades its memories of binds and ended pods to (DecisionContext.measured_at).
+        A refresh landing between this call and the next ``decide`` moves it by one refresh period at most."""
+        snap = self._state.snapshot
+        return None if snap is None else snap.taken_at
+
     def _set_model_info(self) -> None:
         p = self.policy
         self.metrics.model.info(
@@ -306,6 +313,7 @@ class Decider:
         from their labels when None. The returned Choice carries the chosen node's pod_load row.
         """
         scales = self.scales()
+        measured_at = self.measured_at()  # read before the load: a refresh in between only makes the load newer
         load, reason = self.load(nodes, feasible, rows, names, scales)
         if requests is None:
             alloc_cpu = np.fromiter((n.allocatable_cpu_m for n in nodes), np.float64, len(nodes))
@@ -324,6 +332,7 @@ class Decider:
             load=load,
             pod_load=pod_load,
             now=time.time(),
+            measured_at=measured_at,
             full=link_capacity.full_matrix(link, feature_scales(scales)),
             node_requests=requests,
             soft_scores=soft,

@@ -295,7 +295,8 @@ class Scheduler:
         soft = view.soft_scores(req, rows, feasible)  # ScheduleAnyway spread: a term every policy sees
         names = [n.name for n in nodes]
         resident = self.cache.resident.matrix(names)
-        ended = self.cache.resident.ended(names, time.time())
+        measured = self.decider.measured_at()
+        ended = self.cache.resident.ended(names, time.time() if measured is None else measured)
         choice = self.decider.decide(
             req,
             demand.demand,

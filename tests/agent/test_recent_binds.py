@@ -3,6 +3,8 @@ remembered placements younger than the window of row * (1 - age / w)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -58,6 +60,36 @@ def test_running_sums_match_the_definition_over_a_long_random_run(fade: bool) ->
             now += w * 2
     memory.pending(_ctx(all_names, now, np.zeros((len(all_names), 6))))
     assert 0 < len(memory) <= memory.MAX_REMEMBERED
+
+
+def test_binds_fade_to_the_time_the_load_was_measured_and_later_ones_count_in_full() -> None:
+    """The scheduler's load comes from a snapshot refreshed every few seconds: a bind made after it is missing from
+    that load in full, one made before it only in part, whatever ``now`` is."""
+    rng = np.random.default_rng(5)
+    names = [f"n{i}" for i in range(6)]
+    w = 5.0
+    memory = RecentBinds(w)
+    memory.MAX_REMEMBERED = 10_000
+    log: list[tuple[float, str, np.ndarray]] = []
+    now, measured = 1.7e9, 1.7e9
+    after_seen = 0
+    for _ in range(2000):
+        now += float(rng.exponential(0.05))
+        if rng.random() < 0.05:  # a refresh: a snapshot evaluated a moment ago
+            measured = max(measured, now - float(rng.uniform(0.0, 0.3)))
+        pod_load = rng.uniform(0, 0.3, (len(names), 6))
+        ctx = dataclasses.replace(_ctx(names, now, pod_load), measured_at=measured)
+        got = memory.pending(ctx)
+        log = [e for e in log if measured - e[0] < w]
+        want = np.zeros((len(names), 6))
+        for t, name, row in log:
+            want[names.index(name)] += row * min(1.0, 1.0 - (measured - t) / w)
+        after_seen += any(t > measured for t, _, _ in log)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+        node = int(rng.integers(len(names)))
+        memory.record(ctx, node)  # remembered at ``now``, the bind's own time
+        log.append((now, names[node], pod_load[node].astype(np.float64)))
+    assert after_seen > 1000  # most decisions had binds newer than their snapshot
 
 
 def test_time_going_backwards_starts_over() -> None:

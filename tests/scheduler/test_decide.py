@@ -85,6 +85,18 @@ def test_fallback_reasons(source, policy, reason, fallback_name):
     assert fallbacks(d, reason) == 1
 
 
+class SnapAt(Snap):
+    """A snapshot evaluated at a known time."""
+
+    def __init__(self, rows, taken_at):
+        super().__init__(rows)
+        self.taken_at = taken_at
+
+    def snapshot(self):
+        snap = super().snapshot()
+        return NodeSnapshot(features=snap.features, taken_at=self.taken_at, stale=snap.stale)
+
+
 def test_stale_infeasible_node_does_not_force_fallback():
     d = decider(Snap([[0.1] * 6, [0.1] * 6], stale={"b"}), Prefers())
     c = d.decide(POD, DEMAND, NODES, np.array([True, False]))
@@ -127,6 +139,17 @@ class Records(PolicyBase):
     def score(self, ctx):
         self.ctx = ctx
         return np.zeros(len(ctx.nodes))
+
+
+def test_the_policy_is_told_when_its_load_was_measured():
+    """The node state is refreshed every state_refresh_seconds: the memories of binds and ended pods fade to the
+    snapshot's time, not to the decision's."""
+    policy = Records()
+    taken = time.time() - 4.0
+    d = decider(SnapAt([[0.1] * 6, [0.1] * 6], taken), policy)
+    before = time.time()
+    d.decide(POD, DEMAND, NODES, FEASIBLE)
+    assert policy.ctx.measured_at == taken == d.measured_at() and policy.ctx.now >= before
 
 
 def test_node_capacity_labels_reach_the_policy_and_a_bad_one_reads_as_standard():
