@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from itertools import repeat
+from itertools import repeat, takewhile
 
 import numpy as np
 
@@ -49,6 +49,8 @@ class RecentBinds:
         self._t0 = 0.0
         self._ordered = True  # entries' times never decrease (else expiry re-sorts)
         self._appends = 0
+        self._changes = 0  # bumped by every change to the entries: the key of ``faded``'s memo
+        self._memo: tuple[tuple[str, ...], float, int, tuple[float, bool], np.ndarray] | None = None
         self._last_now = -np.inf
         self._index_key: tuple[str, ...] = ()
         self._index_slots = -1
@@ -66,6 +68,11 @@ class RecentBinds:
         """(len(names), N_FEATURES): per node, the remembered rows faded to ``now`` (what is still missing from, or
         for a memory of ended pods still in, a rate over the window)."""
         w = self.window_seconds
+        memo = self._memo
+        # the guides of one decision all ask for the same nodes at the same time: computed once
+        same = memo is not None and memo[1] == now and memo[2] == self._changes and memo[3] == (w, self.fade)
+        if same and memo is not None and (memo[0] is names or memo[0] == names):
+            return memo[4].copy()
         n = len(names)
         out = np.zeros((n, N_FEATURES))
         if now < self._last_now:  # time went backwards: a new simulated episode, forget the old one
@@ -87,22 +94,26 @@ class RecentBinds:
                 self._cap_after(now, known, out)
         else:
             out[known] = self._sum[slots]
+        self._memo = (names, now, self._changes, (w, self.fade), out.copy())
         return out
 
     def _cap_after(self, now: float, known: np.ndarray, out: np.ndarray) -> None:
         """Rows remembered after ``now`` count once, not more: the running sums fade every row by ``(now - t) / w``,
         which is negative for them. Only the newest entries can be after ``now`` (the binds since the snapshot the
-        caller's load comes from), so they are walked from the end of the time-ordered deque."""
-        w = self.window_seconds
+        caller's load comes from), so they are taken from the end of the time-ordered deque."""
+        tail = list(takewhile(lambda e: e[0] > now, reversed(self._entries)))
         where = np.full(len(self._slot), -1, dtype=np.int64)  # node slot -> row of ``out``
         where[self._index[known]] = np.flatnonzero(known)
-        for t, slot, row in reversed(self._entries):
-            if t <= now:
-                break
-            if where[slot] >= 0:
-                out[where[slot]] -= row * ((t - now) / w)
+        rows = where[np.fromiter((e[1] for e in tail), np.int64, len(tail))]
+        over = (
+            np.stack([e[2] for e in tail])
+            * ((np.fromiter((e[0] for e in tail), float, len(tail)) - now) / self.window_seconds)[:, None]
+        )
+        seen = rows >= 0
+        np.subtract.at(out, rows[seen], over[seen])
 
     def clear(self) -> None:
+        self._changes += 1
         self._entries.clear()
         self._sum[:] = 0.0
         self._tsum[:] = 0.0
@@ -117,6 +128,7 @@ class RecentBinds:
             self._drop(entries.popleft())
 
     def _drop(self, entry: tuple[float, int, np.ndarray]) -> None:
+        self._changes += 1
         t, slot, row = entry
         self._count[slot] -= 1
         if self._count[slot] == 0:  # exactly zero again, whatever rounding the sums collected
@@ -128,6 +140,7 @@ class RecentBinds:
 
     def _rebuild(self, entries: list[tuple[float, int, np.ndarray]]) -> None:
         """Recompute every sum from the entries (time order restored, t0 rebased)."""
+        self._changes += 1
         self._entries = deque(entries)
         self._t0 = entries[0][0] if entries else 0.0
         self._sum[:] = 0.0
@@ -146,6 +159,7 @@ class RecentBinds:
 
     def add(self, t: float, name: str, row: np.ndarray) -> None:
         """Remember ``row`` (N_FEATURES float64) on node ``name`` from time ``t``."""
+        self._changes += 1
         slot = self._slot.get(name)
         if slot is None:
             slot = self._slot[name] = len(self._slot)

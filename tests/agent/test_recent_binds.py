@@ -86,6 +86,8 @@ def test_binds_fade_to_the_time_the_load_was_measured_and_later_ones_count_in_fu
             want[names.index(name)] += row * min(1.0, 1.0 - (measured - t) / w)
         after_seen += any(t > measured for t, _, _ in log)
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+        got += 1.0  # the guides of one decision ask again: each gets its own copy of the same answer
+        np.testing.assert_allclose(memory.pending(ctx), want, rtol=1e-9, atol=1e-12)
         node = int(rng.integers(len(names)))
         memory.record(ctx, node)  # remembered at ``now``, the bind's own time
         log.append((now, names[node], pod_load[node].astype(np.float64)))
