@@ -68,10 +68,8 @@ class RecentBinds:
         """(len(names), N_FEATURES): per node, the remembered rows faded to ``now`` (what is still missing from, or
         for a memory of ended pods still in, a rate over the window)."""
         w = self.window_seconds
-        memo = self._memo
-        # the guides of one decision all ask for the same nodes at the same time: computed once
-        same = memo is not None and memo[1] == now and memo[2] == self._changes and memo[3] == (w, self.fade)
-        if same and memo is not None and (memo[0] is names or memo[0] == names):
+        memo = self._memo  # the guides of one decision all ask for the same nodes at the same time: computed once
+        if memo is not None and memo[1:4] == (now, self._changes, (w, self.fade)) and memo[0] == names:
             return memo[4].copy()
         n = len(names)
         out = np.zeros((n, N_FEATURES))
