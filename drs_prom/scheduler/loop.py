@@ -6,8 +6,9 @@ One thread schedules (decisions are sequential, like kube-scheduler's scheduling
 cycle); a small pool binds and records events (its binding cycle). Before a bind the
 pod is *assumed* on its node in the cache, so the next decision already counts its
 requests. Node state, the model and the fallback rules live in decide.Decider. Pods
-that fit nowhere get a FailedScheduling event and go back to the queue with backoff;
-an exception on one pod is logged and that pod retried, never the loop stopped.
+that fit nowhere get a FailedScheduling event and ``PodScheduled=False`` (what autoscalers
+read) and go back to the queue with backoff; an exception on one pod is logged and that
+pod retried, never the loop stopped.
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ from drs_prom.scheduler.arms import Choice
 from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.decide import Decider
 from drs_prom.scheduler.http_server import HealthServer
+from drs_prom.scheduler.kube_response import drained
 from drs_prom.scheduler.metrics import SchedulerMetrics
+from drs_prom.scheduler.pod_condition import SCHEDULER_ERROR, UNSCHEDULABLE, not_scheduled_patch
 from drs_prom.scheduler.pod_features import ObservedUsage, resolve
-from drs_prom.scheduler.preempt import Preemptor
+from drs_prom.scheduler.preempt import NOT_FOUND, Preemptor
 from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
 from drs_prom.scheduler.ratelimit import WriteLimits
 from drs_prom.scheduler.rollout import RolloutWatcher, arm_text
@@ -95,6 +98,7 @@ class Scheduler:
         self._post: binder.Writer = self._remote if self._remote is not None else self.writer
         self.journal = journal
         self._journal_log = RateLimitedLog(log, 60.0)  # a full disk fails every row: one line a minute
+        self._status_log = RateLimitedLog(log, 60.0)  # a lost apiserver fails every status write: one line a minute
         self.metrics = metrics or SchedulerMetrics()
         if journal is not None:
             journal.on_write_failure = self._journal_write_failed
@@ -130,7 +134,12 @@ class Scheduler:
         self._volume_pool = WorkerPool(self.cfg.volume_bind_workers, "drs-volume-bind")
         self.prebinder = VolumePreBinder(self.core, self.cache, self.cfg.volume_bind_timeout_seconds)
         self.preemptor = Preemptor(
-            api_client, self.cache, self.cfg.scheduler_name, self._pool.submit, self._submit_event
+            api_client,
+            self.cache,
+            self.cfg.scheduler_name,
+            self._pool.submit,
+            self._submit_event,
+            self._limits.binds.wait,
         )
         self._serve_http = serve_http
         self.http: HealthServer | None = None
@@ -287,7 +296,7 @@ class Scheduler:
                 self.metrics.unsupported.labels(what).inc()
             log.info("%s unschedulable: %s", item.key, msg)
             self._submit_event(pod, "FailedScheduling", msg, "Warning")
-            self.queue.done(item, scheduled=False)
+            self._not_scheduled(item, pod, UNSCHEDULABLE, msg)
             return "unschedulable"
         rows, feasible = self._candidates(mask)
         nodes = view.infos(rows)
@@ -348,6 +357,37 @@ class Scheduler:
     def _submit_event(self, pod: dict[str, Any], reason: str, message: str, kind: str = "Normal") -> None:
         self._events.submit(self._event, pod, reason, message, kind)
 
+    def _not_scheduled(self, item: QueuedPod, pod: dict[str, Any], reason: str, message: str) -> None:
+        """Back the pod off, marked ``PodScheduled=False`` first where its condition says otherwise (the write goes
+        to a bind worker, and the pod is retried only once it is made, so it cannot land after a later bind)."""
+        patch = not_scheduled_patch(pod, reason, message, time.time())
+        if patch is None:
+            self.queue.done(item, scheduled=False)
+        else:
+            self._pool.submit(self._mark_not_scheduled, item, pod, patch)
+
+    def _mark_not_scheduled(self, item: QueuedPod, pod: dict[str, Any], patch: dict[str, Any] | None) -> None:
+        """Write the pod's PodScheduled condition (a bind token, as kube-scheduler's client), then back it off.
+        A failed write is logged: the pod is retried all the same, and its next failure writes again."""
+        from kubernetes.client.rest import ApiException
+
+        try:
+            if patch is not None:
+                meta = pod.get("metadata") or {}
+                self._limits.binds.wait()
+                drained(
+                    self.core.patch_namespaced_pod_status(
+                        meta.get("name", ""), meta.get("namespace", "default"), patch, _preload_content=False
+                    )
+                )
+        except ApiException as exc:
+            if exc.status != NOT_FOUND:  # a pod deleted meanwhile needs no condition
+                self._status_log.warn("pod-status", "marking %s not scheduled failed: %s", item.key, exc.reason)
+        except Exception as exc:  # noqa: BLE001 - a lost connection never stops the pod's retries
+            self._status_log.warn("pod-status", "marking %s not scheduled failed: %s", item.key, exc)
+        finally:
+            self.queue.done(item, scheduled=False)
+
     def _event(self, pod: dict[str, Any], reason: str, message: str, kind: str) -> None:
         self._limits.events.wait()
         binder.emit_event(self._post, pod, reason, message, self.cfg.scheduler_name, kind)
@@ -381,8 +421,9 @@ class Scheduler:
         log.info("%s: volumes on %s: %s", item.key, node.name, why)
         self.metrics.bind_failures.inc()
         self.cache.forget(item.uid)
-        self._submit_event(pod, "FailedScheduling", failure_message(why), "Warning")
-        self.queue.done(item, scheduled=False)
+        msg = failure_message(why)
+        self._submit_event(pod, "FailedScheduling", msg, "Warning")
+        self._mark_not_scheduled(item, pod, not_scheduled_patch(pod, SCHEDULER_ERROR, msg, time.time()))
 
     def _bind(
         self,

@@ -20,6 +20,7 @@ from typing import Any
 from drs_prom import filters, interpod, preemption
 from drs_prom.scheduler.cache import ClusterCache
 from drs_prom.scheduler.nodes import NodeView
+from drs_prom.scheduler.pod_condition import kube_timestamp
 from drs_prom.types import PodRecord, PodRequest
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ def disruption_condition(scheduler_name: str, now: float) -> dict[str, str]:
         "status": "True",
         "reason": "PreemptionByScheduler",
         "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
-        "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+        "lastTransitionTime": kube_timestamp(now),
     }
 
 
@@ -50,8 +51,11 @@ class Preemptor:
         scheduler_name: str,
         submit: Callable[..., None],
         event: Callable[[dict[str, Any], str, str], None],
+        limit: Callable[[], None],
     ) -> None:
-        """``event(pod, reason, message)`` posts an Event about a pod (the loop's event pool)."""
+        """``event(pod, reason, message)`` posts an Event about a pod (the loop's event pool); ``limit()`` waits for
+        a write token before each of its own writes (the binds' bucket: kube-scheduler preempts through the
+        clientset it binds with)."""
         from kubernetes import client
 
         self.core = client.CoreV1Api(api_client)
@@ -59,6 +63,7 @@ class Preemptor:
         self.scheduler_name = scheduler_name
         self.submit = submit
         self.event = event
+        self.limit = limit
 
     def attempt(
         self, pod: dict[str, Any], req: PodRequest, view: NodeView, result: filters.FilterResult, own: PodRecord | None
@@ -96,7 +101,9 @@ class Preemptor:
         meta = pod.get("metadata") or {}
         for v in cand.victims:
             try:
+                self.limit()
                 self.core.patch_namespaced_pod_status(v.name, v.namespace, {"status": {"conditions": [condition]}})
+                self.limit()
                 self.core.delete_namespaced_pod(
                     v.name, v.namespace, body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=v.uid))
                 )
@@ -107,6 +114,7 @@ class Preemptor:
             victim = {"metadata": {"name": v.name, "namespace": v.namespace, "uid": v.uid}}
             self.event(victim, "Preempted", f"Preempted by pod {meta.get('uid', '')} on node {cand.node}")
         try:
+            self.limit()
             self.core.patch_namespaced_pod_status(
                 meta.get("name", ""), meta.get("namespace", "default"), {"status": {"nominatedNodeName": cand.node}}
             )

@@ -2,7 +2,7 @@
 ``clientConnection.qps`` / ``burst``): ``burst`` requests may go at once, then ``qps`` per
 second. ``qps <= 0`` means no limit.
 
-kube-scheduler builds two clientsets from that one configuration, one for its work (binds, preemption) and
+kube-scheduler builds two clientsets from that one configuration, one for its work (binds, preemption, pod status) and
 one for its events, and client-go gives each clientset a token bucket of its own. ``WriteLimits`` keeps the
 same split: an event never takes a bind's token, so a burst of pods binds at ``qps``, not at half of it."""
 

@@ -70,9 +70,16 @@ def test_200_pods_over_5_nodes_all_bound_none_infeasible(core, ns, fake_nodes, m
     assert sorted(sum(e["requested_cpu_m"] for e in r.nodes) for r in rows) == [100 * i for i in range(200)]
 
 
+def pod_scheduled(core, ns, name):
+    """The pod's resourceVersion and its PodScheduled condition (None without one)."""
+    pod = next(p for p in list_pods(core, ns) if p["metadata"]["name"] == name)
+    conds = [c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"]
+    return pod["metadata"]["resourceVersion"], (conds[0] if conds else None)
+
+
 def test_fits_nowhere_gets_failed_scheduling_then_binds_when_room_appears(core, ns, fake_nodes, make_scheduler):
     fake_nodes("busy", cpu="2", memory="8Gi")
-    make_scheduler()
+    sched = make_scheduler()
     core.create_namespaced_pod(ns, pod_body("hog", cpu="1500m"), _preload_content=False)
     wait_for(lambda: bound(core, ns).get("hog"), 30, "hog bound")
     core.create_namespaced_pod(ns, pod_body("big", cpu="1"), _preload_content=False)
@@ -83,10 +90,18 @@ def test_fits_nowhere_gets_failed_scheduling_then_binds_when_room_appears(core, 
     )
     assert ev[0]["type"] == "Warning"
     assert ev[0]["message"].startswith("0/1 nodes are available: 1 Insufficient cpu")
-    time.sleep(1.5)  # it keeps being retried (with backoff), not dropped
+    # marked as kube-scheduler marks it, which is what cluster-autoscaler and Karpenter add nodes for
+    version, cond = wait_for(lambda: (c := pod_scheduled(core, ns, "big"))[1] and c, 30, "PodScheduled on big")
+    assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Unschedulable", ev[0]["message"])
+    assert cond["lastTransitionTime"]
+    # it keeps being retried (with backoff), not dropped, and a retry that fails alike writes nothing
+    tried = sched.metrics.registry.get_sample_value("drs_unschedulable_total")
+    wait_for(lambda: sched.metrics.registry.get_sample_value("drs_unschedulable_total") > tried, 30, "a retry")
     assert bound(core, ns).get("big") is None
+    assert pod_scheduled(core, ns, "big") == (version, cond)
     core.delete_namespaced_pod("hog", ns, grace_period_seconds=0)  # the node frees up
     assert wait_for(lambda: bound(core, ns).get("big"), 30, "big bound after room appeared") == "busy"
+    assert pod_scheduled(core, ns, "big")[1]["status"] == "True"  # the Binding set it
 
 
 def test_deleted_while_queued_does_not_crash_the_loop(core, ns, fake_nodes, make_scheduler):

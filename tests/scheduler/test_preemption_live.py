@@ -70,7 +70,10 @@ def test_evicts_where_no_budget_breaks_and_binds(
         30,
         "the budget's status",
     )
-    make_scheduler()
+    sched = make_scheduler()
+    tokens = []  # every preemption write waits for a token of the binds' bucket, as kube-scheduler's client does
+    limit = sched.preemptor.limit
+    sched.preemptor.limit = lambda: (tokens.append(1), limit())
     core.create_namespaced_pod(
         ns,
         pod_body("urgent", cpu="1", priorityClassName=high_priority, nodeSelector={"pre": ns}),
@@ -81,6 +84,7 @@ def test_evicts_where_no_budget_breaks_and_binds(
     # on a, either victim breaks the budget; on b none does: the newer of b's pods goes
     assert bound == b
     assert names == {"guarded-0", "guarded-1", "free-old", "urgent"}
+    assert len(tokens) == 3  # the victim's condition, its deletion, the pod's nominatedNodeName
     message = next(e["message"] for e in events_for(core, ns, "urgent") if e["reason"] == "FailedScheduling")
     assert "Insufficient cpu" in message and f"preemption: nominated {b}, evicting 1" in message
 
@@ -98,6 +102,14 @@ def test_never_policy_waits_without_evicting(core, ns, fake_nodes, make_schedule
         "FailedScheduling of polite",
     )
     assert "Insufficient cpu" in message and "preemption" not in message
+    cond = wait_for(
+        lambda: next(
+            (c for c in _pod(core, ns, "polite")["status"].get("conditions") or () if c["type"] == "PodScheduled"), None
+        ),
+        30,
+        "PodScheduled on polite",
+    )
+    assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Unschedulable", message)
     assert _pod(core, ns, "low") is not None and not _pod(core, ns, "low")["metadata"].get("deletionTimestamp")
 
 
