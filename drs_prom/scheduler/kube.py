@@ -304,12 +304,15 @@ def is_terminal(pod: Mapping[str, Any]) -> bool:
 
 
 def is_ours_pending(pod: Mapping[str, Any], scheduler_name: str) -> bool:
-    """Unbound, not terminating, not finished, and addressed to our scheduler."""
+    """Unbound, not terminating, not finished, addressed to our scheduler and ready to be scheduled: a pod with
+    ``schedulingGates`` waits for whoever set them (Kueue, a quota controller) to remove them, as kube-scheduler's
+    SchedulingGates plugin keeps it out of the queue (the apiserver refuses its Binding meanwhile)."""
     spec = _mapping(pod.get("spec"))
     meta = _mapping(pod.get("metadata"))
     return (
         spec.get("schedulerName") == scheduler_name
         and not spec.get("nodeName")
+        and not spec.get("schedulingGates")
         and not meta.get("deletionTimestamp")
         and not is_terminal(pod)
     )

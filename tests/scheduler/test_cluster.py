@@ -189,3 +189,23 @@ def test_pods_pending_before_start_are_all_bound(core, ns, fake_nodes, make_sche
     sched = make_scheduler()
     wait_for(lambda: (b := bound(core, ns)) and len(b) == 50 and all(b.values()), 60, "50 pre-existing pods bound")
     wait_for(lambda: sched.bound_count == 50, 10, "50 binds counted")  # counted when the response arrives
+
+
+def test_a_gated_pod_waits_for_its_gates_then_binds(core, ns, fake_nodes, make_scheduler):
+    """A pod with schedulingGates is not ready to be scheduled (kube-scheduler's SchedulingGates): no attempt, no
+    event, and the apiserver's own PodScheduled=False (SchedulingGated) left as it is, until its gates are gone."""
+    fake_nodes("open", cpu="4", memory="8Gi")
+    sched = make_scheduler()
+    core.create_namespaced_pod(
+        ns, pod_body("gated", schedulingGates=[{"name": "example.com/quota"}]), _preload_content=False
+    )
+    core.create_namespaced_pod(ns, pod_body("free"), _preload_content=False)  # queued after it: decided after it
+    wait_for(lambda: bound(core, ns).get("free"), 30, "the pod after it bound")
+    wait_for(lambda: sched.queue.pending()["in_flight"] == 0, 10, "nothing in flight")
+    assert bound(core, ns)["gated"] is None and len(sched.queue) == 0
+    assert events_for(core, ns, "gated") == []
+    assert sched.metrics.registry.get_sample_value("drs_unschedulable_total") == 0
+    assert [r.pod_name for r in journalled(sched, 1)] == ["free"]  # the gated pod was never decided, no bind tried
+    assert pod_scheduled(core, ns, "gated")[1]["reason"] == "SchedulingGated"
+    core.patch_namespaced_pod("gated", ns, {"spec": {"schedulingGates": None}})
+    assert wait_for(lambda: bound(core, ns).get("gated"), 30, "bound once its gates are gone") == "open"

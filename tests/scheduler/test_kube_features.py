@@ -82,6 +82,8 @@ def test_is_ours_pending():
     assert not kube.is_ours_pending(pod_json(), "other")
     assert not kube.is_ours_pending(pod_json(nodeName="n1"), "drs-scheduler")
     assert not kube.is_ours_pending(pod_json(meta={"deletionTimestamp": "x"}), "drs-scheduler")
+    assert not kube.is_ours_pending(pod_json(schedulingGates=[{"name": "example.com/quota"}]), "drs-scheduler")
+    assert kube.is_ours_pending(pod_json(schedulingGates=[]), "drs-scheduler")  # all gates removed
 
 
 class FakeObserved:
