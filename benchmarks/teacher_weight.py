@@ -19,7 +19,11 @@ up (``room_penalty x (1 + k x max(trend, 0))``, the guided network's arrival-rat
 peak teacher as shipped, which takes it off the measured load. ``--soon-horizons`` plays the peak teacher reading
 each of its running pods at its mean presence over the next H seconds, from the expected run time of the pod's
 owner (the mean work of its profile, what the journal's run times would tell), against the peak teacher: a node
-whose pods are about to end reads lighter than one whose pods just started.
+whose pods are about to end reads lighter than one whose pods just started. ``--standard-weights`` plays the peak
+teacher minus ``w x`` DRS's imbalance after the bind on the standard scale (network and disk in bytes, not over each
+node's own link), alone and only where the node stays below the hot fraction after it, against the peak teacher, and
+reports DRS's imbalance and the p95 slowdown beside the composite: the peak teacher balances each node against its
+own capacity, which on unequal links leaves more bytes on the fast nodes.
 
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --weights 0,0.1,0.2,0.5
     python benchmarks/teacher_weight.py --clusters 64 --base 600000 --room-weights 0.1,0.2,0.3,0.5,1
@@ -27,6 +31,8 @@ whose pods are about to end reads lighter than one whose pods just started.
     python benchmarks/teacher_weight.py --clusters 128 --base 900000 --trend-weights 1,3
     python benchmarks/teacher_weight.py --clusters 128 --base 960000 --ended
     python benchmarks/teacher_weight.py --clusters 128 --base 970000 --soon-horizons 30,120
+    python benchmarks/teacher_weight.py --clusters 64 --base 980000 --standard-weights 0.02,0.05,0.1,0.2,0.5,1
+    python benchmarks/teacher_weight.py --clusters 128 --base 990000 --standard-weights 0.05,0.2
 """
 
 from __future__ import annotations
@@ -39,11 +45,12 @@ import numpy as np
 
 from drs_prom.agent.cluster_context import ArrivalTrend, ClusterFeatures
 from drs_prom.features import N_FEATURES
-from drs_prom.policy import DecisionContext
+from drs_prom.load_aware import NO_METRICS_SCORE, full_of, has_metrics, imbalance_if_placed
+from drs_prom.policy import DecisionContext, Policy
 from drs_prom.sim.env import SchedulingEnv, scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
 from drs_prom.state import pod_matrix
-from drs_prom.teachers import CapacityBalancedPeak, CapacityBalancedResident, CapacityBalancedRoom
+from drs_prom.teachers import CapacityBalancedPeak, CapacityBalancedResident, CapacityBalancedRoom, resident_relative
 
 FLOOR = "capacity-balanced-overload"
 PARAMS = GeneratorParams(load=(0.4, 1.3), metric_windows=(1.0, 5.0, 15.0, 30.0, 60.0))
@@ -145,6 +152,29 @@ class SoonVariant(CapacityBalancedPeak):
         return super().score(dataclasses.replace(ctx, ended=ended, resident=resident))
 
 
+class StandardVariant(CapacityBalancedPeak):
+    """The peak teacher minus ``weight`` x DRS's imbalance after the bind on the standard scale (``below_hot``: only
+    on nodes that stay below the hot fraction after it; the others get the largest, so it never draws a pod to a
+    node about to run hot)."""
+
+    hot_fraction = 0.8
+
+    def __init__(self, seed: int, window: float, weight: float, below_hot: bool) -> None:
+        super().__init__(seed, window)
+        self.weight = weight
+        self.below_hot = below_hot
+
+    def scores_and_take(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
+        s, take = super().scores_and_take(ctx)
+        full = full_of(ctx)
+        rel = resident_relative(ctx, self.recent.pending(ctx))
+        pod = np.asarray(ctx.pod_load, dtype=np.float64)
+        imb = imbalance_if_placed(rel * full, pod)  # node-relative load back on the standard scale
+        if self.below_hot:
+            imb = np.where((rel + pod / full).max(axis=1) > self.hot_fraction, imb.max(), imb)
+        return np.where(has_metrics(ctx), s - self.weight * imb, NO_METRICS_SCORE), take
+
+
 RESIDENT = "capacity-balanced-resident"
 ROOM = "capacity-balanced-room"
 PEAK = "capacity-balanced-peak"
@@ -195,6 +225,28 @@ def _soon_job(args: tuple[int, int, tuple[float, ...]]) -> dict[str, float]:
     return out
 
 
+STANDARD_METRICS = ("composite", "drs_imbalance", "slowdown_p95")
+
+
+def _standard_job(args: tuple[int, int, tuple[float, ...]]) -> dict[str, dict[str, float]]:
+    """One cluster and seed: the peak teacher and each standard-scale weight, alone and below hot, same workload;
+    per policy its composite, DRS imbalance and p95 slowdown."""
+    key, seed, weights = args
+    sc = training_scenario(key, PARAMS)
+    window = scenario_spec(sc).metric_window_seconds
+
+    def measures(policy: Policy) -> dict[str, float]:
+        r = unclipped_env(sc, seed).run(policy, seed=seed)
+        assert r.objectives is not None
+        return {"composite": r.composite, **{k: r.objectives.as_dict()[k] for k in STANDARD_METRICS[1:]}}
+
+    out = {PEAK: measures(sim_policy(PEAK, sc, seed))}
+    for w in weights:
+        out[f"standard weight {w:g}"] = measures(StandardVariant(seed, window, w, below_hot=False))
+        out[f"standard weight {w:g} below hot"] = measures(StandardVariant(seed, window, w, below_hot=True))
+    return out
+
+
 def _report(rows: list[dict[str, float]], labels: list[str], reference: str, clusters: int) -> None:
     for label in labels:
         log = np.array([np.log(r[label] / r[reference]) for r in rows]).reshape(clusters, 2).mean(axis=1)
@@ -231,6 +283,7 @@ def main() -> None:
     ap.add_argument("--trend-weights", default="", help="Weights of the arrival trend on the room term (see above).")
     ap.add_argument("--soon-horizons", default="", help="Horizons (s) of the expected-run-time attempt (see above).")
     ap.add_argument("--ended", action="store_true", help="The ended pods' fading load, taken off or not (see above).")
+    ap.add_argument("--standard-weights", default="", help="Weights of the standard-scale imbalance (see above).")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     seeds = range(args.base, args.base + args.clusters)
@@ -239,6 +292,15 @@ def main() -> None:
         with ProcessPoolExecutor(args.workers) as pool:
             found = list(pool.map(_soon_job, [(k, s, hs) for k in seeds for s in (0, 1)]))
         _report(found, [f"horizon {h:g} s" for h in hs], PEAK, args.clusters)
+        return
+    if args.standard_weights:
+        ws = tuple(float(w) for w in args.standard_weights.split(","))
+        with ProcessPoolExecutor(args.workers) as pool:
+            measured = list(pool.map(_standard_job, [(k, s, ws) for k in seeds for s in (0, 1)]))
+        labels = [f"standard weight {w:g}{hot}" for w in ws for hot in ("", " below hot")]
+        for metric in STANDARD_METRICS:
+            print(f"-- {metric}")
+            _report([{k: v[metric] for k, v in r.items()} for r in measured], labels, PEAK, args.clusters)
         return
     if args.ended:
         with ProcessPoolExecutor(args.workers) as pool:
