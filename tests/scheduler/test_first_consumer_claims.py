@@ -167,6 +167,14 @@ def test_a_claim_that_does_not_bind_in_time_fails_the_attempt_and_the_pod_is_ret
         wanted = 'running PreBind plugin "VolumeBinding": binding volumes: timed out waiting for the condition'
         wait_for(lambda: _failed(core, ns, "v", wanted), 30, "PreBind timeout event")
         assert _node_of(core, ns, "v") is None
+        cond = wait_for(
+            lambda: next(
+                (c for c in core.read_namespaced_pod("v", ns).status.conditions or () if c.type == "PodScheduled"), None
+            ),
+            30,
+            "PodScheduled on v",
+        )
+        assert (cond.status, cond.reason, cond.message) == ("False", "SchedulerError", wanted)  # as kube-scheduler
         annotations = core.read_namespaced_persistent_volume_claim("data", ns).metadata.annotations or {}
         assert annotations.get(SELECTED_NODE) == target
     finally:
