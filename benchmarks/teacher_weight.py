@@ -44,6 +44,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from drs_prom.agent.cluster_context import ArrivalTrend, ClusterFeatures
+from drs_prom.config import ObjectiveSettings
 from drs_prom.features import N_FEATURES
 from drs_prom.load_aware import NO_METRICS_SCORE, full_of, has_metrics, imbalance_if_placed
 from drs_prom.policy import DecisionContext, Policy
@@ -157,7 +158,7 @@ class StandardVariant(CapacityBalancedPeak):
     on nodes that stay below the hot fraction after it; the others get the largest, so it never draws a pod to a
     node about to run hot)."""
 
-    hot_fraction = 0.8
+    hot_fraction = ObjectiveSettings().hot_fraction  # the objectives' own
 
     def __init__(self, seed: int, window: float, weight: float, below_hot: bool) -> None:
         super().__init__(seed, window)

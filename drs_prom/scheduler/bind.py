@@ -9,14 +9,16 @@ Events are core/v1 Events with ``source.component`` = the scheduler name, so
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import logging
+import time
 import uuid
 from typing import Any, Protocol
 
 import orjson
 import urllib3
+
+from drs_prom.scheduler.kube import kube_timestamp
 
 log = logging.getLogger(__name__)
 
@@ -98,10 +100,6 @@ def _message(data: bytes) -> str:
         return data[:300].decode("utf-8", "replace")
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def emit_event(
     writer: Writer,
     pod: dict[str, Any],
@@ -113,7 +111,7 @@ def emit_event(
     """Create one Event about ``pod``; failures are logged, never raised (events are best effort)."""
     meta = pod.get("metadata") or {}
     ns = meta.get("namespace", "default")
-    now = _now()
+    now = kube_timestamp(time.time())
     body = {
         "apiVersion": "v1",
         "kind": "Event",

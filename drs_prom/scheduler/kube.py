@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_CEILING, Context, Decimal
 from typing import Any
@@ -301,6 +302,11 @@ def to_node_info(node: Mapping[str, Any], bound: Iterable[tuple[int, int]] = ())
 
 def is_terminal(pod: Mapping[str, Any]) -> bool:
     return _mapping(pod.get("status")).get("phase") in ("Succeeded", "Failed")
+
+
+def kube_timestamp(now: float) -> str:
+    """``now`` (epoch seconds) as the API's RFC 3339 time, to the second (conditions, events, annotations)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
 
 
 def is_ours_pending(pod: Mapping[str, Any], scheduler_name: str) -> bool:

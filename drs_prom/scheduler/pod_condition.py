@@ -13,18 +13,14 @@ status, reason and message writes nothing, and ``lastTransitionTime`` moves only
 
 from __future__ import annotations
 
-import time
 from typing import Any
+
+from drs_prom.scheduler.kube import kube_timestamp
 
 UNSCHEDULABLE = "Unschedulable"
 """No node passed the filters (``v1.PodReasonUnschedulable``): what autoscalers add nodes for."""
 SCHEDULER_ERROR = "SchedulerError"
 """A node was chosen but a step before the bind failed (``v1.PodReasonSchedulerError``)."""
-
-
-def kube_timestamp(now: float) -> str:
-    """``now`` (epoch seconds) as the API's RFC 3339 time, to the second."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
 
 
 def not_scheduled_patch(pod: dict[str, Any], reason: str, message: str, now: float) -> dict[str, Any] | None:

@@ -19,8 +19,8 @@ from typing import Any
 
 from drs_prom import filters, interpod, preemption
 from drs_prom.scheduler.cache import ClusterCache
+from drs_prom.scheduler.kube import kube_timestamp
 from drs_prom.scheduler.nodes import NodeView
-from drs_prom.scheduler.pod_condition import kube_timestamp
 from drs_prom.types import PodRecord, PodRequest
 
 log = logging.getLogger(__name__)

@@ -32,6 +32,7 @@ from drs_prom.policy import DecisionContext, Policy, choose
 from drs_prom.rollback import PromotionJudge, Verdict
 from drs_prom.scheduler.arms import HEURISTIC, MODEL, AgreementWindow, Choice, assign_arm, compare
 from drs_prom.scheduler.guardrails import Guardrails, Trip, signals
+from drs_prom.scheduler.kube import kube_timestamp
 from drs_prom.scheduler.kube_response import drained
 from drs_prom.scheduler.metrics import SchedulerMetrics
 
@@ -142,13 +143,9 @@ def promotion_lag_seconds(prometheus: PrometheusSettings, scheduler: SchedulerSe
     return prometheus.window_seconds + scheduler.state_refresh_seconds
 
 
-def _rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def lease_event(core_v1: Any, cfg: SchedulerSettings, reason: str, message: str, warning: bool = True) -> None:
     """An Event on the scheduler's Lease (where `kubectl describe lease` shows it); best effort."""
-    now = _rfc3339()
+    now = kube_timestamp(time.time())
     body = {
         "apiVersion": "v1",
         "kind": "Event",

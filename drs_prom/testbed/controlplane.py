@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import datetime as _dt
 import json
 import os
 import re
@@ -32,6 +31,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from drs_prom.scheduler.kube import kube_timestamp
 from drs_prom.scheduler.kube_response import drained
 from drs_prom.testbed.build import ControlPlaneError, find_bin_dir, how_to_build, missing_binaries
 from drs_prom.testbed.controllers import DEFAULT_CONTROLLERS, start_controller_manager
@@ -513,7 +514,7 @@ class ControlPlane:
         self.created_nodes.append(name)
         resources = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi"}
         resources.update(extra_resources or {})
-        now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = kube_timestamp(time.time())
 
         def cond(t: str, status: str, reason: str) -> dict:
             return {

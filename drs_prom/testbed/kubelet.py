@@ -47,10 +47,6 @@ STARTED_ANNOTATION = "drs.io/started-at"
 FINISHED_ANNOTATION = "drs.io/finished-at"
 
 
-def _iso(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-
-
 @dataclass
 class KubeletStats:
     admitted: int = 0
@@ -309,7 +305,7 @@ class TwinKubelet:
     # -- status documents ----------------------------------------------------------------
     @staticmethod
     def _running(started: float) -> dict[str, Any]:
-        t = _iso(started)
+        t = kube.kube_timestamp(started)
         return {
             "phase": "Running",
             "startTime": t,
@@ -333,7 +329,7 @@ class TwinKubelet:
 
     @staticmethod
     def _succeeded(started: float, finished: float) -> dict[str, Any]:
-        s, f = _iso(started), _iso(finished)
+        s, f = kube.kube_timestamp(started), kube.kube_timestamp(finished)
         return {
             "phase": "Succeeded",
             "conditions": [
