@@ -30,7 +30,8 @@ demo: $(VENV)/.installed
 test-deps:
 	scripts/install-test-deps.sh
 
-## lint: ruff (rules + format), mypy (strict on the pure layers), import-linter contracts, no import cycles, module sizes
+## lint: ruff (rules + format), mypy (strict on the pure layers), import-linter contracts, no import cycles, module sizes,
+##       every package in a layer
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -38,6 +39,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import_cycles.py
 	$(BIN)/python scripts/module_sizes.py
+	$(BIN)/python scripts/layer_coverage.py
 
 ## docs: the documentation site (docs/, mkdocs.yml) into site/; --strict fails on any broken link or anchor
 docs: $(VENV)/.installed-test

@@ -9,7 +9,7 @@ the two sides differ; exits 1 when there is any disagreement (2 when the harness
     python benchmarks/differential_filters.py --cases 2000 --seed 1
     python benchmarks/differential_filters.py --cases 200 --features all --shrink
 
-``--features`` picks the constraints generated: ``supported`` (what drs_prom.feasibility covers
+``--features`` picks the constraints generated: ``supported`` (what drs_prom.scheduler.feasibility covers
 today, the default of tests/differential/cases.py's ENABLED_FEATURES), ``all``, or a comma list.
 ``--shrink`` also lets Hypothesis shrink the first disagreement to a smallest case.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from drs_prom.feasibility import feasible_nodes
+from drs_prom.scheduler.feasibility import feasible_nodes
 from drs_prom.testbed.build import ControlPlaneError, build_binaries
 from drs_prom.testbed.controlplane import ControlPlane
 from tests.differential.cases import ENABLED_FEATURES, parse_features

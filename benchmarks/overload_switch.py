@@ -29,8 +29,8 @@ import numpy as np
 
 from drs_prom.agent.cluster_context import CLUSTER_FEATURES
 from drs_prom.agent.guided import GUIDES, GuideScores
-from drs_prom.policy import DecisionContext
-from drs_prom.recent_binds import RecentBinds
+from drs_prom.policies.contract import DecisionContext
+from drs_prom.policies.recent_binds import RecentBinds
 from drs_prom.sim.env import SchedulingEnv, policy_norm, scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
 from drs_prom.sim.suite import resolve_scenario
@@ -60,17 +60,16 @@ class HotSwitch:
         return self.guides.window
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
-        _, raw = self.guides.rows(ctx)  # updates the smoothed context
-        context = self.guides.context.value
-        hot = context is not None and context[HOT_SHARE] >= self.threshold
+        _, raw = self.guides.rows(ctx)
+        context = self.guides.context.advanced(ctx, self.guides.window)[0]  # as it is with this decision counted
+        hot = context[HOT_SHARE] >= self.threshold
         s = raw[0].astype(np.float64)
         if hot:
             s = raw[GUIDES.index("kube-default")] + 1e-6 * raw[0] / (np.abs(raw[0]).max() + 1e-9)
-        feasible = np.asarray(ctx.feasible, bool)
-        s = np.where(feasible, s, -np.inf)
-        if feasible.any():
-            self.guides.record(ctx, int(np.argmax(s)))
-        return s
+        return np.where(np.asarray(ctx.feasible, bool), s, -np.inf)
+
+    def bound(self, ctx: DecisionContext, node: int) -> None:
+        self.guides.bound(ctx, node)
 
 
 def _cluster(job: tuple[int, GeneratorParams, tuple[float, ...]]) -> tuple[int, dict[Any, float]]:

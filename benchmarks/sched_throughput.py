@@ -59,6 +59,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from drs_prom.config import SchedulerSettings
+from drs_prom.constraints import sampling
 from drs_prom.testbed.controlplane import ControlPlane
 from drs_prom.testbed.process import free_port
 
@@ -603,7 +604,7 @@ class SimPrometheus:
         return self
 
     def start_prometheus(self, names: list[str]) -> str:
-        from drs_prom.prometheus import PrometheusSource
+        from drs_prom.signals.prometheus import PrometheusSource
         from tests.prom.fixtures import start_prometheus, wait_until
 
         deadline = time.monotonic() + 300
@@ -656,15 +657,14 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
     a third of them matching), whose shared term counts over every node."""
     import pandas as pd
 
-    from drs_prom import filters
     from drs_prom.config import Settings
+    from drs_prom.constraints.placed import Neighbours
     from drs_prom.features import FEATURES
-    from drs_prom.interpod import Neighbours
     from drs_prom.registry import PolicySpec, make_policy
-    from drs_prom.scheduler.decide import Decider
+    from drs_prom.scheduler.decision.decide import Decider
     from drs_prom.scheduler.metrics import SchedulerMetrics
-    from drs_prom.scheduler.nodes import NodeTable
-    from drs_prom.state import NodeSnapshot
+    from drs_prom.scheduler.watch.nodes import NodeTable
+    from drs_prom.signals.state import NodeSnapshot
     from drs_prom.types import LabelSelector, NodeInfo, PodRecord, PodRequest, SpreadConstraint
 
     rng = np.random.default_rng(0)
@@ -699,13 +699,13 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
         if policy is None:
             d.source = None  # -> prometheus_unreachable -> kube-default
         table = NodeTable(nodes, 1)
-        k = filters.nodes_to_score(n_nodes)
+        k = sampling.nodes_to_score(n_nodes)
         start = 0
         t0 = time.perf_counter()
         for _ in range(reps):
             view = table.view(lambda: near)
             mask = view.feasible(pod)
-            found, processed = filters.sample_feasible(mask, k, start)
+            found, processed = sampling.sample_feasible(mask, k, start)
             rows = np.sort((np.arange(processed) + start) % n_nodes)
             start = (start + processed) % n_nodes
             feasible = np.zeros(n_nodes, dtype=bool)
@@ -734,7 +734,7 @@ def write_floor(cp: ControlPlane, node: str, n_pods: int) -> float:
     CPU per pod."""
     from kubernetes import client
 
-    from drs_prom.scheduler import bind as binder
+    from drs_prom.scheduler.write import bind as binder
 
     core = client.CoreV1Api(cp.admin_client)
     ns = f"floor-{int(time.time())}"

@@ -1,6 +1,6 @@
 """How the shipped network's teacher was chosen: its over-request and room weights, its resident load, on generated clusters.
 
-``capacity-balanced-resident`` (drs_prom.load_aware) adds two things to capacity-balanced-overload: load raised to
+``capacity-balanced-resident`` (drs_prom.policies.load_aware) adds two things to capacity-balanced-overload: load raised to
 the expected load of the pods the scheduler placed that still run (ctx.resident), and a penalty
 ``over_request_penalty x over_request_take``. This script plays every variant (penalty in ``--weights``, with and
 without the resident load) and capacity-balanced-overload on the same workloads of generated *training* clusters
@@ -10,7 +10,7 @@ interval over clusters, and on how many clusters it is more than 3 % worse or be
 variant with the lowest mean.
 
 ``--room-weights`` plays ``capacity-balanced-room`` (the resident teacher minus ``room_penalty x`` the share of the
-recent pods' slots a bind takes, drs_prom.room_keeping) with each weight instead, against capacity-balanced-resident
+recent pods' slots a bind takes, drs_prom.policies.room_keeping) with each weight instead, against capacity-balanced-resident
 on the same workloads. ``--peak-weights`` plays ``capacity-balanced-peak`` (the room teacher minus ``peak_weight x``
 the node's own busiest-plus-mean relative load after the bind) with each weight, and least-loaded, against
 capacity-balanced-room. ``--trend-weights`` plays the peak teacher with its room weight raised while arrivals speed
@@ -46,12 +46,17 @@ import numpy as np
 from drs_prom.agent.cluster_context import ArrivalTrend, ClusterFeatures
 from drs_prom.config import ObjectiveSettings
 from drs_prom.features import N_FEATURES
-from drs_prom.load_aware import NO_METRICS_SCORE, full_of, has_metrics, imbalance_if_placed
-from drs_prom.policy import DecisionContext, Policy
+from drs_prom.policies.contract import DecisionContext, Policy
+from drs_prom.policies.load_aware import NO_METRICS_SCORE, full_of, has_metrics, imbalance_if_placed
+from drs_prom.policies.teachers import (
+    CapacityBalancedPeak,
+    CapacityBalancedResident,
+    CapacityBalancedRoom,
+    resident_relative,
+)
+from drs_prom.signals.state import pod_matrix
 from drs_prom.sim.env import SchedulingEnv, scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
-from drs_prom.state import pod_matrix
-from drs_prom.teachers import CapacityBalancedPeak, CapacityBalancedResident, CapacityBalancedRoom, resident_relative
 
 FLOOR = "capacity-balanced-overload"
 PARAMS = GeneratorParams(load=(0.4, 1.3), metric_windows=(1.0, 5.0, 15.0, 30.0, 60.0))
@@ -99,10 +104,16 @@ class TrendVariant(CapacityBalancedPeak):
         self.trend = ArrivalTrend()
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
-        self.context.update(ctx, self.recent.window_seconds)
-        rising = max(self.trend.update(ctx.now, self.context.rate), 0.0)
+        state = self.context.advanced(ctx, self.recent.window_seconds)
+        rising = max(self.trend.advanced(ctx.now, state[1])[0], 0.0)
         self.room_penalty = self.base_room_penalty * (1.0 + self.trend_weight * rising)
         return super().score(ctx)
+
+    def bound(self, ctx: DecisionContext, node: int) -> None:
+        state = self.context.advanced(ctx, self.recent.window_seconds)
+        self.trend.commit(self.trend.advanced(ctx.now, state[1])[1])
+        self.context.commit(state)
+        super().bound(ctx, node)
 
 
 class BlindToEnded(CapacityBalancedPeak):

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
 from drs_prom.errors import DrsError
-from drs_prom.logs import LOG_FORMATS, configure_logging, quiet_libraries
+from drs_prom.ops.logs import LOG_FORMATS, configure_logging, quiet_libraries
 
 
 def _verbose_callback(ctx: click.Context, param: click.Parameter, verbose: bool) -> bool:
@@ -50,7 +51,9 @@ _log_format_option = click.option(
 )
 
 if TYPE_CHECKING:  # the store (and the agent package it loads) is imported by the model subcommands only
-    from drs_prom.model_store import ModelStore
+    from drs_prom.policies.contract import Policy
+    from drs_prom.sim.bench_command import TraceOptions
+    from drs_prom.stores.model_store import ModelStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -128,8 +131,8 @@ def state_cmd(
 ) -> None:
     """Print every node's six features as read from Prometheus now."""
     from drs_prom.config import load_settings
-    from drs_prom.prometheus import PrometheusSource
-    from drs_prom.state import node_matrix, state_table
+    from drs_prom.signals.prometheus import PrometheusSource
+    from drs_prom.signals.state import node_matrix, state_table
 
     settings = load_settings(
         config_path,
@@ -163,7 +166,7 @@ def promql_group() -> None:
 @promql_group.command("rules")
 def promql_rules() -> None:
     """The rules file (deploy/prometheus/rules/drs.rules.yml)."""
-    from drs_prom import promql
+    from drs_prom.signals import promql
 
     click.echo(promql.rules_yaml(), nl=False)
 
@@ -171,7 +174,7 @@ def promql_rules() -> None:
 @promql_group.command("dashboard")
 def promql_dashboard() -> None:
     """The Grafana dashboard (deploy/prometheus/grafana/drs-nodes.json)."""
-    from drs_prom import promql
+    from drs_prom.signals import promql
 
     click.echo(promql.dashboard_json(), nl=False)
 
@@ -181,7 +184,7 @@ def promql_dashboard() -> None:
 def promql_queries(config_path: str | None) -> None:
     """The six feature queries and the freshness query for the configured settings."""
     from drs_prom.config import load_settings
-    from drs_prom.prometheus import PrometheusSource
+    from drs_prom.signals.prometheus import PrometheusSource
 
     src = PrometheusSource(load_settings(config_path).prometheus)
     for name, q in {**src.queries, "last_seen": src.freshness_query}.items():
@@ -233,7 +236,7 @@ def run_cmd(
             "scheduler.leader_election": False if no_leader_elect else None,
         },
     )
-    policy: object = "load"
+    policy: Policy | Literal["load"] = "load"
     if policy_name and policy_name != "drs":
         from drs_prom.registry import PolicySpec, make_policy
 
@@ -310,27 +313,21 @@ _TRACE_OPTIONS = [
 ]
 
 
-def _trace_spec(
-    trace_dir: str,
-    trace_nodes: int | None,
-    trace_window: str,
-    trace_pod_list: str,
+def _trace(
+    trace_dir: str | None,
+    nodes: int | None,
+    window: str,
+    pod_list: str,
     max_pods: int | None,
     compression: float,
     load_factor: float,
-    usage: tuple[float, float, float],
-) -> dict[str, Any]:
-    """A scenario's ``trace:`` section from the trace options (validated with the scenario)."""
-    return {
-        "path": trace_dir,
-        "pod_list": trace_pod_list,
-        "nodes": trace_nodes,
-        "window": _fractions(trace_window),
-        "max_pods": max_pods,
-        "compression": compression,
-        "load_factor": load_factor,
-        "usage": {"cpu_ratio": usage[0], "mem_ratio": usage[1], "spread": usage[2]},
-    }
+) -> TraceOptions | None:
+    """The ``--trace*`` options (None without ``--trace``)."""
+    from drs_prom.sim.bench_command import TraceOptions
+
+    if trace_dir is None:
+        return None
+    return TraceOptions(trace_dir, nodes, window, pod_list, max_pods, compression, load_factor)
 
 
 @cli.command("testbed")
@@ -415,21 +412,11 @@ def testbed_cmd(
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # retries while a fault has the apiserver down
+    trace = _trace(trace_dir, trace_nodes, trace_window, trace_pod_list, trace_max_pods, compression, load_factor)
+    if trace is not None:
+        trace = replace(trace, usage=(usage_cpu, usage_mem, usage_spread))
     run_testbed(
-        _testbed_scenario(
-            scenario,
-            trace_dir,
-            _trace_spec(
-                trace_dir or "",
-                trace_nodes,
-                trace_window,
-                trace_pod_list,
-                trace_max_pods or pods,
-                compression,
-                load_factor,
-                (usage_cpu, usage_mem, usage_spread),
-            ),
-        ),
+        scenario if trace is None else trace.scenario(pods),
         list(range(seeds)),
         pods,
         speed,
@@ -443,26 +430,6 @@ def testbed_cmd(
         kubeconfig=kubeconfig,
         echo=click.echo,
     )
-
-
-def _testbed_scenario(scenario: str, trace_dir: str | None, spec: dict[str, Any]) -> Any:
-    """The scenario name or path, or with ``--trace`` a validated scenario replaying that trace."""
-    if trace_dir is None:
-        return scenario
-
-    return _trace_scenario({"name": "trace", "trace": spec})
-
-
-def _trace_scenario(data: dict[str, Any]) -> Any:
-    """A trace scenario validated from its data; a bad option is one line, not pydantic's report."""
-    from drs_prom.errors import ConfigError
-    from drs_prom.sim.scenario import Scenario
-
-    try:
-        return Scenario.model_validate(data)
-    except ValueError as exc:
-        first = str(exc).splitlines()
-        raise ConfigError(f"invalid trace options: {' '.join(first[1:3]).strip()}") from None
 
 
 def _seeds(value: str | int) -> int | None:
@@ -555,132 +522,25 @@ def bench_cmd(
     usage_sweep: str | None,
 ) -> None:
     """Benchmark schedulers on the simulator: composite score, imbalance, utilisation, completion vs kube-default."""
-    from drs_prom.errors import ConfigError
-    from drs_prom.sim.bench import format_table, model_builder, parse_policies, write_report
-    from drs_prom.sim.suite import format_suite, resolve_scenario, run_suite, suite_names, write_suite
-    from drs_prom.sim.verdicts import judge, judgement_line, run_judged
+    from drs_prom.sim.bench_command import BenchRequest, run_bench_command
 
-    names_run = parse_policies(policies)
-    if candidate not in names_run and not policies:  # the default list gains the candidate (a known name)
-        names_run = parse_policies(",".join([*names_run, candidate]))
-    seed_list = None if seeds is None else list(range(seeds))
-
-    if trace_dir is not None:
-        if scenario or suite:
-            raise ConfigError("--trace builds its own scenario; give either --trace or --scenario/--suite")
-        spec = _trace_spec(
-            trace_dir,
-            trace_nodes,
-            trace_window,
-            trace_pod_list,
-            trace_max_pods or pods,
-            compression,
-            load_factor,
-            (usage_cpu, usage_mem, usage_spread),
-        )
-        _trace_bench(
-            {"name": "trace", "trace": spec},
-            seeds,
-            parse_policies(policies),
-            model_path,
-            out_dir,
-            no_progress,
-            usage_sweep,
-        )
-        return
-
-    if suite:
-        if scenario:
-            raise ConfigError("--suite runs its own scenarios; use --only to pick some, not --scenario")
-        names = suite_names([n.strip() for n in only.split(",") if n.strip()] if only else None)
-        result = run_suite(
-            names,
-            seed_list,
-            names_run,
-            model_path,
-            jobs=jobs,
-            pods=pods,
-            echo=None if no_progress else click.echo,
-            partial_dir=Path(out_dir) / "scenarios",
-            candidate=candidate,
-        )
-        path = write_suite(result, out_dir)
-        click.echo(format_suite(result))
-        click.echo(f"wrote {path} and pareto-<scenario>.png ({result.wall_seconds:.1f} s)")
-        return
-    if only:
-        raise ConfigError("--only needs --suite")
-    sc = resolve_scenario(scenario or "drs-paper")
-    if sc.trace is not None:
-        data = sc.model_dump(exclude_none=True)
-        if pods:
-            data["trace"]["max_pods"] = pods
-        _trace_bench(data, seeds, parse_policies(policies), model_path, out_dir, no_progress, usage_sweep)
-        return
-    if usage_sweep:
-        raise ConfigError("--usage-sweep needs a trace (--trace or a scenario with a trace: section)")
-    if pods:
-        sc = sc.truncated(pods)
-    report = run_judged(
-        sc,
-        seed_list,
-        names_run,
-        model_builder(model_path),
+    trace = _trace(trace_dir, trace_nodes, trace_window, trace_pod_list, trace_max_pods, compression, load_factor)
+    request = BenchRequest(
+        scenario=scenario,
+        suite=suite,
+        only=only,
+        jobs=jobs,
+        seeds=seeds,
         candidate=candidate,
+        policies=policies,
+        out_dir=out_dir,
+        pods=pods,
+        model_path=model_path,
         progress=not no_progress,
-        note=None if no_progress else click.echo,
+        trace=None if trace is None else replace(trace, usage=(usage_cpu, usage_mem, usage_spread)),
+        usage_sweep=usage_sweep,
     )
-    json_path, png_path = write_report(report, out_dir)
-    click.echo(format_table(report))
-    judged = judge(report, candidate)
-    if judged is not None:
-        click.echo(judgement_line(judged))
-    click.echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
-
-
-def _fractions(text: str) -> tuple[float, float]:
-    from drs_prom.errors import ConfigError
-
-    try:
-        a, b = (float(x) for x in text.split(":"))
-    except ValueError:
-        raise ConfigError(f"--trace-window {text!r} is not START:END (fractions, e.g. 0.2:0.4)") from None
-    return a, b
-
-
-def _trace_bench(
-    data: dict,
-    seeds: int | None,
-    policies: list[str],
-    model_path: str | None,
-    out_dir: str,
-    no_progress: bool,
-    usage_sweep: str | None,
-) -> None:
-    """bench on a trace: validate the trace section, run every sampling seed, print the table and the summary."""
-    from drs_prom.errors import ConfigError
-    from drs_prom.sim.bench import format_table, model_builder, write_report
-    from drs_prom.sim.suite import format_scenario, summarise
-    from drs_prom.sim.trace_bench import format_sweep, run_trace_bench
-    from drs_prom.sim.trace_bench import usage_sweep as sweep
-
-    if seeds is None:
-        raise ConfigError("--seeds auto is for scenarios; a trace replay takes a count of sampling seeds (--seeds N)")
-    sc = _trace_scenario(data)
-    builder = model_builder(model_path)
-    if usage_sweep:
-        try:
-            levels = [float(x) for x in usage_sweep.split(",") if x.strip()]
-        except ValueError:
-            raise ConfigError(f"--usage-sweep {usage_sweep!r} is not a comma-separated list of numbers") from None
-        results = sweep(sc, levels, list(range(seeds)), policies, builder, progress=not no_progress)
-        click.echo(format_sweep(results))
-        return
-    report = run_trace_bench(sc, list(range(seeds)), policies, builder, progress=not no_progress, echo=click.echo)
-    json_path, png_path = write_report(report, out_dir)
-    click.echo(format_table(report))
-    click.echo(format_scenario(summarise(report).to_json()))
-    click.echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
+    run_bench_command(request, click.echo)
 
 
 @cli.command("check-install")
@@ -702,7 +562,7 @@ def check_install_cmd(
     """Check an install (what `helm test` runs): the scheduler's /readyz, and Prometheus has drs-prom's recorded
     node series. One line per check; exit 1 when any fails."""
     from drs_prom.config import load_settings
-    from drs_prom.install_check import check_install
+    from drs_prom.ops.install_check import check_install
 
     settings = load_settings(config_path, {"prometheus.url": url})
     checks = check_install(settings.prometheus, scheduler_url, ca_file, insecure_skip_verify)
@@ -761,7 +621,7 @@ def retrain_cmd(
         config_path, {"prometheus.url": url, "scheduler.journal_path": journal_path, "retrain.model_store": store_path}
     )
     configure_logging(log_format, verbose)
-    from drs_prom.retrain_job import build_run, make_trigger, run_forever
+    from drs_prom.ops.retrain_job import build_run, make_trigger, run_forever
 
     if once:
         res = build_run(settings)()
@@ -786,7 +646,7 @@ def model_group() -> None:
 
 def _store(config_path: str | None, store_path: str | None) -> ModelStore:
     from drs_prom.config import load_settings
-    from drs_prom.model_store import ModelStore
+    from drs_prom.stores.model_store import ModelStore
 
     settings = load_settings(config_path, {"retrain.model_store": store_path})
     return ModelStore(settings.retrain.model_store, settings.retrain.keep_versions)
@@ -870,14 +730,13 @@ def report_cmd(
     """HTML report of the rollout: decisions per arm, agreement, imbalance/hot nodes with
     promotion, rollback and guardrail markers, fallback reasons."""
     import time as _time
-    from pathlib import Path
 
-    from drs_prom.cluster_report import build, gather, prometheus_range
     from drs_prom.config import duration_seconds, load_settings
     from drs_prom.errors import ConfigError
-    from drs_prom.journal import Journal
-    from drs_prom.model_store import ModelStore
-    from drs_prom.scheduler.guardrails import signals
+    from drs_prom.ops.cluster_report import build, gather, prometheus_range
+    from drs_prom.scheduler.decision.guardrails import signals
+    from drs_prom.stores.journal import Journal
+    from drs_prom.stores.model_store import ModelStore
 
     settings = load_settings(
         config_path,
@@ -895,7 +754,7 @@ def report_cmd(
     try:
         query = None
         if not no_prometheus:
-            from drs_prom.prometheus import PrometheusSource
+            from drs_prom.signals.prometheus import PrometheusSource
 
             source = PrometheusSource(settings.prometheus)
             query = prometheus_range(source)
@@ -947,8 +806,8 @@ def report_cmd(
 def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str, host: str, port: int) -> None:
     """Serve a simulated cluster's node metrics (node_exporter format) for a real Prometheus to scrape."""
     from drs_prom.sim.env import sim_policy
+    from drs_prom.sim.live_cluster import serve_scenario
     from drs_prom.sim.scenario import load_scenario
-    from drs_prom.sim.serve import serve_scenario
 
     sc = load_scenario(scenario)
     serve_scenario(

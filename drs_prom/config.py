@@ -178,7 +178,7 @@ class Normalisation(_Section):
     and MemTotal), so their scales only say how much of a node counts as full. Network and
     disk capacity are not in node_exporter's series, so their scales are per-cluster
     settings: the defaults are a 1 GbE link and an SSD-class disk; set them to your nodes'.
-    Nodes whose bandwidth differs from these say so with labels (drs_prom.link_capacity).
+    Nodes whose bandwidth differs from these say so with labels (drs_prom.signals.link_capacity).
     """
 
     cpu_full: float = Field(1.0, gt=0, le=1, description="CPU utilisation that reads as 1.0 (DRS: 0.25, i.e. x4).")
@@ -362,7 +362,7 @@ class RetrainSettings(_Section):
 
 
 class RewardSettings(_Section):
-    """How a placement is rewarded (drs_prom.reward), in training, retraining and the twin alike.
+    """How a placement is rewarded (drs_prom.outcomes.reward), in training, retraining and the twin alike.
 
     ``kind`` picks the reward; the weights below are the ``shaped`` reward's. DRS used only
     the imbalance of the settled cluster (``kind: drs``).
@@ -395,9 +395,9 @@ class RewardSettings(_Section):
 
 
 class GuardrailSettings(_Section):
-    """Live-cluster limits a deciding model must keep (drs_prom.scheduler.guardrails).
+    """Live-cluster limits a deciding model must keep (drs_prom.scheduler.decision.guardrails).
 
-    Each rule is one PromQL value from drs_prom.promql compared with its threshold; a rule
+    Each rule is one PromQL value from drs_prom.signals.promql compared with its threshold; a rule
     breached for ``breach_window_seconds`` in a row while the model decides switches the
     scheduler to ``scheduler.fallback`` (fallback reason ``guardrail``) until another model
     version is loaded or the process restarts. ``rules`` lists the rules in force.
@@ -440,7 +440,7 @@ class GuardrailSettings(_Section):
 
 
 class RollbackSettings(_Section):
-    """Automatic rollback of a promotion that made the live cluster worse (drs_prom.rollback)."""
+    """Automatic rollback of a promotion that made the live cluster worse (drs_prom.ops.promotion_judge)."""
 
     enabled: bool = Field(False, description="Judge every promotion and roll back a harmful one.")
     window_seconds: float = Field(
@@ -453,7 +453,7 @@ class RollbackSettings(_Section):
 
 
 class RolloutSettings(_Section):
-    """How much the model is trusted (drs_prom.scheduler.arms): normal, shadow or canary."""
+    """How much the model is trusted (drs_prom.scheduler.decision.arms): normal, shadow or canary."""
 
     mode: str = Field(
         "normal",
@@ -528,7 +528,7 @@ class ServingSettings(_Section):
 class ObjectiveSettings(_Section):
     """What the benchmark, the default reward, checkpoint selection and the clairvoyant reference minimise.
 
-    drs_prom.objectives defines each objective; the composite score (lower is better) is
+    drs_prom.outcomes.objectives defines each objective; the composite score (lower is better) is
     ``sum(weight * objective)`` over the weights below, with utilisation entering negatively.
     The defaults weigh what users feel (pod slowdown: mean, tail and SLO misses) above how the
     cluster looks (overload, hot nodes, imbalance of demand over capacity); DRS's own imbalance

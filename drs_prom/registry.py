@@ -4,10 +4,10 @@ The benchmark, the scheduler, the extender, retraining, the twin and training al
 their policies here, from a ``PolicySpec`` taken from the validated settings
 (``PolicySpec.from_settings``): the rate window behind the metrics (``prometheus.window``,
 how long a policy remembers its own binds), the cluster's normalisation and the model
-file. Whatever a caller may read of a policy afterwards (drs_prom.policy.Policy) is set
+file. Whatever a caller may read of a policy afterwards (drs_prom.policies.contract.Policy) is set
 here, so no module falls back to defaults of its own.
 
-The heuristics (drs_prom.baselines, drs_prom.load_aware) and the teachers (drs_prom.teachers) are registered at
+The heuristics (drs_prom.policies.baselines, drs_prom.policies.load_aware) and the teachers (drs_prom.policies.teachers) are registered at
 import. The learned policies (``drs``, ``drs-original``) load their model file only when such a policy
 is asked for: importing ``drs_prom.agent`` is cheap (no TensorFlow), loading a model is not.
 A new model-backed policy registers a factory with ``register`` (or, for a new kind of
@@ -26,18 +26,18 @@ from typing import Any
 
 from drs_prom import agent
 from drs_prom.agent.numpy_policy import Layers
-from drs_prom.baselines import BalancedLoad, KubeDefault, LeastLoaded, RandomPolicy, RoundRobin
 from drs_prom.config import Normalisation, Settings, load_settings
 from drs_prom.errors import ConfigError
-from drs_prom.load_aware import (
+from drs_prom.policies.baselines import BalancedLoad, KubeDefault, LeastLoaded, RandomPolicy, RoundRobin
+from drs_prom.policies.contract import Policy
+from drs_prom.policies.load_aware import (
     CapacityBalancedLoad,
     CapacityBalancedOverload,
     LoadVariationRiskBalancing,
     TargetLoadPacking,
 )
-from drs_prom.model_store import MODEL_FILE
-from drs_prom.policy import Policy
-from drs_prom.teachers import CapacityBalancedPeak, CapacityBalancedResident, CapacityBalancedRoom
+from drs_prom.policies.teachers import CapacityBalancedPeak, CapacityBalancedResident, CapacityBalancedRoom
+from drs_prom.stores.model_store import MODEL_FILE
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class PolicySpec:
     """The rate window behind ctx.load (seconds): new load shows fully only after it, so a policy remembers
     its own binds that long."""
     normalisation: Normalisation
-    """The cluster's scales; a policy that reads overload gets them unclipped (drs_prom.policy.input_scales)."""
+    """The cluster's scales; a policy that reads overload gets them unclipped (drs_prom.policies.contract.input_scales)."""
     model_path: str = ""
     """Model file of ``drs``; "" = the shipped one."""
     model_version: str = ""
@@ -155,7 +155,7 @@ def make_candidate_policy(layers: Layers, head: dict[str, Any] | None, spec: Pol
 
 
 def stored_model_loader(spec: PolicySpec) -> Callable[[Path], Policy]:
-    """``loader(version_dir)`` for drs_prom.model_store.ModelWatcher: ``drs`` from one version directory of
+    """``loader(version_dir)`` for drs_prom.stores.model_store.ModelWatcher: ``drs`` from one version directory of
     the model store, built from ``spec`` like any other policy and named by that version."""
 
     def load(version_dir: Path) -> Policy:

@@ -7,6 +7,15 @@ test with literal data.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+Json = Any
+"""A value decoded from the Kubernetes API's JSON (a quantity, a selector, a container): untyped by nature; the
+parsers check what they read."""
+
+KubeClient = Any
+"""An object of the kubernetes client package (ApiClient, CoreV1Api, CoordinationV1Api), which ships no type
+stubs."""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ simulator, to show how much of kube-default's imbalance any policy could remove.
 
 ``clairvoyant_run``: at each decision, try every feasible node, play the rest of the
 episode with a base policy (``balanced-load``) on a fork of the simulation, and bind
-where the episode's composite score (drs_prom.objectives, the benchmark's ranking) ends
+where the episode's composite score (drs_prom.outcomes.objectives, the benchmark's ranking) ends
 lowest; ``cost="imbalance"`` minimises DRS's time-averaged imbalance instead.
 It is Bertsekas' *fortified* rollout: it keeps the best complete schedule found so far
 and follows it whenever no branch beats it, so on this deterministic simulator it is
@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from drs_prom.errors import ConfigError
-from drs_prom.policy import DecisionContext, Policy, PolicyBase, choose
+from drs_prom.policies.contract import DecisionContext, Policy, PolicyBase, choose
 from drs_prom.registry import PolicySpec
 from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv, policy_norm, scaled_load, sim_policy
@@ -37,10 +37,8 @@ reports the migration floor (free re-placement at every instant), where the scen
 
 
 def told(policy: Policy, ctx: DecisionContext, node: int) -> Policy:
-    """Tell ``policy``'s recent-bind memory (if it has one) that ``node`` was bound, chosen by it or not."""
-    memory = policy.recent
-    if memory is not None:
-        memory.record(ctx, node)
+    """Tell ``policy`` that ``node`` was bound, chosen by it or not (``Policy.bound``)."""
+    policy.bound(ctx, node)
     return policy
 
 

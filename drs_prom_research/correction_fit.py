@@ -28,7 +28,7 @@ from drs_prom.agent.numpy_policy import Layers
 from drs_prom.sim.env import fit_to_scenario, sim_policy, unclipped_env
 from drs_prom.sim.generator import training_scenario
 from drs_prom_research.corrector import TARGET_SCALE, TopKCorrection, block_ensemble
-from drs_prom_research.rollouts import Samples
+from drs_prom_research.playout_targets import Samples
 
 MARGINS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.25, 0.5, 1.0, float("inf"))
 """Margins tried at selection (network units: composite difference x 100); inf = the base heuristic."""

@@ -18,7 +18,7 @@ from drs_prom.config import Normalisation
 from drs_prom.sim.generator import EVAL_CLUSTERS, EVAL_SEED_BASE
 from drs_prom_research.correction_fit import FitConfig, FitResult, fit
 from drs_prom_research.corrector import TopKCorrection
-from drs_prom_research.rollouts import Samples, label_training_clusters, load_samples, save_samples
+from drs_prom_research.playout_targets import Samples, label_training_clusters, load_samples, save_samples
 
 SELECTION_SEED_BASE = 500_000
 """Held-out generator seeds for checkpoint/margin selection start here (labelling uses seeds below it)."""

@@ -28,9 +28,9 @@ import numpy as np
 from drs_prom.agent.model_inputs import candidate_matrix
 from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.errors import ModelError
-from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload
-from drs_prom.policy import DecisionContext
-from drs_prom.recent_binds import RemembersRecentBinds
+from drs_prom.policies.contract import DecisionContext
+from drs_prom.policies.load_aware import CapacityBalancedLoad, CapacityBalancedOverload
+from drs_prom.policies.recent_binds import RemembersRecentBinds
 
 HEAD = "top-k-correction"
 """``head.kind`` in a model's JSON for this policy head (absent = the plain per-node Q argmax)."""
@@ -123,7 +123,6 @@ class TopKCorrection(RemembersRecentBinds):
             ceiling = (finite.max() if len(finite) else 0.0) + 1.0
             scores[top] = ceiling + 1.0 + np.tanh(pred - pred.max())  # in (ceiling, ceiling + 1]
             scores[chosen] = ceiling + 3.0
-        self.recent.remember(ctx, scores)
         return scores
 
     @property

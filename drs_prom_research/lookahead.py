@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from drs_prom.errors import ConfigError
-from drs_prom.policy import DecisionContext, Policy
+from drs_prom.policies.contract import DecisionContext, Policy
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv, policy_norm, sim_policy
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload, generate

@@ -28,10 +28,10 @@ import numpy as np
 
 from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures
 from drs_prom.agent.numpy_policy import Layers, forward
-from drs_prom.baselines import BalancedLoad, KubeDefault, LeastLoaded
 from drs_prom.errors import ModelError
-from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload
-from drs_prom.policy import DecisionContext, Policy, PolicyBase, choose
+from drs_prom.policies.baselines import BalancedLoad, KubeDefault, LeastLoaded
+from drs_prom.policies.contract import DecisionContext, Policy, PolicyBase, choose
+from drs_prom.policies.load_aware import CapacityBalancedLoad, CapacityBalancedOverload
 
 SELECTOR = "heuristic-selector"
 """``head.kind`` of a selector model's JSON."""

@@ -30,7 +30,7 @@ import numpy as np
 
 from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ClusterFeatures
 from drs_prom.agent.numpy_policy import fold_standardisation
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policies.contract import DecisionContext, choose
 from drs_prom.registry import configured_spec
 from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import EVAL_CLUSTERS, EVAL_SEED_BASE, training_scenario

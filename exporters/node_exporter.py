@@ -1,7 +1,7 @@
 """A node_exporter-compatible exporter of the six DRS signals, read at scrape time.
 
 Metric names, types and labels match Prometheus' node_exporter (cpu, meminfo, netdev,
-diskstats and uname collectors), so the PromQL in drs_prom/promql.py runs unchanged on
+diskstats and uname collectors), so the PromQL in drs_prom/signals/promql.py runs unchanged on
 either. ``NodeCollector`` keeps no state: each scrape calls a reader returning
 ``NodeCounters`` and yields fresh metric families. The default reader is psutil; the
 simulator passes its own reader (simulated cumulative counters) and reuses the same

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drs_prom import link_capacity
+from drs_prom.signals import link_capacity
+from drs_prom.signals.state import scales
 from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.generator import resolve_scenario
-from drs_prom.state import scales
 
 
 def test_labels_parse_and_bad_values_are_named_and_ignored():

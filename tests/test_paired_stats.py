@@ -1,4 +1,4 @@
-"""The paired statistics that judge a policy (drs_prom.paired_stats): worked examples by hand and properties."""
+"""The paired statistics that judge a policy (drs_prom.outcomes.paired_stats): worked examples by hand and properties."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drs_prom.paired_stats import (
+from drs_prom.outcomes.paired_stats import (
     AUTO_MAX_SEEDS,
     AUTO_MIN_SEEDS,
     Interval,

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from drs_prom.features import N_FEATURES
-from drs_prom.resident import ResidentLoad
+from drs_prom.policies.resident import ResidentLoad
 
 
 def _row(*head: float) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Room keeping (drs_prom.room_keeping): the slots a bind takes, the memory of shapes, and the teacher that reads them."""
+"""Room keeping (drs_prom.policies.room_keeping): the slots a bind takes, the memory of shapes, and the teacher that reads them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from drs_prom.features import N_FEATURES
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policies.contract import DecisionContext, choose
+from drs_prom.policies.room_keeping import RecentShapes, slot_take
 from drs_prom.registry import HEURISTICS, TEACHERS, make_policy
-from drs_prom.room_keeping import RecentShapes, slot_take
 from drs_prom.types import NodeInfo, PodRequest
 from tests.specs import SPEC
 
@@ -153,7 +153,7 @@ def test_the_room_teacher_keeps_the_only_node_a_large_pod_still_fits_free():
     resident = make_policy("capacity-balanced-resident", SPEC)
     big = PodRequest(name="big", cpu_m=1800, mem_bytes=GI, demand=(1.2, float(GI), 0.0, 0.0, 0.0, 0.0))
     for _ in range(3):  # the large pods it decided before (placed elsewhere)
-        teacher.score(_ctx(nodes, big))
+        teacher.shapes.record(_ctx(nodes, big))
     small = PodRequest(name="small", cpu_m=220, mem_bytes=GI // 2, demand=(0.25, GI / 2, 0.0, 0.0, 0.0, 0.0))
     ctx = DecisionContext(
         pod=small,

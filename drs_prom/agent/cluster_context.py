@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from drs_prom.load_aware import full_of
-from drs_prom.policy import DecisionContext
+from drs_prom.policies.contract import DecisionContext
+from drs_prom.policies.load_aware import full_of
 
 CLUSTER_FEATURES: tuple[str, ...] = (
     "log_nodes",
@@ -99,16 +99,26 @@ class ClusterFeatures:
         self._last_now = -math.inf
         self._rate = 0.0
 
+    def advanced(self, ctx: DecisionContext, metric_window: float) -> tuple[np.ndarray, float, float]:
+        """(value, rate, time) after one more decision, ``ctx``; nothing changes until ``commit``."""
+        value, rate, last_now = self.value, self._rate, self._last_now
+        if ctx.now < last_now:
+            value, rate, last_now = None, 0.0, -math.inf
+        if math.isfinite(last_now):
+            dt = max(ctx.now - last_now, 1e-3)
+            rate = (1 - self.alpha) * rate + self.alpha / dt if rate else 1.0 / dt
+        x = decision_features(ctx, metric_window, rate or 1.0)
+        return (x if value is None else (1 - self.alpha) * value + self.alpha * x), rate, float(ctx.now)
+
+    def commit(self, state: tuple[np.ndarray, float, float]) -> None:
+        """Keep a state ``advanced`` returned (the decision it saw is final)."""
+        self.value, self._rate, self._last_now = state
+
     def update(self, ctx: DecisionContext, metric_window: float) -> np.ndarray:
-        if ctx.now < self._last_now:
-            self.value, self._rate, self._last_now = None, 0.0, -math.inf
-        if math.isfinite(self._last_now):
-            dt = max(ctx.now - self._last_now, 1e-3)
-            self._rate = (1 - self.alpha) * self._rate + self.alpha / dt if self._rate else 1.0 / dt
-        self._last_now = ctx.now
-        x = decision_features(ctx, metric_window, self._rate or 1.0)
-        self.value = x if self.value is None else (1 - self.alpha) * self.value + self.alpha * x
-        return self.value
+        """``advanced`` and ``commit`` in one: count one decision, return the smoothed features."""
+        state = self.advanced(ctx, metric_window)
+        self.commit(state)
+        return state[0]
 
     @property
     def rate(self) -> float:
@@ -128,14 +138,25 @@ class ArrivalTrend:
         self._slow = 0.0
         self._last_now = -math.inf
 
+    def advanced(self, now: float, fast_rate: float) -> tuple[float, tuple[float, float]]:
+        """The trend against ``fast_rate`` after one more decision at ``now``, and the state to ``commit``."""
+        slow, last_now = self._slow, self._last_now
+        if now < last_now:
+            slow, last_now = 0.0, -math.inf
+        if math.isfinite(last_now):
+            rate = 1.0 / max(now - last_now, 1e-3)
+            slow = 0.99 * slow + 0.01 * rate if slow else rate
+        state = (slow, now)
+        if not (fast_rate > 0 and slow > 0):
+            return 0.0, state
+        return float(np.clip(math.log(fast_rate / slow), -3.0, 3.0)), state
+
+    def commit(self, state: tuple[float, float]) -> None:
+        """Keep a state ``advanced`` returned (the decision it saw is final)."""
+        self._slow, self._last_now = state
+
     def update(self, now: float, fast_rate: float) -> float:
         """Count one decision at ``now`` and return the trend against ``fast_rate`` (call once per decision)."""
-        if now < self._last_now:
-            self._slow, self._last_now = 0.0, -math.inf
-        if math.isfinite(self._last_now):
-            rate = 1.0 / max(now - self._last_now, 1e-3)
-            self._slow = 0.99 * self._slow + 0.01 * rate if self._slow else rate
-        self._last_now = now
-        if not (fast_rate > 0 and self._slow > 0):
-            return 0.0
-        return float(np.clip(math.log(fast_rate / self._slow), -3.0, 3.0))
+        trend, state = self.advanced(now, fast_rate)
+        self.commit(state)
+        return trend

@@ -4,10 +4,10 @@ Every decision, each node gets one input row:
 - the per-node candidate columns of the plain ``drs`` network (drs_prom.agent.model_inputs);
 - the node's load relative to its *own* capacity after the pod (a small node is full sooner);
 - what only the scheduler keeps (models whose guides start with a teacher): the expected load of the
-  pods it placed that still run there, plus the pod, over the node's capacity (drs_prom.resident:
+  pods it placed that still run there, plus the pod, over the node's capacity (drs_prom.policies.resident:
   neither lagged nor capped as measured load is), the share of the node's free request room
-  the pod's over-request would hold (drs_prom.teachers.over_request_take), and (the room-keeping
-  teachers' models) the share of the recent pods' slots the bind takes (drs_prom.room_keeping);
+  the pod's over-request would hold (drs_prom.policies.teachers.over_request_take), and (the room-keeping
+  teachers' models) the share of the recent pods' slots the bind takes (drs_prom.policies.room_keeping);
 - for each guide (the teacher capacity-balanced-peak, then capacity-balanced-overload,
   capacity-balanced, balanced-load, least-loaded, kube-default), how far the node's score
   is from that guide's best feasible node (in standard deviations of its scores over the feasible
@@ -39,12 +39,12 @@ import numpy as np
 from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ArrivalTrend, ClusterFeatures
 from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, candidate_matrix
 from drs_prom.agent.numpy_policy import Layers, forward
-from drs_prom.baselines import BalancedLoad, LeastLoaded, kube_default_scores
 from drs_prom.config import Normalisation
-from drs_prom.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, full_of
-from drs_prom.policy import DecisionContext
-from drs_prom.recent_binds import RecentBinds
-from drs_prom.teachers import (
+from drs_prom.policies.baselines import BalancedLoad, LeastLoaded, kube_default_scores
+from drs_prom.policies.contract import DecisionContext
+from drs_prom.policies.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, full_of
+from drs_prom.policies.recent_binds import RecentBinds
+from drs_prom.policies.teachers import (
     CapacityBalancedPeak,
     CapacityBalancedResident,
     CapacityBalancedRoom,
@@ -173,6 +173,7 @@ class GuideScores:
         self._take = np.zeros(0)
         self.context = ClusterFeatures()
         self.trend = ArrivalTrend()
+        self._staged: tuple[DecisionContext, tuple[np.ndarray, float, float], tuple[float, float]] | None = None
 
     @property
     def window(self) -> float:
@@ -185,17 +186,18 @@ class GuideScores:
         return scores
 
     def heuristic_scores(self, ctx: DecisionContext) -> np.ndarray:
-        """(len(guides), n) raw scores in guide order (kube-default without its random tie-break).
-
-        Every call is one pod decided: a room-keeping teacher remembers its shape first."""
-        if self._room:
-            self.room.shapes.record(ctx)
+        """(len(guides), n) raw scores in guide order (kube-default without its random tie-break); a room-keeping
+        teacher counts the pod's own shape among the recent ones."""
         return np.stack([f(ctx) for f in self._scorers])
 
     def rows(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
-        """(n, len(guided_columns(guides))) float32 input rows and the (len(guides), n) raw heuristic scores."""
-        ctx_feats = self.context.update(ctx, self.window).copy()
-        trend = self.trend.update(ctx.now, self.context.rate)
+        """(n, len(guided_columns(guides))) float32 input rows and the (len(guides), n) raw heuristic scores.
+
+        Reads the smoothed context as it would be with this decision counted; nothing is kept until ``bound``."""
+        state = self.context.advanced(ctx, self.window)
+        ctx_feats = state[0].copy()
+        trend, trend_state = self.trend.advanced(ctx.now, state[1])
+        self._staged = (ctx, state, trend_state)
         pending = self.recent.pending(ctx)
         cand = candidate_matrix(ctx, pending)
         full = full_of(ctx)
@@ -232,7 +234,20 @@ class GuideScores:
         )
         return out.astype(np.float32), raw
 
-    def record(self, ctx: DecisionContext, node: int) -> None:
+    def bound(self, ctx: DecisionContext, node: int) -> None:
+        """Keep what the decision ``ctx`` adds (whoever chose; ``node`` -1: none was bound): the smoothed context and
+        trend ``rows`` read, the pod's shape (room-keeping teachers) and the bind."""
+        staged = self._staged
+        if staged is not None and staged[0] is ctx:
+            _, state, trend_state = staged
+        else:  # not scored through ``rows`` (a decision the network did not see): count it all the same
+            state = self.context.advanced(ctx, self.window)
+            trend_state = self.trend.advanced(ctx.now, state[1])[1]
+        self._staged = None
+        self.context.commit(state)
+        self.trend.commit(trend_state)
+        if self._room:
+            self.room.shapes.record(ctx)
         if node >= 0:
             self.recent.record(ctx, node)
 
@@ -283,11 +298,10 @@ class GuidedPolicy:
         if self.input_range is not None:
             rows = np.clip(rows, self.input_range[0], self.input_range[1])
         q = forward(self.layers, rows)[:, 0].astype(np.float64)
-        feasible = np.asarray(ctx.feasible, bool)
-        scores = np.where(feasible, q, -np.inf)
-        if feasible.any():  # the caller binds the argmax (policy.choose): remember it
-            self.guides.record(ctx, int(np.argmax(scores)))
-        return scores, raw
+        return np.where(np.asarray(ctx.feasible, bool), q, -np.inf), raw
+
+    def bound(self, ctx: DecisionContext, node: int) -> None:
+        self.guides.bound(ctx, node)
 
     @property
     def head(self) -> dict[str, Any]:

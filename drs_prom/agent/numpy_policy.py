@@ -13,8 +13,8 @@ import numpy as np
 from drs_prom.agent.model_inputs import candidate_matrix, drs_state
 from drs_prom.config import Normalisation
 from drs_prom.errors import ModelError
-from drs_prom.policy import DecisionContext, PolicyBase
-from drs_prom.recent_binds import RemembersRecentBinds
+from drs_prom.policies.contract import DecisionContext, PolicyBase
+from drs_prom.policies.recent_binds import RemembersRecentBinds
 
 Layers = Sequence[tuple[np.ndarray, np.ndarray, str]]
 
@@ -53,7 +53,7 @@ class NodeAgentPolicy(RemembersRecentBinds):
 
     Like the load-aware heuristics it remembers its own recent binds for one metrics
     rate window (``metric_window_seconds``), because the metrics do not show them yet;
-    it assumes the caller binds the argmax of its scores (``policy.choose``).
+    ``bound`` (called by ``policy.choose``) records each bind.
     ``normalisation``: the scales it was trained on when the caller must use them
     (drs_prom.registry builds it from the model file), None for the cluster's.
     """
@@ -74,9 +74,7 @@ class NodeAgentPolicy(RemembersRecentBinds):
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         q = forward(self.layers, candidate_matrix(ctx, self.recent.pending(ctx)))[:, 0].astype(np.float64)
-        scores = np.where(np.asarray(ctx.feasible, bool), q, -np.inf)
-        self.recent.remember(ctx, scores)
-        return scores
+        return np.where(np.asarray(ctx.feasible, bool), q, -np.inf)
 
 
 class DRSOriginalPolicy(PolicyBase):

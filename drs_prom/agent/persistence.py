@@ -28,7 +28,7 @@ from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError, MissingExtraError, ModelError
 from drs_prom.extras import train_missing_message
 from drs_prom.features import FEATURE_SCHEMA_VERSION
-from drs_prom.policy import Policy
+from drs_prom.policies.contract import Policy
 
 LearnedPolicy = Policy
 """What a model file loads as (LoadedModel.policy): a Policy with ``version`` and ``normalisation`` set."""
@@ -239,7 +239,7 @@ class LoadedModel:
     def policy(
         self, metric_window_seconds: float, version: str | None = None, name: str | None = None
     ) -> LearnedPolicy:
-        """The model as a drs_prom.policy.Policy (model_policy), its version ``version`` or the file's."""
+        """The model as a drs_prom.policies.contract.Policy (model_policy), its version ``version`` or the file's."""
         return model_policy(self.layers, self.meta, metric_window_seconds, version or self.version, name)
 
 

@@ -6,7 +6,7 @@
 - ``gate``: candidate vs current, promote only if not worse by ``gate_margin``;
 - ``metrics``: RetrainResult and the Prometheus metrics; ``run``: ``run_once``, the whole run as named steps.
 
-The APScheduler wrapper (``drs_prom.retrain_job``) never lets an exception out, so a
+The APScheduler wrapper (``drs_prom.ops.retrain_job``) never lets an exception out, so a
 Prometheus outage during retraining cannot touch scheduling; it also injects the simulator
 checks (drs_prom.sim.retrain_checks), which this package does not import.
 """

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from drs_prom.agent.model_inputs import N_CANDIDATE, candidate_matrix
-from drs_prom.recent_binds import RecentBinds
+from drs_prom.policies.recent_binds import RecentBinds
 from drs_prom.retrain.rebuild import Transition
 
 

@@ -15,16 +15,16 @@ from drs_prom.agent.networks import configure_tf, export_dense
 from drs_prom.agent.numpy_policy import Layers
 from drs_prom.agent.replay_buffer import NodeReplay
 from drs_prom.config import Settings
-from drs_prom.journal import Decision
 from drs_prom.retrain.batch import max_nodes, node_batch
 from drs_prom.retrain.rebuild import NodeHistory, Transition
+from drs_prom.stores.journal import Decision
 
 
 class RetrainSimulator(Protocol):
     """The simulator's part of a run: replay experience for training and a seeded score for the gate.
 
     Implemented by drs_prom.sim.retrain_checks.SimulatorChecks and injected by the caller
-    (drs_prom.retrain_job), so retraining itself never imports the simulator.
+    (drs_prom.ops.retrain_job), so retraining itself never imports the simulator.
     """
 
     @property
@@ -52,7 +52,7 @@ class RetrainSimulator(Protocol):
         ...
 
     def composite(self, layers: Layers, head: dict[str, Any] | None = None) -> float:
-        """Minus the composite objective (drs_prom.objectives) of the greedy policy in one seeded run."""
+        """Minus the composite objective (drs_prom.outcomes.objectives) of the greedy policy in one seeded run."""
         ...
 
     def versus_best_heuristic(self, layers: Layers, head: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -41,7 +41,7 @@ def gate(scores: Mapping[str, Mapping[str, float]], margin: float) -> GateVerdic
 
 def non_inferior(versus: Mapping[str, Any], margin: float) -> GateVerdict:
     """Promote only if the paired 95 % interval of (candidate - best heuristic) / best heuristic on the twin
-    (``versus``: against, mean, low, high, seeds, from drs_prom.paired_stats.relative_interval) has its
+    (``versus``: against, mean, low, high, seeds, from drs_prom.outcomes.paired_stats.relative_interval) has its
     upper end at or below ``margin``: a candidate that may be worse than the heuristic the scheduler would
     fall back to is not shipped, whatever it gains over the current model."""
     high, against = float(versus.get("high", math.nan)), versus.get("against", "?")

@@ -9,13 +9,13 @@ from typing import Protocol, cast
 import numpy as np
 import pandas as pd
 
-from drs_prom import promql
 from drs_prom.features import FEATURES
 from drs_prom.retrain.rebuild import NodeHistory
+from drs_prom.signals import promql
 
 
 class HistorySource(Protocol):
-    """What retraining needs from Prometheus (drs_prom.prometheus.PrometheusSource).
+    """What retraining needs from Prometheus (drs_prom.signals.prometheus.PrometheusSource).
 
     ``history``: node features (time x (node, feature)) on a grid. A source that also has
     ``query_range`` (and ``settings.node_selector``) gives node capacity (cores, memory).

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from drs_prom.config import Settings
-from drs_prom.journal import Decision
-from drs_prom.objectives import Integrals, segment
-from drs_prom.reward import Outcome, cpu_mem_utilisation
-from drs_prom.state import imbalance, scales
+from drs_prom.outcomes.objectives import Integrals, segment
+from drs_prom.outcomes.reward import Outcome, cpu_mem_utilisation
+from drs_prom.signals.state import imbalance, scales
+from drs_prom.stores.journal import Decision
 
 
 def normalise(raw: np.ndarray, settings: Settings) -> np.ndarray:

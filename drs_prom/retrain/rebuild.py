@@ -6,7 +6,7 @@ no settled reward, an unknown journal schema) are skipped and counted, never fat
 requests/allocatable come from the journal (schema 2); schema-1 rows, which lack them, are
 used with Prometheus capacity and zero requests and counted as approximated (``no_node_info``).
 
-Rewards go through drs_prom.reward.settled_reward on the same ``Outcome`` the simulator
+Rewards go through drs_prom.outcomes.reward.settled_reward on the same ``Outcome`` the simulator
 gives, built by drs_prom.retrain.history_reward from the history grid and the journal's pod ends.
 """
 
@@ -21,8 +21,8 @@ import numpy as np
 
 from drs_prom.config import Settings
 from drs_prom.features import N_FEATURES
-from drs_prom.journal import NODE_KEYS, Decision
-from drs_prom.policy import DecisionContext
+from drs_prom.outcomes.reward import settled_reward
+from drs_prom.policies.contract import DecisionContext
 from drs_prom.retrain.history_reward import (
     ended_between,
     normalise,
@@ -30,8 +30,8 @@ from drs_prom.retrain.history_reward import (
     run_alone_seconds,
     transition_outcome,
 )
-from drs_prom.reward import settled_reward
-from drs_prom.state import pod_matrix
+from drs_prom.signals.state import pod_matrix
+from drs_prom.stores.journal import NODE_KEYS, Decision
 from drs_prom.types import NodeInfo, PodRequest
 
 
@@ -63,7 +63,7 @@ def reward_delay(settings: Settings) -> float:
 
 
 class JournalReader(Protocol):
-    """What rebuilding reads from the decision journal (drs_prom.journal.Journal)."""
+    """What rebuilding reads from the decision journal (drs_prom.stores.journal.Journal)."""
 
     def since(self, ts: float = ..., until: float | None = ...) -> Iterable[Decision | dict[str, Any]]: ...
 

@@ -13,7 +13,7 @@
    twin, the candidate must also be non-inferior to the best heuristic there (paired seeds, the
    bench's interval, ``gate_inferiority_margin``), not only no worse than the current model.
 
-The simulator is injected (``simulator=``, a RetrainSimulator) by drs_prom.retrain_job.
+The simulator is injected (``simulator=``, a RetrainSimulator) by drs_prom.ops.retrain_job.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from drs_prom.agent.numpy_policy import Layers
 from drs_prom.agent.persistence import base_metadata, head_kind, save_model
 from drs_prom.config import Settings
 from drs_prom.errors import DrsError, ModelError
-from drs_prom.journal import Decision
-from drs_prom.model_store import MODEL_FILE, ModelStore
 from drs_prom.retrain.batch import max_nodes, node_batch
 from drs_prom.retrain.candidate import RetrainSimulator, Trained, train_candidate
 from drs_prom.retrain.gate import GateVerdict, gate, non_inferior, td_score
 from drs_prom.retrain.history import HistorySource, NodeHistory, fetch_history
 from drs_prom.retrain.outcome import RetrainMetrics, RetrainResult, record
 from drs_prom.retrain.rebuild import JournalReader, Transition, load_decisions, rebuild_transitions, reward_delay
+from drs_prom.stores.journal import Decision
+from drs_prom.stores.model_store import MODEL_FILE, ModelStore
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from drs_prom.scheduler.kube_response import drained
+from drs_prom.scheduler.write.kube_response import drained
+from drs_prom.types import KubeClient
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ def _micro_now() -> str:
 class LeaseElector:
     def __init__(
         self,
-        coordination_v1: Any,
+        coordination_v1: KubeClient,
         name: str,
         namespace: str,
         identity: str,

@@ -25,30 +25,32 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom import filters, interpod
 from drs_prom.config import Settings
-from drs_prom.journal import NODE_KEYS, Decision, Journal, node_entries_from_values
-from drs_prom.policy import NODE_REQUEST_COLUMNS, Policy
-from drs_prom.ratelog import RateLimitedLog
-from drs_prom.scheduler import bind as binder
-from drs_prom.scheduler import kube, write_process
-from drs_prom.scheduler.arms import Choice
-from drs_prom.scheduler.cache import ClusterCache
-from drs_prom.scheduler.decide import Decider
-from drs_prom.scheduler.http_server import HealthServer
-from drs_prom.scheduler.kube_response import drained
+from drs_prom.constraints import chain, placed, sampling
+from drs_prom.constraints.claim_binding import Plan
+from drs_prom.ops.throttled_log import RateLimitedLog
+from drs_prom.policies.contract import NODE_REQUEST_COLUMNS, Policy
+from drs_prom.scheduler.decision.decide import Decider
+from drs_prom.scheduler.decision.decided import BindRecorder, DecidedPod
+from drs_prom.scheduler.decision.pod_features import ObservedUsage, resolve
+from drs_prom.scheduler.decision.preempt import NOT_FOUND, Preemptor
+from drs_prom.scheduler.decision.rollout import RolloutWatcher, arm_text
+from drs_prom.scheduler.http.server import HealthServer
 from drs_prom.scheduler.metrics import SchedulerMetrics
-from drs_prom.scheduler.pod_condition import SCHEDULER_ERROR, UNSCHEDULABLE, not_scheduled_patch
-from drs_prom.scheduler.pod_features import ObservedUsage, resolve
-from drs_prom.scheduler.preempt import NOT_FOUND, Preemptor
-from drs_prom.scheduler.queue import QueuedPod, SchedulingQueue
-from drs_prom.scheduler.ratelimit import WriteLimits
-from drs_prom.scheduler.rollout import RolloutWatcher, arm_text
-from drs_prom.scheduler.volume_prebind import GONE, VolumePreBinder, failure_message, plan_for
-from drs_prom.scheduler.workers import WorkerPool
-from drs_prom.scheduler.write_process import RemoteWriter
-from drs_prom.state import MetricsSource
-from drs_prom.types import NodeInfo
+from drs_prom.scheduler.watch import kube
+from drs_prom.scheduler.watch.cache import ClusterCache
+from drs_prom.scheduler.watch.queue import QueuedPod, SchedulingQueue
+from drs_prom.scheduler.write import bind as binder
+from drs_prom.scheduler.write import write_process
+from drs_prom.scheduler.write.kube_response import drained
+from drs_prom.scheduler.write.pod_condition import SCHEDULER_ERROR, UNSCHEDULABLE, not_scheduled_patch
+from drs_prom.scheduler.write.volume_prebind import GONE, VolumePreBinder, failure_message, plan_for
+from drs_prom.scheduler.write.workers import WorkerPool
+from drs_prom.scheduler.write.write_limits import WriteLimits
+from drs_prom.scheduler.write.write_process import RemoteWriter
+from drs_prom.signals.state import MetricsSource
+from drs_prom.stores.journal import NODE_KEYS, Decision, Journal, node_entries_from_values
+from drs_prom.types import KubeClient, NodeInfo, PodRequest
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,7 @@ class Scheduler:
     def __init__(
         self,
         settings: Settings,
-        api_client: Any,
+        api_client: KubeClient,
         *,
         source: MetricsSource | None = None,
         policy: Policy | None = None,
@@ -80,7 +82,7 @@ class Scheduler:
         model_loader: Callable[[], Policy | None] | None = None,
         bind_workers: int | None = None,
         serve_http: bool = True,
-        recorder: Any = None,
+        recorder: BindRecorder | None = None,
         pipelined: bool = True,
     ) -> None:
         from kubernetes import client
@@ -170,7 +172,7 @@ class Scheduler:
             return None
         store = None
         if r.rollback.enabled:
-            from drs_prom.model_store import ModelStore
+            from drs_prom.stores.model_store import ModelStore
 
             store = ModelStore(self.settings.retrain.model_store, self.settings.retrain.keep_versions)
         return RolloutWatcher(
@@ -290,7 +292,7 @@ class Scheduler:
         mask = view.feasible(req)
         if not mask.any():
             result = view.filter_result(req)
-            msg = filters.failure_message(result) + self.preemptor.attempt(pod, req, view, result, own)
+            msg = chain.failure_message(result) + self.preemptor.attempt(pod, req, view, result, own)
             self.metrics.unschedulable.inc()
             for what in result.refused:  # refused, not guessed: counted by what drs-prom cannot check
                 self.metrics.unsupported.labels(what).inc()
@@ -323,29 +325,28 @@ class Scheduler:
         plan = plan_for(req, view.near().storage, nodes[choice.index]) if req.claims else None
         self.metrics.attempt_latency.observe(time.monotonic() - t0)
         self.cache.assume(
-            item.uid, node, req.cpu_m, req.mem_bytes, interpod.record_of(req, node), expected=choice.expected
+            item.uid, node, req.cpu_m, req.mem_bytes, placed.record_of(req, node), expected=choice.expected
         )
-        decided = time.monotonic()
-        args = (item, pod, req, demand.demand, node, nodes, feasible, choice, requests, decided)
+        decided = DecidedPod(item, pod, req, demand.demand, node, nodes, feasible, choice, requests, time.monotonic())
         if plan is not None:  # claims waiting for their first consumer bind first (VolumeBinding PreBind)
             if not isinstance(plan, str):
                 self.cache.reserve_volumes({v.name: (c.namespace, c.name) for c, v in plan.static})
-            self._volume_pool.submit(self._prebind, plan, nodes[choice.index], args)
+            self._volume_pool.submit(self._prebind, plan, nodes[choice.index], decided)
             return "binding"
         if self._pipelined:  # the next pod is decided while this one's bind is written
-            self._pool.submit(self._bind, *args)
+            self._pool.submit(self._bind, decided)
         else:
-            self._bind(*args)
+            self._bind(decided)
         return "binding"
 
     def _candidates(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows the policy sees and their feasibility: every node looked at until enough
         feasible ones were found (all nodes in clusters under 100), in table order."""
         n = len(mask)
-        k = filters.nodes_to_score(n, self.cfg.percentage_of_nodes_to_score)
+        k = sampling.nodes_to_score(n, self.cfg.percentage_of_nodes_to_score)
         if k >= n:
             return np.arange(n), mask
-        found, processed = filters.sample_feasible(mask, k, self._next_start)
+        found, processed = sampling.sample_feasible(mask, k, self._next_start)
         start = self._next_start % n
         self._next_start = (start + processed) % n
         rows = np.sort((np.arange(processed) + start) % n)
@@ -392,10 +393,10 @@ class Scheduler:
         self._limits.events.wait()
         binder.emit_event(self._post, pod, reason, message, self.cfg.scheduler_name, kind)
 
-    def _prebind(self, plan: Any, node: NodeInfo, args: tuple[Any, ...]) -> None:
+    def _prebind(self, plan: Plan | str, node: NodeInfo, decided: DecidedPod) -> None:
         """Bind the pod's waiting claims on ``node``, wait for them, then bind the pod; on failure the
         pod gets kube-scheduler's PreBind FailedScheduling message and is retried with backoff."""
-        item, pod = args[0], args[1]
+        item, pod = decided.item, decided.pod
         reserved = [v.name for _, v in plan.static] if not isinstance(plan, str) else []
         try:
             if not self.is_leader():  # fencing: lost the lease since the decision
@@ -412,7 +413,7 @@ class Scheduler:
         finally:
             self.cache.release_volumes(reserved)
         if why is None:
-            self._bind(*args)
+            self._bind(decided)
             return
         if why == GONE or self._stop.is_set():  # deleted, bound elsewhere, or this scheduler stops
             self.cache.forget(item.uid)
@@ -425,19 +426,8 @@ class Scheduler:
         self._submit_event(pod, "FailedScheduling", msg, "Warning")
         self._mark_not_scheduled(item, pod, not_scheduled_patch(pod, SCHEDULER_ERROR, msg, time.time()))
 
-    def _bind(
-        self,
-        item: QueuedPod,
-        pod: dict[str, Any],
-        req: Any,
-        demand: tuple[float, ...],
-        node: str,
-        nodes: list[NodeInfo],
-        feasible: np.ndarray,
-        choice: Choice,
-        requests: np.ndarray,
-        decided: float,
-    ) -> None:
+    def _bind(self, decided: DecidedPod) -> None:
+        item, pod, req, node, choice = decided.item, decided.pod, decided.req, decided.node, decided.choice
         try:
             if not self.is_leader():  # fencing: lost the lease since the decision
                 self.cache.forget(item.uid)
@@ -450,9 +440,9 @@ class Scheduler:
             self.metrics.binds.labels(outcome).inc()
             if outcome == binder.BOUND:
                 self.metrics.latency.observe(acked - item.first_seen)
-                self._observe_stages(item, decided, sent, acked)
+                self._observe_stages(item, decided.decided, sent, acked)
                 self.queue.done(item, scheduled=True)
-                names = [n.name for n in nodes]
+                names = decided.names
                 self._submit_event(
                     pod,
                     "Scheduled",
@@ -460,7 +450,7 @@ class Scheduler:
                     + f"; {arm_text(choice, names)}",
                 )
                 if self.recorder is not None:
-                    self.recorder.record(req, demand, node, names)
+                    self.recorder.record(req, decided.demand, node, names)
             elif outcome in (binder.CONFLICT, binder.GONE):
                 log.info("%s: bind to %s: %s (%s)", item.key, node, outcome, detail)
                 self.cache.forget(item.uid)
@@ -470,7 +460,7 @@ class Scheduler:
                 log.warning("%s: bind to %s failed: %s; retrying", item.key, node, detail)
                 self.cache.forget(item.uid)
                 self.queue.done(item, scheduled=False)
-            self._journal(req, demand, node, nodes, feasible, choice, outcome, requests)
+            self._journal(decided, outcome)
         except Exception:
             log.exception("binding %s failed unexpectedly; retrying", item.key)
             self.cache.forget(item.uid)
@@ -490,7 +480,7 @@ class Scheduler:
 
     @staticmethod
     def _scheduled_message(
-        req: Any, node: str, names: list[str], scores: np.ndarray, policy: Policy, reason: str | None
+        req: PodRequest, node: str, names: list[str], scores: np.ndarray, policy: Policy, reason: str | None
     ) -> str:
         ranked = np.argsort(-scores, kind="stable")
         order = ranked[np.isfinite(scores[ranked])][:3].tolist()
@@ -504,30 +494,27 @@ class Scheduler:
         self.metrics.journal_failures.inc(rows)
         self._journal_log.warn("journal", "journal append failed (%d rows), binding continues: %s", rows, exc)
 
-    def _journal(
-        self,
-        req: Any,
-        demand: tuple[float, ...],
-        node: str,
-        nodes: list[NodeInfo],
-        feasible: np.ndarray,
-        choice: Choice,
-        outcome: str,
-        requests: np.ndarray,
-    ) -> None:
-        """One journal row, built and written by the journal's writer thread; ``nodes`` are
-        the NodeInfo the pod was filtered and scored on and ``requests`` their requests and
-        allocatable as of that moment (NODE_REQUEST_COLUMNS), so retraining rebuilds the
-        model's exact input."""
+    def _journal(self, decided: DecidedPod, outcome: str) -> None:
+        """One journal row, built and written by the journal's writer thread: the nodes the pod was filtered and
+        scored on, with their requests and allocatable as of that moment (NODE_REQUEST_COLUMNS), so retraining
+        rebuilds the model's exact input."""
         if self.journal is None:
             return
+        req, demand, node, feasible, requests = (
+            decided.req,
+            decided.demand,
+            decided.node,
+            decided.feasible,
+            decided.requests,
+        )
+        choice = decided.choice
         scores, policy, reason = choice.scores, choice.policy, choice.reason
         model_version = (policy.version or None) if reason is None else None
         shadow = choice.shadow
 
         def row() -> Decision:
             order = np.argsort(~np.asarray(feasible, dtype=bool), kind="stable").tolist()  # feasible first
-            names = [n.name for n in nodes]
+            names = decided.names
 
             def aligned(v: np.ndarray) -> list[float | None]:
                 return [x if math.isfinite(x) else None for x in np.asarray(v, dtype=np.float64)[order].tolist()]

@@ -1,4 +1,4 @@
-"""The scheduler's metric families (SchedulerMetrics, RolloutMetrics); drs_prom.scheduler.http_server serves them.
+"""The scheduler's metric families (SchedulerMetrics, RolloutMetrics); drs_prom.scheduler.http.server serves them.
 
 Each Scheduler gets its own CollectorRegistry (tests run several in one process).
 """
@@ -105,7 +105,7 @@ class SchedulerMetrics:
 
 
 class RolloutMetrics:
-    """Shadow/canary comparison, guardrails and automatic rollback (drs_prom.scheduler.rollout)."""
+    """Shadow/canary comparison, guardrails and automatic rollback (drs_prom.scheduler.decision.rollout)."""
 
     def __init__(self, r: CollectorRegistry) -> None:
         self.comparisons = Counter(

@@ -10,16 +10,30 @@ import logging
 import signal
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 from drs_prom.config import Settings
 from drs_prom.errors import ConfigError, ModelError
 from drs_prom.scheduler.gc_pauses import freeze_startup_heap
+from drs_prom.types import KubeClient
+
+if TYPE_CHECKING:  # built on demand: a command imports only what it runs
+    from drs_prom.policies.contract import Policy
+    from drs_prom.scheduler.decision.decide import Decider
+    from drs_prom.scheduler.http.extender import ExtenderServer
+    from drs_prom.scheduler.loop import Scheduler
+    from drs_prom.scheduler.watch.cache import ClusterCache
+    from drs_prom.signals.prometheus import PrometheusSource
+    from drs_prom.stores.model_store import ModelWatcher
 
 log = logging.getLogger(__name__)
 
+LOAD: Literal["load"] = "load"
+"""``policy`` of the builders below: the configured model, or the version promoted in the model store."""
 
-def api_client(kubeconfig: str | None) -> Any:
+
+def api_client(kubeconfig: str | None) -> KubeClient:
     """Client from ``kubeconfig``, else in-cluster config, else ~/.kube/config; ConfigError if none."""
     from kubernetes import client, config
 
@@ -37,7 +51,7 @@ def api_client(kubeconfig: str | None) -> Any:
         ) from None
 
 
-def load_policy(settings: Settings) -> Any:
+def load_policy(settings: Settings) -> Policy | None:
     """The configured model as a Policy, built from the settings like every policy (drs_prom.registry),
     or None (logged) so the scheduler runs on its fallback."""
     from drs_prom.registry import PolicySpec, make_policy
@@ -49,17 +63,17 @@ def load_policy(settings: Settings) -> Any:
         return None
 
 
-def model_watcher(settings: Settings) -> Any:
+def model_watcher(settings: Settings) -> ModelWatcher:
     """Hot reload from the retraining model store: a promoted version replaces the running model."""
-    from drs_prom.model_store import ModelStore, ModelWatcher
     from drs_prom.registry import PolicySpec, stored_model_loader
+    from drs_prom.stores.model_store import ModelStore, ModelWatcher
 
     store = ModelStore(settings.retrain.model_store, settings.retrain.keep_versions)
     return ModelWatcher(store, stored_model_loader(PolicySpec.from_settings(settings)))
 
 
-def prometheus_source(settings: Settings, node_names: Any = None) -> Any:
-    from drs_prom.prometheus import PrometheusSource
+def prometheus_source(settings: Settings, node_names: Callable[[], list[str]] | None = None) -> PrometheusSource:
+    from drs_prom.signals.prometheus import PrometheusSource
 
     return PrometheusSource(settings.prometheus, expected_nodes=node_names)
 
@@ -85,33 +99,40 @@ def _wait_for_signal() -> None:
         pass
 
 
-def build_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any = "load", **kw: Any) -> Any:
-    from drs_prom.journal import open_journal
+def build_scheduler(
+    settings: Settings, kubeconfig: str | None = None, policy: Policy | Literal["load"] | None = LOAD, **kw: Any
+) -> Scheduler:
+    from drs_prom.scheduler.decision.pod_features import ObservedUsage
     from drs_prom.scheduler.loop import Scheduler, default_identity
-    from drs_prom.scheduler.pod_features import ObservedUsage
+    from drs_prom.stores.journal import open_journal
 
     client = api_client(kubeconfig)
     watcher = model_watcher(settings)
-    if policy == "load":
+    chosen: Policy | None
+    if policy == LOAD:
         # a version promoted in the model store wins over the configured file
-        policy = watcher.model if watcher.reload_if_changed() else load_policy(settings)
+        chosen = watcher.model if watcher.reload_if_changed() else load_policy(settings)
 
-        def model_loader() -> Any:
+        def model_loader() -> Policy | None:
             watcher.reload_if_changed()
             return watcher.model
 
         kw.setdefault("model_loader", model_loader)  # an explicitly given policy is never hot-swapped
+    else:
+        chosen = policy
     journal = open_journal(settings.scheduler.journal_path) if settings.scheduler.journal_path else None
     holder: dict[str, Any] = {}
     source = prometheus_source(settings, lambda: list(holder["s"].cache.nodes))
     observed = ObservedUsage(source.scalar)
     kw.setdefault("identity", default_identity())
-    sched = Scheduler(settings, client, source=source, policy=policy, journal=journal, observed=observed, **kw)
+    sched = Scheduler(settings, client, source=source, policy=chosen, journal=journal, observed=observed, **kw)
     holder["s"] = sched
     return sched
 
 
-def run_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any = "load") -> None:
+def run_scheduler(
+    settings: Settings, kubeconfig: str | None = None, policy: Policy | Literal["load"] | None = LOAD
+) -> None:
     """``policy``: "load" = the configured/promoted model; else a Policy object that decides instead
     (``drs-prom run --policy NAME``: a heuristic, as the testbed compares them on the live loop)."""
     sched = build_scheduler(settings, kubeconfig, policy=policy)
@@ -130,12 +151,17 @@ def run_scheduler(settings: Settings, kubeconfig: str | None = None, policy: Any
 
 
 def build_extender(
-    settings: Settings, listen: str, kubeconfig: str | None = None, use_cache: bool = True, policy: Any = "load"
-) -> Any:
-    from drs_prom.scheduler.cache import ClusterCache
-    from drs_prom.scheduler.decide import Decider
-    from drs_prom.scheduler.extender import Extender, ExtenderServer
+    settings: Settings,
+    listen: str,
+    kubeconfig: str | None = None,
+    use_cache: bool = True,
+    policy: Policy | Literal["load"] | None = LOAD,
+) -> tuple[ExtenderServer, Decider, ClusterCache | None]:
+    """The extender's server, its decider and its watch cache (None without one), not started."""
+    from drs_prom.scheduler.decision.decide import Decider
+    from drs_prom.scheduler.http.extender import Extender, ExtenderServer
     from drs_prom.scheduler.metrics import SchedulerMetrics
+    from drs_prom.scheduler.watch.cache import ClusterCache
 
     cache = None
     kube_api = api_client(kubeconfig) if (use_cache or settings.serving.authenticate_metrics) else None
@@ -144,10 +170,9 @@ def build_extender(
 
         cache = ClusterCache(scheduler_name="\0none")  # pods of any scheduler count for requests; none queued
         cache.start(kclient.CoreV1Api(kube_api))
-    if policy == "load":
-        policy = load_policy(settings)
+    chosen = load_policy(settings) if policy == LOAD else policy
     source = prometheus_source(settings, (lambda: list(cache.nodes)) if cache else None)
-    decider = Decider.from_settings(settings, SchedulerMetrics(), source=source, policy=policy)
+    decider = Decider.from_settings(settings, SchedulerMetrics(), source=source, policy=chosen)
     server = ExtenderServer(Extender(decider, cache), listen, settings.serving, kube_api)
     return server, decider, cache
 

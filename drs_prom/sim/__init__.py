@@ -5,7 +5,7 @@
 - ``cluster``   node capacities, running pods, contention slowdown, exact load integrals.
 - ``source``    ``SimSource``: a ``state.MetricsSource`` over the simulated cluster.
 - ``env``       ``SchedulingEnv``: reset/step per pod decision, ``run(policy)`` per episode.
-- ``step_reward`` a settled step as the reward's Outcome (drs_prom.reward), as retraining rebuilds it from history.
+- ``step_reward`` a settled step as the reward's Outcome (drs_prom.outcomes.reward), as retraining rebuilds it from history.
 - ``bench``     ``drs-prom bench`` / ``demo``; ``report`` holds its results, ``plot`` draws its PNG (plot -> report);
                 reference runs that read the future (not policies) are registered from outside the package.
 - ``serve``     a simulated cluster on the wall clock, scraped by a real Prometheus (exporters/ exposition).

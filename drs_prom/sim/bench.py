@@ -20,12 +20,12 @@ import numpy as np
 from drs_prom.agent import default_model_path
 from drs_prom.config import ObjectiveSettings
 from drs_prom.errors import ConfigError, DrsError
-from drs_prom.objectives import TERMS, composite_definition
-from drs_prom.policy import Policy
+from drs_prom.outcomes.objectives import TERMS, composite_definition
+from drs_prom.policies.contract import Policy
 from drs_prom.registry import HEURISTICS, LEARNED, TEACHERS, PolicySpec, make_policy, policies_by_name
+from drs_prom.sim.bench_plots import plot_report
 from drs_prom.sim.bench_results import METRICS, REFERENCE, BenchReport, PolicyRow, json_default
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv, policy_norm, scenario_spec
-from drs_prom.sim.plot import plot_report
 from drs_prom.sim.scenario import Scenario, load_scenario
 from drs_prom.sim.table import format_columns
 

@@ -1,6 +1,6 @@
 """What a benchmark run produced: per-policy episode results over seeds, and ratios to kube-default.
 
-Data only (no running, no plotting): drs_prom.sim.bench fills it, drs_prom.sim.plot draws it.
+Data only (no running, no plotting): drs_prom.sim.bench fills it, drs_prom.sim.bench_plots draws it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from drs_prom.config import ObjectiveSettings
-from drs_prom.objectives import OBJECTIVES
+from drs_prom.outcomes.objectives import OBJECTIVES
 from drs_prom.sim.env import EpisodeResult
 
 REFERENCE = "kube-default"

@@ -16,11 +16,12 @@ memory overcommit slows pods as swapping would.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from drs_prom.constraints.framework import NodeArrays
 from drs_prom.features import N_FEATURES
 from drs_prom.sim.scenario import Scenario, node_labels
 from drs_prom.sim.workload import Workload
@@ -77,6 +78,30 @@ class Nodes:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def infos(self) -> list[NodeInfo]:
+        """The nodes as the filters read them with nothing placed on them (what the NODE-stage filters read)."""
+        return [
+            NodeInfo(
+                name=name,
+                allocatable_cpu_m=acpu,
+                allocatable_mem_bytes=amem,
+                allocatable_pods=apods,
+                labels=labels,
+                taints=taints,
+                allocatable_scalar={k: int(v[i]) for k, v in self.alloc_scalar.items()} if self.alloc_scalar else {},
+            )
+            for i, (name, acpu, amem, apods, labels, taints) in enumerate(
+                zip(
+                    self.names,
+                    self.alloc_cpu_m.tolist(),
+                    self.alloc_mem.tolist(),
+                    self.alloc_pods.tolist(),
+                    self.labels,
+                    self.taints,
+                )
+            )
+        ]
 
 
 @dataclass
@@ -185,20 +210,19 @@ class Cluster:
             )
         ]
 
-    def fits_mask(self, cpu_m: int, mem_bytes: int, scalar: Sequence[tuple[str, int]] = ()) -> np.ndarray:
-        """NodeResourcesFit alone, vectorised: what filters.feasible_mask returns on nodes with no taints
-        or selectors (the env checks that equivalence and falls back to filters otherwise)."""
+    def arrays(self) -> NodeArrays:
+        """Allocatable and requested resources per node, as the filters' REQUESTS stage reads them."""
         nd = self.nodes
-        ok = self.pod_count + 1 <= nd.alloc_pods
-        if cpu_m > 0:
-            ok &= cpu_m <= nd.alloc_cpu_m - self.req_cpu_m
-        if mem_bytes > 0:
-            ok &= mem_bytes <= nd.alloc_mem - self.req_mem
-        for name, amount in scalar:
-            if amount > 0:
-                have = nd.alloc_scalar.get(name, np.zeros(len(nd), dtype=np.int64))
-                ok &= amount <= have - self.req_scalar.get(name, 0)
-        return ok
+        return NodeArrays(
+            nd.alloc_cpu_m,
+            nd.alloc_mem,
+            nd.alloc_pods,
+            self.req_cpu_m,
+            self.req_mem,
+            self.pod_count,
+            nd.alloc_scalar,
+            self.req_scalar,
+        )
 
     def _compute_rates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(speed of each running pod, used load per node (n, N_FEATURES), uncapped demand per node (n, N_FEATURES));

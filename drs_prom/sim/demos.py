@@ -10,8 +10,8 @@ import numpy as np
 from drs_prom.agent.model_inputs import N_CANDIDATE, candidate_matrix
 from drs_prom.agent.replay_buffer import NodeReplay
 from drs_prom.config import ObjectiveSettings, RewardSettings
-from drs_prom.policy import Policy, choose
-from drs_prom.recent_binds import RecentBinds
+from drs_prom.policies.contract import Policy, choose
+from drs_prom.policies.recent_binds import RecentBinds
 from drs_prom.sim.step_reward import step_reward
 
 Demos = tuple[np.ndarray, np.ndarray, np.ndarray]

@@ -8,10 +8,11 @@ Over 400 lines because the episode loop, its recorder and the per-step/episode r
         ctx, info, done = env.step(action)  # bind ctx.pod to node index `action`
 
 Decisions see exactly what production sees: ``SimSource.snapshot()`` -> ``state.node_matrix``
-for ``ctx.load``, ``state.pod_matrix`` for ``ctx.pod_load``, ``filters.feasible_mask`` for
-``ctx.feasible``, then, for the pods of a profile with a ``Placement``, the inter-pod filters
-(``interpod.neighbour_mask``: host ports, topology spread, pod anti-affinity, and for a ``volume_zones``
-profile VolumeBinding / VolumeZone on its bound claim) against the running pods, so no action offered breaks a constraint kube-scheduler would enforce.
+for ``ctx.load``, ``state.pod_matrix`` for ``ctx.pod_load``, and the live scheduler's filter chain
+(``chain.feasible``) for ``ctx.feasible``: the NODE stage cached per pod key, NodeResourcesFit over the
+cluster's arrays, and, for the pods of a profile with a ``Placement``, the filters that read the running
+pods (host ports, topology spread, pod anti-affinity, and for a ``volume_zones`` profile VolumeBinding /
+VolumeZone on its bound claim), so no action offered breaks a constraint kube-scheduler would enforce.
 
 Settling (the reward's "5 s later", DRS): ``info.load_after`` is the load the metrics
 would show ``settle_seconds`` after the bind in a look-ahead copy of the cluster where
@@ -36,23 +37,30 @@ from functools import cached_property, partial
 import numpy as np
 
 from drs_prom.config import Normalisation, ObjectiveSettings
-from drs_prom.filters import feasible_mask
-from drs_prom.interpod import needs_neighbours, neighbour_mask
-from drs_prom.link_capacity import full_matrix
-from drs_prom.objectives import EpisodeObjectives, Integrals, composite, demand_fraction, episode_objectives, horizon
-from drs_prom.objectives import segment as objective_segment
-from drs_prom.policy import DecisionContext, Policy, choose, input_scales
+from drs_prom.constraints import chain
+from drs_prom.constraints.framework import ClusterHints
+from drs_prom.constraints.placed import EMPTY, Neighbours
+from drs_prom.outcomes.objectives import (
+    EpisodeObjectives,
+    Integrals,
+    composite,
+    demand_fraction,
+    episode_objectives,
+    horizon,
+)
+from drs_prom.outcomes.objectives import segment as objective_segment
+from drs_prom.outcomes.reward import composite_reward, cpu_mem_utilisation
+from drs_prom.policies.contract import DecisionContext, Policy, choose, input_scales
+from drs_prom.policies.resident import ResidentLoad
 from drs_prom.registry import PolicySpec, configured_spec, make_policy
-from drs_prom.resident import ResidentLoad
-from drs_prom.reward import composite_reward, cpu_mem_utilisation
+from drs_prom.signals.link_capacity import full_matrix
+from drs_prom.signals.state import node_matrix, pod_matrix, scales
 from drs_prom.sim.cluster import Cluster, Nodes
 from drs_prom.sim.neighbours import has_interpod, sim_neighbours
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.source import SimSource
 from drs_prom.sim.workload import Workload, generate
 from drs_prom.sim.zonal_volumes import workload_storage
-from drs_prom.state import node_matrix, pod_matrix, scales
-from drs_prom.types import NodeInfo, PodRequest
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ class StepInfo:
         return cpu_mem_utilisation(self._settled[1])
 
     def composite_reward(self, settings: ObjectiveSettings | None = None) -> float:
-        """The default reward of this step: its share of minus the composite score (drs_prom.reward)."""
+        """The default reward of this step: its share of minus the composite score (drs_prom.outcomes.reward)."""
         return composite_reward([p.slowdown for p in self.finished], self.span, self.n_pods, self.horizon, settings)
 
 
@@ -257,8 +265,7 @@ class SchedulingEnv:
         self.ctx: DecisionContext | None = None
         # the value of ctx.load at which each node's resource is full (cpu/mem are fractions of the node)
         self._full = full_matrix(self.nodes.capacity[:, 2:], scales(self.norm))
-        self._no_taints = not any(self.nodes.taints)
-        self._plain = self._no_taints and not any(p.node_selector for p in scenario.profiles.values())
+        self._static = chain.StaticMasks(self.nodes.infos())  # nodes never change within a scenario
         self._interpod = False
 
     @property
@@ -273,7 +280,6 @@ class SchedulingEnv:
         self.episode_seed = int(seed)
         self.workload: Workload = generate(self.scenario, self.episode_seed)
         self.cluster = Cluster(self.nodes, self.workload, metric_window=self.scenario.metric_window_seconds)
-        self._plain = self._no_taints and not self.workload.constrained
         self._interpod = has_interpod(self.workload)  # else the inter-pod filters have nothing to check
         self._storage = workload_storage(self.workload)  # the volume_zones pods' bound claims
         self.source = SimSource(self.cluster)
@@ -371,7 +377,7 @@ class SchedulingEnv:
 
     def _settle(self, look: Cluster, until: float) -> tuple[np.ndarray, np.ndarray]:
         """Advance the look-ahead copy to ``until`` with no further binds and read it like the metrics would:
-        normalised, and raw as rebuilt history reads it (drs_prom.reward)."""
+        normalised, and raw as rebuilt history reads it (drs_prom.outcomes.reward)."""
         while look.t < until - 1e-9:
             look.advance(until)
         features = SimSource(look).snapshot().features  # frame is in node order
@@ -379,15 +385,11 @@ class SchedulingEnv:
 
     def _context(self, pod: int) -> DecisionContext | None:
         req = self.workload.pod_request(pod)
-        nodes = self.cluster.node_infos()
-        if self._plain:  # no taints, selectors or affinity anywhere: only NodeResourcesFit can fail
-            mask = self.cluster.fits_mask(req.cpu_m, req.mem_bytes, req.scalar)
-        else:
-            mask = feasible_mask(req, nodes)
-        if self._interpod and mask.any():
-            mask = self._neighbour_mask(req, nodes, mask)
+        near, hints = self._placed()
+        mask = chain.feasible(req, self._static, self.cluster.arrays(), near, hints)
         if not mask.any():
             return None
+        nodes = self.cluster.node_infos()
         snap = self.source.snapshot()
         load = node_matrix(snap.features, self.norm)  # SimSource frames are in node order
         assert req.demand is not None
@@ -404,15 +406,14 @@ class SchedulingEnv:
             ended=self.resident.ended(self.node_names, self.cluster.t),
         )
 
-    def _neighbour_mask(self, req: PodRequest, nodes: list[NodeInfo], mask: np.ndarray) -> np.ndarray:
-        """NodePorts, the volume filters, PodTopologySpread and InterPodAffinity on top of ``mask``, against the
-        running pods and the workload's claims, as the live scheduler checks them (interpod.neighbour_mask); unchanged when none of them has work for ``req``."""
+    def _placed(self) -> tuple[Callable[[], Neighbours], ClusterHints]:
+        """The running pods as the PLACED-stage filters read them (interpod ones: only pods of a profile with a
+        ``Placement`` carry labels, ports, terms or claims), and whether one of them has required anti-affinity."""
+        if not self._interpod:
+            return lambda: EMPTY, chain.NO_HINTS
         c = self.cluster
         near = sim_neighbours(self.workload, c.running, c.node_of, self.node_names, self._storage)
-        existing_anti = near.has_anti_affinity()
-        if not needs_neighbours(req, existing_anti):
-            return mask
-        return neighbour_mask(req, nodes, near, mask, existing_anti)
+        return lambda: near, ClusterHints(near.has_anti_affinity())
 
     def _advance_to_decision(self) -> DecisionContext | None:
         c, wl = self.cluster, self.workload
@@ -521,7 +522,7 @@ class SchedulingEnv:
 
 
 def policy_norm(policy: Policy, scenario: Scenario) -> Normalisation:
-    """The scales a policy sees in the simulator: drs_prom.policy.input_scales over the scenario's."""
+    """The scales a policy sees in the simulator: drs_prom.policies.contract.input_scales over the scenario's."""
     return input_scales(policy, scenario.norm)
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from drs_prom.interpod import Neighbours
+from drs_prom.constraints.placed import Neighbours
+from drs_prom.constraints.volumes import NO_STORAGE, Storage
 from drs_prom.sim.placement import Placement
 from drs_prom.sim.workload import Workload, placement_fields
 from drs_prom.types import PodRecord
-from drs_prom.volumes import NO_STORAGE, Storage
 
 
 def has_interpod(workload: Workload) -> bool:

@@ -1,7 +1,7 @@
 """The simulator's part of a retraining run (drs_prom.retrain.candidate.RetrainSimulator).
 
 Replay experience of the model being trained, and the gate's seeded simulator score.
-Built by drs_prom.retrain_job and handed to ``retrain.retrain_run.run_once``, so retraining does
+Built by drs_prom.ops.retrain_job and handed to ``retrain.retrain_run.run_once``, so retraining does
 not import the simulator. The scenario (``retrain.sim_scenario`` cut to
 ``sim_benchmark_pods`` pods unless one is given) is loaded on first use.
 """
@@ -19,11 +19,10 @@ from drs_prom.agent.model_inputs import candidate_matrix
 from drs_prom.agent.numpy_policy import Layers
 from drs_prom.agent.replay_buffer import NodeReplay
 from drs_prom.config import Settings
-from drs_prom.journal import Decision
-from drs_prom.objectives import score_episode
-from drs_prom.paired_stats import best_reference, relative_interval
-from drs_prom.policy import DecisionContext, Policy, input_scales
-from drs_prom.recent_binds import RecentBinds
+from drs_prom.outcomes.objectives import score_episode
+from drs_prom.outcomes.paired_stats import best_reference, relative_interval
+from drs_prom.policies.contract import DecisionContext, Policy, input_scales
+from drs_prom.policies.recent_binds import RecentBinds
 from drs_prom.registry import PolicySpec, make_candidate_policy, make_policy
 from drs_prom.retrain.rebuild import NodeHistory
 from drs_prom.sim.cluster import Nodes
@@ -32,6 +31,7 @@ from drs_prom.sim.env import EpisodeResult, SchedulingEnv
 from drs_prom.sim.scenario import Scenario, load_scenario
 from drs_prom.sim.step_reward import step_reward
 from drs_prom.sim.twin import TwinError, twin_scenario
+from drs_prom.stores.journal import Decision
 
 
 def benchmark_scenario(settings: Settings) -> Scenario:
@@ -83,7 +83,7 @@ class SimulatorChecks:
         return PolicySpec.from_settings(self.settings).with_window_at_least(self.scenario.metric_window_seconds)
 
     def _episode(self, policy: Policy, seed: int, on_step: Any = None) -> EpisodeResult:
-        """One run of ``policy`` on the settings' scales as serving reads them (drs_prom.policy.input_scales)."""
+        """One run of ``policy`` on the settings' scales as serving reads them (drs_prom.policies.contract.input_scales)."""
         env = SchedulingEnv(self.scenario, seed=seed, norm=input_scales(policy, self.settings.normalisation))
         return env.run(policy, seed=seed, on_step=on_step)
 
@@ -107,7 +107,7 @@ class SimulatorChecks:
     def versus_best_heuristic(self, layers: Layers, head: dict[str, Any] | None = None) -> dict[str, Any]:
         """The candidate against the best of ``retrain.gate_heuristics`` on ``retrain.gate_seeds`` paired seeds:
         the heuristic with the lowest mean composite and the paired interval of (candidate - it) / it
-        (drs_prom.paired_stats.relative_interval, as the bench reports it)."""
+        (drs_prom.outcomes.paired_stats.relative_interval, as the bench reports it)."""
         settings, seeds = self.settings, self.gate_seeds()
         composites: dict[str, dict[int, float]] = {}
         for name in settings.retrain.gate_heuristics:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 
 from drs_prom.features import FEATURES
+from drs_prom.signals.state import NodeSnapshot
 from drs_prom.sim.cluster import Cluster
-from drs_prom.state import NodeSnapshot
 
 
 class SimSource:

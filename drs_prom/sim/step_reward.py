@@ -1,13 +1,13 @@
 """The reward of one settled simulator step: training, the twin and retraining's simulator checks read it here.
 
 The step becomes the same ``Outcome`` that retraining rebuilds from the journal and Prometheus
-history (drs_prom.retrain.rebuild), and both go through ``drs_prom.reward.settled_reward``.
+history (drs_prom.retrain.rebuild), and both go through ``drs_prom.outcomes.reward.settled_reward``.
 """
 
 from __future__ import annotations
 
 from drs_prom.config import ObjectiveSettings, RewardSettings
-from drs_prom.reward import Outcome, settled_reward
+from drs_prom.outcomes.reward import Outcome, settled_reward
 from drs_prom.sim.env import StepInfo
 
 

@@ -2,7 +2,7 @@
 
 Per scenario, each seed's workload is generated once and every policy replays it (run_bench),
 so per-seed differences are paired. The suite ranks policies by the composite score
-(drs_prom.objectives) and, for every policy, reports the paired difference of its
+(drs_prom.outcomes.objectives) and, for every policy, reports the paired difference of its
 composite to the *best baseline* of that scenario (the heuristic with the lowest mean
 composite, the policy itself excluded) with a 95 % Student-t confidence interval over
 seeds: a learned policy "wins" a scenario only if that interval is below zero. The candidate
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from drs_prom.errors import ConfigError
-from drs_prom.objectives import OBJECTIVES
-from drs_prom.paired_stats import paired_ci
+from drs_prom.outcomes.objectives import OBJECTIVES
+from drs_prom.outcomes.paired_stats import paired_ci
 from drs_prom.registry import HEURISTICS
 from drs_prom.sim.bench import LEARNED, REFERENCE, BenchReport, model_builder, reference_names
 from drs_prom.sim.bench_results import json_default
@@ -308,7 +308,7 @@ def format_scenario(summary: dict) -> str:
 def write_suite(result: SuiteResult, out_dir: str | Path) -> Path:
     """suite.json, suite.md (the summary and one objectives table per scenario) and one Pareto PNG per
     scenario (pareto-<scenario>.png)."""
-    from drs_prom.sim.plot import plot_pareto
+    from drs_prom.sim.bench_plots import plot_pareto
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -15,12 +15,12 @@ import numpy as np
 
 from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, candidate_matrix
 from drs_prom.features import N_FEATURES
-from drs_prom.journal import JOURNAL_SCHEMA, Decision, node_entries
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policies.contract import DecisionContext, choose
 from drs_prom.retrain.rebuild import NodeHistory
 from drs_prom.sim.backfill import NodeSpec
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import Scenario
+from drs_prom.stores.journal import JOURNAL_SCHEMA, Decision, node_entries
 
 
 @dataclass

@@ -47,9 +47,9 @@ import numpy as np
 from drs_prom.config import Normalisation
 from drs_prom.errors import DrsError
 from drs_prom.features import N_FEATURES
-from drs_prom.journal import Decision
 from drs_prom.retrain.rebuild import NodeHistory
 from drs_prom.sim.scenario import QUANTITY_KEYS, Scenario
+from drs_prom.stores.journal import Decision
 
 OTHER = "other"
 SET_LABEL = "drs.io/twin-set-"

@@ -3,7 +3,7 @@
 Per scenario: the best heuristic is the heuristic with the lowest mean composite over the
 seeds the candidate ran; the candidate's paired-by-seed 95 % interval of
 (candidate - best heuristic) / best heuristic on the composite
-(drs_prom.paired_stats.relative_interval); "harm" when the candidate's mean composite is above
+(drs_prom.outcomes.paired_stats.relative_interval); "harm" when the candidate's mean composite is above
 1.02x kube-default's or its mean p95 slowdown above 1.05x; "inferior" when the interval's upper
 end is above +3 %. ``run_judged`` with ``seeds=None`` (``--seeds auto``) adds seeds until the
 interval's half-width is within +-2 % (at least 10, at most 100 seeds).
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drs_prom.paired_stats import (
+from drs_prom.outcomes.paired_stats import (
     AUTO_MIN_SEEDS,
     Interval,
     best_reference,
@@ -145,7 +145,7 @@ def run_judged(
     note: Callable[[str], None] | None = None,
 ) -> BenchReport:
     """run_bench on ``seeds``, or with ``seeds=None`` on 0..n-1 with n grown until the candidate's interval
-    against the best heuristic is within +-2 % (drs_prom.paired_stats.seeds_wanted: 10 to 100 seeds).
+    against the best heuristic is within +-2 % (drs_prom.outcomes.paired_stats.seeds_wanted: 10 to 100 seeds).
     Without the candidate in ``policies`` (or when it cannot run) auto stops at 10 seeds."""
     if seeds is not None:
         return run_bench(scenario, seeds, policies, builder, progress=progress, spec=spec)

@@ -2,17 +2,17 @@
 
 A stateful replica's PersistentVolume lives in one zone (a cloud disk), so the pod may run only on nodes of that
 zone: kube-scheduler's VolumeBinding (the PV's required node affinity) and VolumeZone (its zone label) say so.
-The simulator hands the live scheduler's own volume filters (``drs_prom.volumes``) a ``Storage`` holding every
+The simulator hands the live scheduler's own volume filters (``drs_prom.constraints.volumes``) a ``Storage`` holding every
 such pod's claim and volume, so the same code decides in bench, training and production; the testbed's driver
 creates the same objects on the apiserver (``testbed.zonal_claims``).
 """
 
 from __future__ import annotations
 
+from drs_prom.constraints.volumes import NO_STORAGE, Storage
 from drs_prom.sim.placement import ZONE_LABEL, claim_name
 from drs_prom.sim.workload import Workload
 from drs_prom.types import ClaimInfo, NodeSelectorRequirement, NodeSelectorTerm, VolumeInfo
-from drs_prom.volumes import NO_STORAGE, Storage
 
 STORAGE_CLASS = "drs-zonal"
 """storageClassName of the claims and volumes (already bound to each other, so no provisioner reads it)."""

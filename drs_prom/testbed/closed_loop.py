@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom import link_capacity
 from drs_prom.errors import ConfigError
-from drs_prom.scheduler.kube_response import drained
+from drs_prom.scheduler.write.kube_response import drained
+from drs_prom.signals import link_capacity
 from drs_prom.sim.cluster import Nodes
+from drs_prom.sim.live_cluster import LiveCluster, SimExporter
 from drs_prom.sim.scenario import Scenario
-from drs_prom.sim.serve import LiveCluster, SimExporter
 from drs_prom.sim.workload import Workload, generate
 from drs_prom.testbed import judge, violations, zonal_claims
 from drs_prom.testbed.controlplane import TESTBED_TAINT, ControlPlane

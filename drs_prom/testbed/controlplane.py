@@ -39,8 +39,8 @@ from typing import Any
 
 import yaml
 
-from drs_prom.scheduler.kube import kube_timestamp
-from drs_prom.scheduler.kube_response import drained
+from drs_prom.scheduler.watch.kube import kube_timestamp
+from drs_prom.scheduler.write.kube_response import drained
 from drs_prom.testbed.build import ControlPlaneError, find_bin_dir, how_to_build, missing_binaries
 from drs_prom.testbed.controllers import DEFAULT_CONTROLLERS, start_controller_manager
 from drs_prom.testbed.pki import kubeconfig as _kubeconfig

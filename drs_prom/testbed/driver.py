@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drs_prom.features import FEATURES
-from drs_prom.scheduler.kube import PROFILE_ANNOTATION
-from drs_prom.scheduler.kube_response import drained
-from drs_prom.scheduler.pod_features import DEMAND_ANNOTATION
+from drs_prom.scheduler.decision.pod_features import DEMAND_ANNOTATION
+from drs_prom.scheduler.watch.kube import PROFILE_ANNOTATION
+from drs_prom.scheduler.write.kube_response import drained
 from drs_prom.sim.placement import Placement, claim_name
 from drs_prom.sim.workload import PROFILE_LABEL, Workload
 from drs_prom.testbed import zonal_claims

@@ -26,7 +26,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from drs_prom.scheduler.kube_response import drained
+from drs_prom.scheduler.write.kube_response import drained
 from drs_prom.sim.scenario import Scenario
 from drs_prom.testbed.closed_loop import RunContext, Testbed, workload_for
 from drs_prom.testbed.schedulers import DRS, DRS_SCHEDULER_NAME

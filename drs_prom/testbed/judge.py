@@ -1,7 +1,7 @@
 """Judging a closed-loop run from what the real components recorded, never the simulator's counters.
 
 Node metrics come from the run's Prometheus (``query_range`` over the run, the project's own
-feature queries from drs_prom.promql on a window of four scrapes); pod times come from the
+feature queries from drs_prom.signals.promql on a window of four scrapes); pod times come from the
 apiserver (the driver's ``drs.io/created-at`` and the twin kubelet's ``drs.io/finished-at``).
 The per-step numbers are the benchmark's definitions applied to those series:
 
@@ -10,7 +10,7 @@ The per-step numbers are the benchmark's definitions applied to those series:
 * utilisation: per step, the mean over nodes and features of used / node capacity, averaged;
 * hot_node_time: the fraction of node-steps in which some resource is at >= HOT_THRESHOLD of the
   node's capacity (the node is saturated and its pods are about to contend); this project's
-  definition until drs_prom/objectives.py (learning-sim) defines one;
+  definition until drs_prom/outcomes/objectives.py (learning-sim) defines one;
 * completion: finish - creation, in simulated seconds ((wall) x speed); slowdown: completion /
   the pod's full-speed work; p95 of each over completed pods.
 """
@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom import promql
 from drs_prom.config import Normalisation
 from drs_prom.features import FEATURES
+from drs_prom.signals import promql
+from drs_prom.signals.state import scales
 from drs_prom.sim.cluster import Nodes
-from drs_prom.state import scales
 from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION, WORK_ANNOTATION
 from drs_prom.testbed.prom_server import PrometheusProc
 

@@ -2,7 +2,7 @@
 
 It watches the run's namespace. A pod that appears with ``spec.nodeName`` is admitted like a
 kubelet would (the node's allocatable minus what already runs there, its taints and the
-pod's selector, through drs_prom.filters): admitted pods go into ``LiveCluster`` with their
+pod's selector, through drs_prom.constraints.filters): admitted pods go into ``LiveCluster`` with their
 true demand and work (annotations the workload driver wrote) and are marked Running; a pod
 bound where it cannot run is counted ``infeasible`` and marked Failed (OutOfcpu-style, as a
 kubelet does). When the simulator completes a pod, the twin marks it Succeeded. Start and
@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from drs_prom import filters
-from drs_prom.scheduler import kube
-from drs_prom.scheduler.kube_response import drained
-from drs_prom.sim.serve import LiveCluster
+from drs_prom.constraints import chain
+from drs_prom.scheduler.watch import kube
+from drs_prom.scheduler.write.kube_response import drained
+from drs_prom.sim.live_cluster import LiveCluster
 from drs_prom.types import NodeInfo, Taint
 
 log = logging.getLogger(__name__)
@@ -221,7 +221,7 @@ class TwinKubelet:
                 self._queue_status(name, self._failed(f"node {node} is not one of the testbed's nodes"))
                 return
             req = kube.to_pod_request(pod)
-            reasons = filters.check(req, self._node_info(node))
+            reasons = chain.node_reasons(req, self._node_info(node))
             if reasons:
                 self.stats.infeasible.append(name)
                 self._queue_status(name, self._failed("; ".join(reasons)))

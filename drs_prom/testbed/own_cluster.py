@@ -38,12 +38,10 @@ import numpy as np
 from drs_prom.agent import load_model
 from drs_prom.agent.persistence import model_policy
 from drs_prom.config import Settings
-from drs_prom.journal import Journal
-from drs_prom.model_store import MODEL_FILE, ModelStore
-from drs_prom.objectives import score_episode
-from drs_prom.prometheus import PrometheusSource
+from drs_prom.outcomes.objectives import score_episode
 from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.retrain.retrain_run import run_once
+from drs_prom.signals.prometheus import PrometheusSource
 from drs_prom.sim.backfill import create_blocks, write_openmetrics
 from drs_prom.sim.bench import run_bench
 from drs_prom.sim.env import scenario_spec
@@ -51,6 +49,8 @@ from drs_prom.sim.generator import EVAL_SEED_BASE, TRAIN_SEEDS, generate_scenari
 from drs_prom.sim.retrain_checks import SimulatorChecks
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.trace import journal_rows, run_sim
+from drs_prom.stores.journal import Journal
+from drs_prom.stores.model_store import MODEL_FILE, ModelStore
 from drs_prom.testbed.prom_server import start_prometheus
 
 CLUSTER_SEED = 8_000_000

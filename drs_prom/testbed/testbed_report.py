@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from drs_prom.objectives import TERMS
-from drs_prom.paired_stats import relative_interval
+from drs_prom.outcomes.objectives import TERMS
+from drs_prom.outcomes.paired_stats import relative_interval
 from drs_prom.sim.bench_results import json_default
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.table import format_columns
@@ -103,7 +103,7 @@ def versus_reference(per: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict
     """scheduler -> metric -> the paired 95 % interval of (scheduler - kube-scheduler) / mean(kube-scheduler).
 
     The seeds are the same workloads, so the per-seed differences are paired, as ``bench`` judges composites
-    (drs_prom.paired_stats.relative_interval). A ratio of means over three seeds hides how far it can move:
+    (drs_prom.outcomes.paired_stats.relative_interval). A ratio of means over three seeds hides how far it can move:
     the real kube-scheduler itself lands a few per cent apart on the same seed from run to run, and the t
     quantile at two degrees of freedom is 4.3. The interval says which comparisons the run can decide.
     """
@@ -281,7 +281,7 @@ def _plot(series: dict[str, Any], path: Path, scenario: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from drs_prom.sim.plot import policy_styles
+    from drs_prom.sim.bench_plots import policy_styles
 
     styles = policy_styles(list(series))
     fig, (a, b) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)

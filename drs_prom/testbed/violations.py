@@ -34,8 +34,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from drs_prom import filters, interpod, volumes
-from drs_prom.scheduler import kube, kube_storage
+from drs_prom.constraints import matching, volumes
+from drs_prom.constraints.plugins import node_affinity, node_ports, taint_toleration
+from drs_prom.scheduler.watch import kube, kube_storage
 from drs_prom.testbed.kubelet import FINISHED_ANNOTATION, STARTED_ANNOTATION
 from drs_prom.types import NodeInfo, PodRequest
 
@@ -111,7 +112,7 @@ def _rejected_for_extended(pod: Mapping[str, Any]) -> bool:
 
 def _matches(term_selector: Any, namespaces: frozenset[str], owner_ns: str, other: PodRequest) -> bool:
     in_ns = other.namespace in (namespaces or {owner_ns})
-    return in_ns and interpod.selector_matches(term_selector, other.labels)
+    return in_ns and matching.selector_matches(term_selector, other.labels)
 
 
 def count(
@@ -145,7 +146,7 @@ def count(
         with_ports = [p for p in mates if p.req.ports]
         for i, p in enumerate(with_ports):
             for q in with_ports[i + 1 :]:
-                if p.overlaps(q) and interpod.ports_conflict(p.req.ports, q.req.ports):
+                if p.overlaps(q) and node_ports.ports_conflict(p.req.ports, q.req.ports):
                     ports.add(frozenset((p.req.uid or p.req.name, q.req.uid or q.req.name)))
 
     spread = sum(1 for p in placed if _spread_violated(p, placed, infos))
@@ -177,8 +178,8 @@ def _spread_violated(p: _Placed, placed: Sequence[_Placed], infos: Mapping[str, 
             name: info.labels[c.topology_key]
             for name, info in infos.items()
             if c.topology_key in info.labels
-            and (c.node_affinity_policy == "Ignore" or filters.matches_node_affinity(p.req, info))
-            and (c.node_taints_policy == "Ignore" or filters.untolerated_taint(p.req, info) is None)
+            and (c.node_affinity_policy == "Ignore" or node_affinity.matches_node_affinity(p.req, info))
+            and (c.node_taints_policy == "Ignore" or taint_toleration.untolerated_taint(p.req, info) is None)
         }
         if p.node not in eligible:
             continue
@@ -191,9 +192,9 @@ def _spread_violated(p: _Placed, placed: Sequence[_Placed], infos: Mapping[str, 
                 counted = q.start < p.start - DECISION_WINDOW and p.start < q.end
             else:
                 counted = q.start < p.start and p.start - DECISION_WINDOW < q.seen_until
-            if counted and interpod.selector_matches(c.selector, q.req.labels):
+            if counted and matching.selector_matches(c.selector, q.req.labels):
                 counts[eligible[q.node]] += 1
-        own = 1 if interpod.selector_matches(c.selector, p.req.labels) else 0
+        own = 1 if matching.selector_matches(c.selector, p.req.labels) else 0
         if counts[mine] + own - min(counts.values()) > c.max_skew:
             return True
     return False

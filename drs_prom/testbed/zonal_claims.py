@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drs_prom.scheduler.kube_response import drained
+from drs_prom.scheduler.write.kube_response import drained
 from drs_prom.sim.placement import ZONE_LABEL, claim_name
 from drs_prom.sim.workload import Workload
 from drs_prom.sim.zonal_volumes import ACCESS_MODE, CAPACITY_BYTES, STORAGE_CLASS, volume_name

@@ -21,12 +21,12 @@ from drs_prom.agent.numpy_policy import NodeAgentPolicy
 from drs_prom.agent.replay_buffer import FlatReplay, NodeReplay
 from drs_prom.config import ObjectiveSettings, RewardSettings
 from drs_prom.errors import ConfigError
-from drs_prom.policy import DecisionContext
-from drs_prom.recent_binds import RecentBinds
+from drs_prom.policies.contract import DecisionContext
+from drs_prom.policies.recent_binds import RecentBinds
 from drs_prom.registry import PolicySpec, configured_spec, make_policy
+from drs_prom.signals.state import imbalance
 from drs_prom.sim.demos import teacher_demonstrations
 from drs_prom.sim.step_reward import step_reward
-from drs_prom.state import imbalance
 
 
 class Env(Protocol):

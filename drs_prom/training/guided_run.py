@@ -29,7 +29,7 @@ import numpy as np
 
 from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, TEACHER, GuidedPolicy, GuideScores, guided_columns
 from drs_prom.agent.numpy_policy import fold_standardisation
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policies.contract import DecisionContext, choose
 from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
 
@@ -159,7 +159,7 @@ def record_cluster(
             rows.append(x)
             feas.append(feasible)
             labels.append(feasible & (s >= s.max() - 1e-9))
-        guides.record(ctx, node)
+        guides.bound(ctx, node)
         ctx, _, _ = env.step(node)
     composite = env.result("guided").composite
     rng = np.random.default_rng([seed, rng_key])
@@ -355,7 +355,7 @@ def save_guided(fit: GuidedFit, out: str | Path, command: str = "", guides: tupl
     from drs_prom.agent.networks import configure_tf
     from drs_prom.agent.persistence import base_metadata, save_model
     from drs_prom.config import Normalisation
-    from drs_prom.training.guided_plot import plot_guided
+    from drs_prom.training.curves import plot_guided
 
     configure_tf()
     import keras

@@ -21,7 +21,7 @@ from drs_prom.agent import load_model
 from drs_prom.agent.model_inputs import candidate_matrix
 from drs_prom.agent.networks import configure_tf
 from drs_prom.features import N_FEATURES
-from drs_prom.policy import DecisionContext, Policy, PolicyBase, choose
+from drs_prom.policies.contract import DecisionContext, Policy, PolicyBase, choose
 from drs_prom.registry import configured_spec, make_policy
 from drs_prom.types import NodeInfo, PodRequest
 

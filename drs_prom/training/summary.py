@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drs_prom.policy import Policy
+from drs_prom.policies.contract import Policy
 from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.sim.bench import run_bench
 from drs_prom.sim.scenario import load_scenario

@@ -18,8 +18,8 @@ from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import Scenario, load_scenario
+from drs_prom.training.curves import plot_curve
 from drs_prom.training.episodes import Env, EnvFactory, TrainConfig, TrainResult, train
-from drs_prom.training.plots import plot_curve
 from drs_prom.training.summary import benchmark_summary
 
 

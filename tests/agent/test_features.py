@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, N_CANDIDATE, candidate_matrix, drs_state
-from drs_prom.policy import DecisionContext
-from drs_prom.state import imbalance
+from drs_prom.policies.contract import DecisionContext
+from drs_prom.signals.state import imbalance
 from drs_prom.types import NodeInfo, PodRequest
 
 
@@ -81,8 +81,8 @@ def test_recent_binds_count_as_load_and_are_shown_apart():
 def test_node_request_arrays_from_the_node_table_give_the_same_matrix_as_the_nodes():
     import dataclasses
 
-    from drs_prom.policy import NODE_REQUEST_COLUMNS
-    from drs_prom.scheduler.nodes import NodeTable
+    from drs_prom.policies.contract import NODE_REQUEST_COLUMNS
+    from drs_prom.scheduler.watch.nodes import NodeTable
 
     rng = np.random.default_rng(5)
     base = [NodeInfo(f"n{i}", int(rng.integers(1, 64)) * 1000, int(rng.integers(1, 256)) << 30, 110) for i in range(7)]

@@ -22,8 +22,8 @@ from drs_prom.agent.guided import (
     score_gaps,
 )
 from drs_prom.errors import ModelError
-from drs_prom.load_aware import CapacityBalancedOverload
-from drs_prom.room_keeping import slot_take
+from drs_prom.policies.load_aware import CapacityBalancedOverload
+from drs_prom.policies.room_keeping import slot_take
 from drs_prom.sim.env import fit_to_scenario, unclipped_env
 from drs_prom.sim.generator import training_scenario
 from drs_prom.training.guided_run import GuidedFit, save_guided
@@ -257,10 +257,11 @@ def test_the_room_column_is_the_teachers_room_take():
     for _ in range(20):
         rows, raw = guides.rows(ctx)
         col = rows[:, GUIDED_COLUMNS.index("room_take")]
-        take = slot_take(ctx, *guides.room.shapes.shapes(ctx))
+        take = slot_take(ctx, *guides.room.shapes.shapes_with(ctx))
         assert np.allclose(col, np.clip(take, 0, 1), atol=1e-6)
         node = int(np.argmax(np.where(ctx.feasible, raw[0], -np.inf)))
-        guides.record(ctx, node)
+        guides.bound(ctx, node)
+        np.testing.assert_array_equal(slot_take(ctx, *guides.room.shapes.shapes(ctx)), take)  # kept as peeked
         ctx, _, done = env.step(node)
         if done:
             break

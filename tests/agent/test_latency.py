@@ -3,7 +3,7 @@
 import numpy as np
 
 from drs_prom.agent import load_policy
-from drs_prom.policy import choose
+from drs_prom.policies.contract import choose
 from drs_prom.registry import make_policy
 from drs_prom.training.latency import measure, synthetic_context
 from tests.specs import SPEC, WINDOW

@@ -1,4 +1,4 @@
-"""The peak teacher (drs_prom.teachers.CapacityBalancedPeak): the room teacher, minding how hot the chosen node gets."""
+"""The peak teacher (drs_prom.policies.teachers.CapacityBalancedPeak): the room teacher, minding how hot the chosen node gets."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis.extra.numpy import arrays
 
 from drs_prom.agent import load_policy
 from drs_prom.features import N_FEATURES
-from drs_prom.load_aware import peak_load
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policies.contract import DecisionContext, choose
+from drs_prom.policies.load_aware import peak_load
 from drs_prom.registry import HEURISTICS, TEACHERS, make_policy
 from drs_prom.types import NodeInfo, PodRequest
 from tests.specs import SPEC

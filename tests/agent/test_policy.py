@@ -4,7 +4,7 @@ import pytest
 from drs_prom.agent.model_inputs import N_CANDIDATE
 from drs_prom.agent.numpy_policy import DRSOriginalPolicy, NodeAgentPolicy
 from drs_prom.errors import ModelError
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policies.contract import DecisionContext, choose
 from drs_prom.types import NodeInfo, PodRequest
 from tests.specs import WINDOW
 

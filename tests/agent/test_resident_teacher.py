@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from drs_prom.features import N_FEATURES
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policies.contract import DecisionContext, choose
+from drs_prom.policies.teachers import CapacityBalancedResident, over_request_take
 from drs_prom.registry import HEURISTICS, TEACHERS, make_policy
-from drs_prom.teachers import CapacityBalancedResident, over_request_take
 from drs_prom.types import NodeInfo, PodRequest
 from tests.specs import SPEC
 

@@ -3,8 +3,8 @@ import pytest
 
 from drs_prom.config import ObjectiveSettings, RewardSettings, load_settings
 from drs_prom.errors import ConfigError
-from drs_prom.objectives import Integrals
-from drs_prom.reward import (
+from drs_prom.outcomes.objectives import Integrals
+from drs_prom.outcomes.reward import (
     Outcome,
     composite_reward,
     cpu_mem_utilisation,

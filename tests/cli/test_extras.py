@@ -95,7 +95,7 @@ def test_serving_modules_import_no_tensorflow() -> None:
     code = textwrap.dedent(
         """
         import sys
-        import drs_prom.cli, drs_prom.scheduler.runner, drs_prom.scheduler.extender, drs_prom.state
+        import drs_prom.cli, drs_prom.scheduler.runner, drs_prom.scheduler.http.extender, drs_prom.signals.state
         import drs_prom.sim.bench, drs_prom.registry, exporters.node_exporter
         from drs_prom.registry import make_policy
         from tests.specs import SPEC

@@ -56,7 +56,9 @@ def test_main_module_is_the_console_script() -> None:
 def test_tensorflow_prints_start_up_noise_when_verbose() -> None:
     """The control: TensorFlow really does print start-up lines here when asked to (-v), so the
     quiet assertions below can fail. The same code path the CLI uses (quiet_libraries)."""
-    code = "from drs_prom.logs import quiet_libraries; quiet_libraries({v}); import tensorflow as tf; tf.constant(1.0)"
+    code = (
+        "from drs_prom.ops.logs import quiet_libraries; quiet_libraries({v}); import tensorflow as tf; tf.constant(1.0)"
+    )
     loud = subprocess.run(
         [sys.executable, "-c", code.format(v=True)],
         capture_output=True,

@@ -61,12 +61,12 @@ ALL_FEATURES = frozenset(
     }
 )
 ADAPTER_FEATURES = frozenset({TAINTS, UNSCHEDULABLE, NODE_AFFINITY, INIT_CONTAINERS, OVERHEAD})
-"""What ``drs_prom.feasibility`` over today's ``drs_prom.filters`` covers: NodeUnschedulable,
+"""What ``drs_prom.scheduler.feasibility`` over today's ``drs_prom.constraints.filters`` covers: NodeUnschedulable,
 TaintToleration, NodeAffinity and NodeResourcesFit for cpu, memory and pod count (init containers
 and RuntimeClass overhead included)."""
 
 ENABLED_FEATURES = ALL_FEATURES
-"""The switch: set to ``ALL_FEATURES`` once ``drs_prom.feasibility`` runs every filter of
+"""The switch: set to ``ALL_FEATURES`` once ``drs_prom.scheduler.feasibility`` runs every filter of
 kube-scheduler's default profile (``--features all`` does the same for one command run)."""
 
 RUNTIME_CLASS = "drs-diff-overhead"

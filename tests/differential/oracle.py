@@ -29,7 +29,7 @@ from typing import Any
 
 import requests
 
-from drs_prom.interpod import unsupported_reason
+from drs_prom.constraints.framework import unsupported_reason
 from tests.differential.cases import RUNTIME_CLASS, RUNTIME_OVERHEAD, Case, materialize, placeholders
 
 SCHEDULER_NAME = "drs-diff"
@@ -42,7 +42,7 @@ POLL_SECONDS = 0.01
 
 FeasibleFn = Callable[..., Mapping[str, tuple[str, ...]]]
 REFUSAL_PREFIX = unsupported_reason(["X"]).split("X")[0]
-"""How drs_prom.interpod.unsupported_reason starts: the reason of a pod drs-prom refuses outright."""
+"""How drs_prom.constraints.interpod.unsupported_reason starts: the reason of a pod drs-prom refuses outright."""
 
 
 # -- the recorder kube-scheduler calls ------------------------------------------------------

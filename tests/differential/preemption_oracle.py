@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from drs_prom.feasibility import preemption_candidates
-from drs_prom.preemption import Candidate, best
+from drs_prom.constraints.preemption import Candidate, best
+from drs_prom.scheduler.feasibility import preemption_candidates
 from tests.differential.oracle import Rest
 from tests.differential.preemption_cases import APPS, PORT, PREEMPTOR_APP, PRIORITIES, PreemptionCase
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from drs_prom.feasibility import feasible_nodes
+from drs_prom.scheduler.feasibility import feasible_nodes
 from tests.differential.cases import ENABLED_FEATURES, HOSTNAME, Case, cases
 from tests.differential.oracle import Oracle
 from tests.differential.runner import report

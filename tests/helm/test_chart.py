@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drs_prom import promql
 from drs_prom.config import load_settings
+from drs_prom.signals import promql
 from tests.helm.render import CHART, REPO, documents, helm, helm_binary, render, values_file
 from tests.waiting import wait_for
 
@@ -391,7 +391,7 @@ def test_metrics_of_a_scheduler_served_with_the_charts_settings_need_a_token(
     import urllib.error
     import urllib.request
 
-    from drs_prom.scheduler.http_server import HealthServer
+    from drs_prom.scheduler.http.server import HealthServer
     from drs_prom.scheduler.metrics import SchedulerMetrics
 
     kubeconfig = helm_ns.admin_kubeconfig

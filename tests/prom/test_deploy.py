@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drs_prom import promql
+from drs_prom.signals import promql
 from tests.prom.fixtures import REPO, wait_until
 
 DEPLOY = REPO / "deploy" / "prometheus"

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from drs_prom.config import PrometheusSettings, ServingSettings
-from drs_prom.install_check import check_records, node_records
-from drs_prom.scheduler.http_server import HealthServer
+from drs_prom.ops.install_check import check_records, node_records
+from drs_prom.scheduler.http.server import HealthServer
 from drs_prom.scheduler.metrics import SchedulerMetrics
 from tests.prom.fixtures import wait_until
 

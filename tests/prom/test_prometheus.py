@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from drs_prom.cli import cli
 from drs_prom.errors import MetricsError
 from drs_prom.features import FEATURES
-from drs_prom.prometheus import PrometheusSource
-from drs_prom.state import features_at
+from drs_prom.signals.prometheus import PrometheusSource
+from drs_prom.signals.state import features_at
 from tests.prom.fixtures import free_port, start_drs_exporter, wait_until
 
 pytestmark = pytest.mark.integration

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 
-from drs_prom import promql
+from drs_prom.signals import promql
 from tests.prom.test_deploy import DEPLOY, promtool, run
 
 
@@ -30,7 +30,7 @@ def test_rollout_alert_tests_can_fail(tmp_path):
 
 def test_alerts_and_scheduler_share_signals_and_thresholds():
     from drs_prom.config import Settings
-    from drs_prom.scheduler.guardrails import rules_for
+    from drs_prom.scheduler.decision.guardrails import rules_for
 
     text = promql.rules_yaml()
     for rule in rules_for(Settings().rollout.guardrails, Settings().prometheus):

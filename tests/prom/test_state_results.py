@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from drs_prom import promql
 from drs_prom.config import Normalisation
 from drs_prom.features import FEATURES
-from drs_prom.state import (
+from drs_prom.signals import promql
+from drs_prom.signals.state import (
     ResultError,
     build_snapshot,
     features_frame,

@@ -28,13 +28,13 @@ import requests
 from drs_prom.config import Settings
 from drs_prom.errors import ConfigError, MetricsError
 from drs_prom.features import FEATURES
-from drs_prom.journal import Journal
-from drs_prom.prometheus import PrometheusSource, http_session
 from drs_prom.registry import make_policy
 from drs_prom.retrain.history import fetch_history
 from drs_prom.retrain.rebuild import load_decisions, rebuild_transitions, reward_delay
+from drs_prom.signals.prometheus import PrometheusSource, http_session
 from drs_prom.sim.backfill import create_blocks, write_openmetrics
 from drs_prom.sim.trace import journal_rows, run_sim
+from drs_prom.stores.journal import Journal
 from tests.prom.fixtures import start_prometheus
 from tests.prom.victoria import PROMETHEUS_LOOKBACK, openmetrics_to_prometheus, start_victoria_metrics
 from tests.retrain.test_retrain_tsdb import STEP, WINDOW, scenario, settings_for

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from drs_prom.config import Settings, load_settings
 from drs_prom.errors import ConfigError, ModelError
-from drs_prom.journal import Decision, Journal
-from drs_prom.model_store import ModelStore
+from drs_prom.stores.journal import Decision, Journal
+from drs_prom.stores.model_store import ModelStore
 
 scalars = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats() | st.text(max_size=8)
 yaml_values = st.recursive(

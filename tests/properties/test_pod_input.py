@@ -11,10 +11,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from drs_prom import filters
+from drs_prom.constraints import chain
 from drs_prom.features import FEATURES
-from drs_prom.scheduler import kube
-from drs_prom.scheduler.pod_features import parse_demand, resolve
+from drs_prom.scheduler.decision.pod_features import parse_demand, resolve
+from drs_prom.scheduler.watch import kube
 from drs_prom.types import PodRequest
 from tests.properties.k8s_objects import INT64_MAX, nodes, pods, quantity_text, ref_feasible, ref_quantity, ref_requests
 
@@ -144,11 +144,11 @@ def test_filters_agree_with_the_reference(pod: dict, node_objs: list[dict]) -> N
     """Feasible exactly when kube-scheduler's semantics say so: never when the spec forbids it."""
     req = kube.to_pod_request(pod)
     infos = [kube.to_node_info(n) for n in node_objs]
-    result = filters.filter_nodes(req, infos)
+    result = chain.filter_all(req, infos)
     for node, ok, reasons in zip(node_objs, result.mask, result.reasons):
         assert bool(ok) == ref_feasible(pod, node), (node, reasons)
         assert bool(ok) == (not reasons)
-    assert filters.failure_message(result).startswith(f"{int(result.mask.sum())}/{len(node_objs)} nodes")
+    assert chain.failure_message(result).startswith(f"{int(result.mask.sum())}/{len(node_objs)} nodes")
 
 
 @given(json_values)

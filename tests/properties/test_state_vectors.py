@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from drs_prom.config import Normalisation
 from drs_prom.features import FEATURES
-from drs_prom.state import ResultError, build_snapshot, features_frame, node_matrix, vector_series
+from drs_prom.signals.state import ResultError, build_snapshot, features_frame, node_matrix, vector_series
 
 NODES = ("n1", "n2", "n3")
 sample_values = st.one_of(

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 PRODUCT_ALONE = textwrap.dedent(
     """
     import json, sys
-    import drs_prom.cli, drs_prom.retrain_job, drs_prom.retrain.retrain_run, drs_prom.sim.retrain_checks, drs_prom.sim.suite
+    import drs_prom.cli, drs_prom.ops.retrain_job, drs_prom.retrain.retrain_run, drs_prom.sim.retrain_checks, drs_prom.sim.suite
     from drs_prom.agent.persistence import head_kind
     from drs_prom.errors import ConfigError
     from drs_prom.sim.bench import parse_policies, reference_names

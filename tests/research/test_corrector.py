@@ -1,4 +1,4 @@
-"""The top-k correction head (drs_prom_research.corrector) and its rollout labels (drs_prom_research.rollouts)."""
+"""The top-k correction head (drs_prom_research.corrector) and its rollout labels (drs_prom_research.playout_targets)."""
 
 import copy
 import json
@@ -11,13 +11,13 @@ from drs_prom.agent.model_inputs import N_CANDIDATE
 from drs_prom.agent.numpy_policy import forward
 from drs_prom.agent.persistence import read_metadata
 from drs_prom.errors import ModelError
-from drs_prom.load_aware import CapacityBalancedOverload
-from drs_prom.policy import choose
+from drs_prom.policies.contract import choose
+from drs_prom.policies.load_aware import CapacityBalancedOverload
 from drs_prom.sim.env import fit_to_scenario, unclipped_env
 from drs_prom.sim.generator import training_scenario
 from drs_prom_research.clairvoyant import fork_env, play_out
 from drs_prom_research.corrector import TopKCorrection, block_ensemble, pick, top_k
-from drs_prom_research.rollouts import label_episode
+from drs_prom_research.playout_targets import label_episode
 from tests.specs import WINDOW
 
 

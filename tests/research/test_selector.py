@@ -10,7 +10,7 @@ from drs_prom.agent import load_policy
 from drs_prom.agent.cluster_context import CLUSTER_FEATURES
 from drs_prom.agent.persistence import read_metadata
 from drs_prom.errors import ModelError
-from drs_prom.policy import choose
+from drs_prom.policies.contract import choose
 from drs_prom.sim.env import fit_to_scenario, unclipped_env
 from drs_prom.sim.generator import training_scenario
 from drs_prom_research.selector import ARMS, DEFAULT_ARM, HeuristicSelector

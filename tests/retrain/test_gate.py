@@ -1,5 +1,5 @@
 """The promotion gate refuses a candidate that is not non-inferior to the best heuristic on the twin: the paired
-interval of (candidate - best heuristic) / best heuristic, the bench's interval (drs_prom.paired_stats), must end at
+interval of (candidate - best heuristic) / best heuristic, the bench's interval (drs_prom.outcomes.paired_stats), must end at
 or below ``retrain.gate_inferiority_margin``, whatever the candidate gains over the current model."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from drs_prom.agent.model_inputs import N_CANDIDATE
 from drs_prom.agent.persistence import load_model
 from drs_prom.config import Settings
-from drs_prom.paired_stats import relative_interval
-from drs_prom.policy import input_scales
+from drs_prom.outcomes.paired_stats import relative_interval
+from drs_prom.policies.contract import input_scales
 from drs_prom.registry import make_candidate_policy, make_policy
 from drs_prom.retrain.gate import non_inferior
 from drs_prom.sim.env import SchedulingEnv

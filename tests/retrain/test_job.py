@@ -10,10 +10,10 @@ from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry
 
 from drs_prom.config import RetrainSettings, Settings
-from drs_prom.journal import Journal
-from drs_prom.model_store import ModelStore
+from drs_prom.ops.retrain_job import RetrainJob, make_trigger
 from drs_prom.retrain.retrain_run import run_once
-from drs_prom.retrain_job import RetrainJob, make_trigger
+from drs_prom.stores.journal import Journal
+from drs_prom.stores.model_store import ModelStore
 from tests.waiting import wait_for
 
 
@@ -78,8 +78,8 @@ def test_exceptions_never_escape_and_are_counted():
 
 def test_prometheus_outage_is_an_error_result_not_an_exception(tmp_path):
     """A dead Prometheus during a run: result "error" with one line, metrics counted, the cursor untouched."""
-    from drs_prom.journal import Decision
-    from drs_prom.prometheus import PrometheusSource
+    from drs_prom.signals.prometheus import PrometheusSource
+    from drs_prom.stores.journal import Decision
     from tests.prom.fixtures import free_port
 
     s = Settings.model_validate({"prometheus": {"url": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 1}})

@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drs_prom.journal import JOURNAL_SCHEMA, NODE_KEYS, Decision, Journal, node_entries, node_entries_from_values
 from drs_prom.retrain.rebuild import load_decisions
+from drs_prom.stores.journal import JOURNAL_SCHEMA, NODE_KEYS, Decision, Journal, node_entries, node_entries_from_values
 from drs_prom.types import NodeInfo
 
 # The layout schema-1 builds created, verbatim: files written by them must keep working.

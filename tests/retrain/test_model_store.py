@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from drs_prom.errors import ModelError
-from drs_prom.model_store import ModelStore, ModelWatcher
+from drs_prom.stores.model_store import ModelStore, ModelWatcher
 
 
 def _save(text: str):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from drs_prom.config import Settings
-from drs_prom.journal import Decision, Journal
 from drs_prom.retrain.gate import gate
 from drs_prom.retrain.rebuild import NodeHistory, load_decisions, rebuild_transitions, reward_delay
+from drs_prom.stores.journal import Decision, Journal
 
 S = Settings.model_validate(
     {"prometheus": {"window": "10s", "max_sample_age_seconds": 15}, "scheduler": {"settle_seconds": 5}}

@@ -25,19 +25,19 @@ import pytest
 import yaml
 
 from drs_prom.config import Settings
-from drs_prom.journal import Journal
-from drs_prom.model_store import ModelStore
-from drs_prom.prometheus import PrometheusSource
+from drs_prom.outcomes.reward import settled_reward
 from drs_prom.registry import make_policy
 from drs_prom.retrain.gate import gate
 from drs_prom.retrain.history import fetch_history
 from drs_prom.retrain.history_reward import transition_outcome
 from drs_prom.retrain.rebuild import load_decisions, rebuild_transitions, reward_delay
-from drs_prom.reward import settled_reward
+from drs_prom.signals.prometheus import PrometheusSource
+from drs_prom.signals.state import node_matrix
 from drs_prom.sim.backfill import create_blocks, write_openmetrics
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.trace import REQUEST_COLUMNS, journal_rows, run_sim
-from drs_prom.state import node_matrix
+from drs_prom.stores.journal import Journal
+from drs_prom.stores.model_store import ModelStore
 from tests.prom.fixtures import start_prometheus
 from tests.specs import SPEC
 from tests.waiting import wait_for
@@ -337,13 +337,13 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     from apscheduler.triggers.interval import IntervalTrigger
     from prometheus_client import CollectorRegistry
 
-    from drs_prom.model_store import ModelWatcher
-    from drs_prom.policy import choose
+    from drs_prom.ops.retrain_job import RetrainJob
+    from drs_prom.policies.contract import choose
     from drs_prom.registry import stored_model_loader
     from drs_prom.retrain.retrain_run import run_once
-    from drs_prom.retrain_job import RetrainJob
     from drs_prom.sim.env import SchedulingEnv
     from drs_prom.sim.retrain_checks import SimulatorChecks
+    from drs_prom.stores.model_store import ModelWatcher
 
     tmp, run, base = world["tmp"], world["run"], world["settings"]
     # A wide gate margin: the first run must promote (it is judged against the configured model).

@@ -2,7 +2,7 @@
 
 A simulator step (what training and the twin learn from) and the same placement rebuilt
 from what the journal and Prometheus history hold (what retraining learns from) must give
-the same reward: both become a drs_prom.reward.Outcome and go through settled_reward.
+the same reward: both become a drs_prom.outcomes.reward.Outcome and go through settled_reward.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from drs_prom.config import RewardSettings, Settings
-from drs_prom.journal import Decision, node_entries
-from drs_prom.policy import choose
+from drs_prom.policies.contract import choose
 from drs_prom.registry import make_policy
 from drs_prom.retrain.history_reward import ended_between, pod_slowdowns, run_alone_seconds
 from drs_prom.retrain.rebuild import NodeHistory, Transition, rebuild_transitions, reward_delay
 from drs_prom.sim.env import SchedulingEnv, StepInfo
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.step_reward import step_reward
+from drs_prom.stores.journal import Decision, node_entries
 from tests.specs import SPEC
 
 KINDS = [

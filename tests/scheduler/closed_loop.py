@@ -1,5 +1,5 @@
 """A closed loop for the rollout tests until drs_prom/testbed lands on main: the real
-kube-apiserver (fake nodes, no kubelet), simulated nodes (drs_prom.sim.serve.LiveCluster)
+kube-apiserver (fake nodes, no kubelet), simulated nodes (drs_prom.sim.live_cluster.LiveCluster)
 whose node_exporter-format metrics a real Prometheus scrapes, and the scheduler, whose
 binds are mirrored into the simulation (the scheduler's ``recorder`` hook) so that its
 placements change the metrics it reads next. Prometheus also scrapes the scheduler's own
@@ -25,9 +25,9 @@ import numpy as np
 from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS
 from drs_prom.agent.persistence import base_metadata, save_model
 from drs_prom.config import Normalisation, PrometheusSettings
-from drs_prom.prometheus import PrometheusSource
+from drs_prom.signals.prometheus import PrometheusSource
+from drs_prom.sim.live_cluster import LiveCluster, SimExporter
 from drs_prom.sim.scenario import load_scenario
-from drs_prom.sim.serve import LiveCluster, SimExporter
 from tests.prom.fixtures import PrometheusProc, free_port, start_prometheus, wait_until
 from tests.scheduler.conftest import list_pods, pod_body
 

@@ -132,8 +132,8 @@ def scheduled_message(core, namespace: str, pod: str, timeout: float = 30) -> st
 def make_scheduler(drs_sa_kubeconfig, ns, tmp_path, control_plane) -> Iterator[Callable[..., Any]]:
     """Start in-process Schedulers as the drs-scheduler ServiceAccount, watching only ``ns``."""
     from drs_prom.config import load_settings
-    from drs_prom.journal import Journal
     from drs_prom.scheduler.loop import Scheduler
+    from drs_prom.stores.journal import Journal
 
     started: list[Any] = []
     lease = "drs-scheduler"  # the only Lease the RBAC lets the ServiceAccount renew

@@ -157,10 +157,10 @@ def test_pinning_splits_the_cores_between_control_plane_and_scheduler():
 def test_profile_samples_go_to_the_first_matching_category(tmp_path):
     prof = load("profile_breakdown")
     lines = [
-        "_bootstrap (threading.py:1);_bind (drs_prom/scheduler/loop.py:240);bind (drs_prom/scheduler/bind.py:60);"
+        "_bootstrap (threading.py:1);_bind (drs_prom/scheduler/loop.py:240);bind (drs_prom/scheduler/write/bind.py:60);"
         "request (urllib3/_request_methods.py:1) 7",
-        "_bootstrap (threading.py:1);_watch (drs_prom/scheduler/cache.py:150);loads (json/__init__.py:346) 3",
-        "_bootstrap (threading.py:1);_write_loop (drs_prom/journal.py:180);dumps (json/__init__.py:1) 2",
+        "_bootstrap (threading.py:1);_watch (drs_prom/scheduler/watch/cache.py:150);loads (json/__init__.py:346) 3",
+        "_bootstrap (threading.py:1);_write_loop (drs_prom/stores/journal.py:180);dumps (json/__init__.py:1) 2",
         "<module> (<string>:1);Command.main (click/core.py:1560);_find_and_load (<frozen>:1) 50",
     ]
     path = tmp_path / "raw.txt"

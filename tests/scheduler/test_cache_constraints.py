@@ -10,10 +10,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drs_prom import interpod
-from drs_prom.feasibility import feasible_nodes
-from drs_prom.scheduler import kube, kube_storage
-from drs_prom.scheduler.cache import ClusterCache, class_entry
+from drs_prom.constraints.placed import record_of
+from drs_prom.constraints.plugins import inter_pod_affinity
+from drs_prom.scheduler.feasibility import feasible_nodes
+from drs_prom.scheduler.watch import kube, kube_storage
+from drs_prom.scheduler.watch.cache import ClusterCache, class_entry
 from tests.scheduler.test_feasibility import HOST, ZONE, _anti, _spread, node, pod
 
 
@@ -33,7 +34,7 @@ def _decide(cache: ClusterCache, body: dict) -> str | None:
     if not mask.any():
         return None
     name = view.names[int(mask.argmax())]
-    cache.assume(req.uid, name, req.cpu_m, req.mem_bytes, interpod.record_of(req, name))
+    cache.assume(req.uid, name, req.cpu_m, req.mem_bytes, record_of(req, name))
     return name
 
 
@@ -53,7 +54,7 @@ def test_assumed_pods_count_for_anti_affinity_ports_spread_and_gpus() -> None:
     assert gpu == ["n1", None]
     # the refusal the event would carry names kube-scheduler's reasons
     msg = cache.view().filter_result(kube.to_pod_request(pod("w9", labels=web, affinity=_anti(web))))
-    assert set(msg.reasons) == {(interpod.R_POD_ANTI_AFFINITY,)}
+    assert set(msg.reasons) == {(inter_pod_affinity.R_POD_ANTI_AFFINITY,)}
 
 
 def test_a_forgotten_assumption_frees_its_port_and_a_bound_pod_holds_it() -> None:

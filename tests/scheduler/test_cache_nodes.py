@@ -9,7 +9,7 @@ import logging
 
 import numpy as np
 
-from drs_prom.scheduler.cache import ClusterCache
+from drs_prom.scheduler.watch.cache import ClusterCache
 
 
 def _node(name: str, rv: str, cpu: str = "4", heartbeat: str = "2026-12-03T10:00:00Z") -> dict:

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from drs_prom.features import FEATURES
-from drs_prom.state import NodeSnapshot
+from drs_prom.signals.state import NodeSnapshot
 from tests.helm.render import documents, helm_binary, render
 from tests.scheduler.test_constraints_probe import run_probe
 from tests.specs import SPEC

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
-from drs_prom import claim_binding, preemption
-from drs_prom.claim_binding import DONE, R_BIND_CONFLICT, WAITING
-from drs_prom.scheduler.cache import ClusterCache
+from drs_prom.constraints import claim_binding, preemption
+from drs_prom.constraints.claim_binding import DONE, R_BIND_CONFLICT, WAITING
+from drs_prom.scheduler.watch.cache import ClusterCache
 from drs_prom.types import ClaimInfo, NodeInfo, NodeSelectorRequirement, NodeSelectorTerm, PodRequest, VolumeInfo
 
 GI = 2**30
@@ -43,7 +43,7 @@ def test_the_smallest_volume_that_fits_on_the_node_is_chosen_and_a_selector_narr
     assert isinstance(plan, claim_binding.Plan) and [v.name for _, v in plan.static] == ["snug"]
     assert claim_binding.plan(pending, _node("n2"), {}, {}) == R_BIND_CONFLICT
     assert not preemption.might_help(
-        PodRequest(name="p", namespace="ns", cpu_m=1, mem_bytes=1), _node("n2"), [R_BIND_CONFLICT]
+        PodRequest(name="p", namespace="ns", cpu_m=1, mem_bytes=1), _node("n2"), [R_BIND_CONFLICT], "VolumeFilters"
     )
     from drs_prom.types import LabelSelector
 

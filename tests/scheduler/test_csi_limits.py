@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from drs_prom import csi_limits, volumes
-from drs_prom.feasibility import feasible_nodes
-from drs_prom.scheduler import kube_storage
+from drs_prom.constraints import csi_limits, volumes
+from drs_prom.scheduler.feasibility import feasible_nodes
+from drs_prom.scheduler.watch import kube_storage
 from tests.scheduler.test_feasibility import HOST, THREE, feasible, pod
 
 DRIVER = "ebs.csi.example.com"

@@ -11,10 +11,10 @@ import pytest
 
 from drs_prom.config import load_settings
 from drs_prom.features import FEATURES
-from drs_prom.policy import PolicyBase
-from drs_prom.scheduler.decide import Decider
+from drs_prom.policies.contract import PolicyBase
+from drs_prom.scheduler.decision.decide import Decider
 from drs_prom.scheduler.metrics import SchedulerMetrics
-from drs_prom.state import NodeSnapshot
+from drs_prom.signals.state import NodeSnapshot
 from drs_prom.types import NodeInfo, PodRequest
 
 NODES = [NodeInfo(name=n, allocatable_cpu_m=4000, allocatable_mem_bytes=8 << 30) for n in ("a", "b")]
@@ -117,7 +117,7 @@ def test_recent_binds_are_counted_once_until_metrics_catch_up():
 
 
 def test_overload_reaches_the_policies_that_read_it_as_in_the_benchmark():
-    """The load matrix is built on the scales the deciding policy reads (drs_prom.policy.input_scales): the
+    """The load matrix is built on the scales the deciding policy reads (drs_prom.policies.contract.input_scales): the
     default fallback, capacity-balanced-overload, sees load above capacity as the bench and the twin give it;
     a policy that does not read overload gets the configured, clipped scales."""
     hot = [1e12] * 6  # far above any configured scale: the node is overloaded on every signal

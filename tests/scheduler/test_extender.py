@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from drs_prom.features import FEATURES
-from drs_prom.state import NodeSnapshot
+from drs_prom.signals.state import NodeSnapshot
 from tests.scheduler.conftest import list_pods, pod_body
 from tests.specs import SPEC
 from tests.waiting import wait_for
@@ -33,8 +33,8 @@ class FixedSource:
 def _extender(settings_overrides=None, cache=None, source=None):
     from drs_prom.config import load_settings
     from drs_prom.registry import make_policy
-    from drs_prom.scheduler.decide import Decider
-    from drs_prom.scheduler.extender import Extender, ExtenderServer
+    from drs_prom.scheduler.decision.decide import Decider
+    from drs_prom.scheduler.http.extender import Extender, ExtenderServer
     from drs_prom.scheduler.metrics import SchedulerMetrics
 
     settings = load_settings(None, settings_overrides or {})
@@ -120,7 +120,7 @@ def test_real_kube_scheduler_uses_the_extender(
 ):
     from kubernetes import client as kclient
 
-    from drs_prom.scheduler.cache import ClusterCache
+    from drs_prom.scheduler.watch.cache import ClusterCache
 
     for name in NODES:
         fake_nodes(name, cpu="8", memory="16Gi")

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from drs_prom import filters, interpod, volumes
-from drs_prom.claim_binding import NO_PROVISIONER, R_BIND_CONFLICT
-from drs_prom.feasibility import feasible_nodes, neighbours
-from drs_prom.scheduler import kube
+from drs_prom.constraints import chain, volumes
+from drs_prom.constraints.claim_binding import NO_PROVISIONER, R_BIND_CONFLICT
+from drs_prom.constraints.placed import with_pods
+from drs_prom.constraints.plugins import inter_pod_affinity, node_ports, pod_topology_spread
+from drs_prom.scheduler.feasibility import feasible_nodes, neighbours
+from drs_prom.scheduler.watch import kube
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -134,7 +136,7 @@ def test_host_ports_conflict_as_kube_scheduler_decides(held: dict, wanted: dict,
     nodes = [node("n1")]
     old = pod("old", on="n1", ports=[{"containerPort": 80, **held}])
     new = pod("new", ports=[{"containerPort": 80, **wanted}])
-    expect = (interpod.R_PORTS,) if conflict else ()
+    expect = (node_ports.R_PORTS,) if conflict else ()
     assert feasible_nodes(new, nodes, [old]) == {"n1": expect}
 
 
@@ -142,7 +144,7 @@ def test_a_sidecar_holds_its_host_port_and_a_port_conflict_is_reported_before_re
     old = pod("old", on="n1")
     old["spec"]["initContainers"] = [{"name": "s", "restartPolicy": "Always", "ports": [{"hostPort": 9000}]}]
     new = pod("new", requests={"cpu": "64"}, ports=[{"containerPort": 1, "hostPort": 9000}])
-    assert feasible_nodes(new, [node("n1")], [old]) == {"n1": (interpod.R_PORTS,)}  # NodePorts runs first
+    assert feasible_nodes(new, [node("n1")], [old]) == {"n1": (node_ports.R_PORTS,)}  # NodePorts runs first
 
 
 # -- InterPodAffinity ------------------------------------------------------------------------
@@ -175,14 +177,18 @@ def test_required_anti_affinity_keeps_replicas_on_distinct_hosts() -> None:
     got = feasible_nodes(new, THREE, placed)
     assert got["n2"] == ()
     # the incoming pod's own term fails first (kube checks it before existing pods' terms)
-    assert got["n1"] == got["n3"] == (interpod.R_POD_ANTI_AFFINITY,)
+    assert got["n1"] == got["n3"] == (inter_pod_affinity.R_POD_ANTI_AFFINITY,)
 
 
 def test_an_existing_pods_anti_affinity_turns_away_a_pod_without_any_affinity() -> None:
     placed = [pod("guard", on="n1", labels={"app": "g"}, affinity=_anti({"app": "web"}, key=ZONE))]
     new = pod("web", labels={"app": "web"})
     got = feasible_nodes(new, THREE, placed)
-    assert got == {"n1": (interpod.R_EXISTING_ANTI_AFFINITY,), "n2": (interpod.R_EXISTING_ANTI_AFFINITY,), "n3": ()}
+    assert got == {
+        "n1": (inter_pod_affinity.R_EXISTING_ANTI_AFFINITY,),
+        "n2": (inter_pod_affinity.R_EXISTING_ANTI_AFFINITY,),
+        "n3": (),
+    }
 
 
 def test_anti_affinity_terms_only_see_their_namespaces() -> None:
@@ -204,12 +210,12 @@ def test_required_affinity_follows_the_matching_pods_zone_and_a_first_pod_may_st
     db = {"app": "db"}
     placed = [pod("db", on="n3", labels=db)]
     got = feasible_nodes(pod("api", labels={"app": "api"}, affinity=_aff(db)), THREE, placed)
-    assert got == {"n1": (interpod.R_POD_AFFINITY,), "n2": (interpod.R_POD_AFFINITY,), "n3": ()}
+    assert got == {"n1": (inter_pod_affinity.R_POD_AFFINITY,), "n2": (inter_pod_affinity.R_POD_AFFINITY,), "n3": ()}
     # nothing matches yet, but the pod matches its own term: it may go first (on nodes with the key)
     first = pod("c1", labels={"app": "cache"}, affinity=_aff({"app": "cache"}))
     nodes = [*THREE, node("bare", zone=None)]
     got = feasible_nodes(first, nodes, placed)
-    assert feasible(got) == {"n1", "n2", "n3"} and got["bare"] == (interpod.R_POD_AFFINITY,)
+    assert feasible(got) == {"n1", "n2", "n3"} and got["bare"] == (inter_pod_affinity.R_POD_AFFINITY,)
     # a pod that does not match its own term waits for a matching one
     assert feasible(feasible_nodes(pod("x", affinity=_aff({"app": "cache"})), THREE, placed)) == set()
 
@@ -248,13 +254,13 @@ def test_spread_refuses_the_zone_already_ahead() -> None:
     app = {"app": "s"}
     placed = [pod("s1", on="n1", labels=app)]
     got = feasible_nodes(pod("s2", labels=app, topologySpreadConstraints=_spread(app)), THREE, placed)
-    assert got == {"n1": (interpod.R_SPREAD,), "n2": (interpod.R_SPREAD,), "n3": ()}
+    assert got == {"n1": (pod_topology_spread.R_SPREAD,), "n2": (pod_topology_spread.R_SPREAD,), "n3": ()}
 
 
 def test_spread_on_a_node_without_the_key_says_the_label_is_missing() -> None:
     app = {"app": "s"}
     got = feasible_nodes(pod("s", labels=app, topologySpreadConstraints=_spread(app)), [*THREE, node("bare", None)], [])
-    assert got["bare"] == (interpod.R_SPREAD_LABEL,) and feasible(got) == {"n1", "n2", "n3"}
+    assert got["bare"] == (pod_topology_spread.R_SPREAD_LABEL,) and feasible(got) == {"n1", "n2", "n3"}
 
 
 def test_min_domains_counts_missing_domains_as_zero() -> None:
@@ -283,7 +289,7 @@ def test_node_taints_policy_honour_drops_tainted_nodes_from_the_domains() -> Non
     nodes = [node("n1", "a"), node("n2", "a"), tainted]
     placed = [pod("s1", on="n1", labels=app)]
     ignore = pod("s", labels=app, topologySpreadConstraints=_spread(app))
-    assert feasible_nodes(ignore, nodes, placed)["n2"] == (interpod.R_SPREAD,)  # zone b (0) is the minimum
+    assert feasible_nodes(ignore, nodes, placed)["n2"] == (pod_topology_spread.R_SPREAD,)  # zone b (0) is the minimum
     honour = pod("s", labels=app, topologySpreadConstraints=_spread(app, nodeTaintsPolicy="Honor"))
     assert feasible_nodes(honour, nodes, placed)["n2"] == ()  # only zone a counts
 
@@ -435,8 +441,8 @@ def test_a_pod_drs_prom_cannot_decide_is_refused_on_every_node_with_the_reason_o
     assert feasible(got) == set() and len(set(got.values())) == 1
     (reason,) = got["n1"]
     assert "DynamicResources" in reason and "extender" in reason
-    result = interpod.filter_all(kube.to_pod_request(body), [kube.to_node_info(n) for n in THREE])
-    assert filters.failure_message(result) == f"0/3 nodes are available: {reason}."
+    result = chain.filter_all(kube.to_pod_request(body), [kube.to_node_info(n) for n in THREE])
+    assert chain.failure_message(result) == f"0/3 nodes are available: {reason}."
     assert result.refused == ("DynamicResources resourceClaims",)
 
 
@@ -449,11 +455,11 @@ def test_the_first_failing_plugin_decides_and_the_summary_counts_by_reason() -> 
     assert got == {
         "n1": ("node(s) had untolerated taint {k: }",),
         "n2": ("Insufficient cpu",),
-        "n3": (interpod.R_POD_ANTI_AFFINITY,),
+        "n3": (inter_pod_affinity.R_POD_ANTI_AFFINITY,),
     }
     near = neighbours(placed, [], {"n1", "n2", "n3"})
-    infos = [interpod.with_pods(kube.to_node_info(n), near.pods_by_node.get(n["metadata"]["name"], ())) for n in nodes]
-    assert filters.failure_message(interpod.filter_all(kube.to_pod_request(new), infos, near)) == (
+    infos = [with_pods(kube.to_node_info(n), near.pods_by_node.get(n["metadata"]["name"], ())) for n in nodes]
+    assert chain.failure_message(chain.filter_all(kube.to_pod_request(new), infos, near)) == (
         "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod anti-affinity rules, "
         "1 node(s) had untolerated taint {k: }."
     )

@@ -13,7 +13,7 @@ import socket
 import threading
 
 from drs_prom.config import ServingSettings
-from drs_prom.scheduler.http_server import BoundedHTTPServer, QuietHandler
+from drs_prom.scheduler.http.server import BoundedHTTPServer, QuietHandler
 
 
 class ReportsNoDelay(QuietHandler):

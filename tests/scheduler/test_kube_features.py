@@ -2,8 +2,9 @@
 
 import pytest
 
-from drs_prom.scheduler import kube, pod_features
-from drs_prom.scheduler.extender import scale_scores
+from drs_prom.scheduler.decision import pod_features
+from drs_prom.scheduler.http.extender import scale_scores
+from drs_prom.scheduler.watch import kube
 
 
 def pod_json(**spec):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drs_prom.scheduler.kube_response import drained
+from drs_prom.scheduler.write.kube_response import drained
 from tests.scheduler.conftest import pod_body
 
 pytestmark = pytest.mark.integration

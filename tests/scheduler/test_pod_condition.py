@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drs_prom.scheduler.pod_condition import SCHEDULER_ERROR, UNSCHEDULABLE, not_scheduled_patch
+from drs_prom.scheduler.write.pod_condition import SCHEDULER_ERROR, UNSCHEDULABLE, not_scheduled_patch
 
 T0 = 1_700_000_000.0
 MSG = "0/3 nodes are available: 3 Insufficient cpu."

@@ -16,13 +16,13 @@ import pytest
 
 from drs_prom.agent import default_model_path, read_metadata
 from drs_prom.config import Settings, load_settings
-from drs_prom.model_store import MODEL_FILE, ModelStore
 from drs_prom.registry import HEURISTICS, PolicySpec, make_candidate_policy, make_policy
-from drs_prom.scheduler.decide import Decider
+from drs_prom.scheduler.decision.decide import Decider
 from drs_prom.scheduler.metrics import SchedulerMetrics
 from drs_prom.scheduler.runner import load_policy, model_watcher
 from drs_prom.sim.retrain_checks import SimulatorChecks
 from drs_prom.sim.scenario import load_scenario
+from drs_prom.stores.model_store import MODEL_FILE, ModelStore
 
 TWO_MINUTES = 120.0
 REMEMBERING = [n for n in HEURISTICS if n not in ("kube-default", "random", "round-robin")]

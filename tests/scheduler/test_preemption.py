@@ -1,4 +1,4 @@
-"""drs_prom.preemption on literal cluster states: which nodes are candidates, which pods are reprieved, how
+"""drs_prom.constraints.preemption on literal cluster states: which nodes are candidates, which pods are reprieved, how
 budgets are spent and which node kube-scheduler's ordering picks."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drs_prom import interpod, preemption
-from drs_prom.preemption import Budget, Candidate
+from drs_prom.constraints import chain, preemption
+from drs_prom.constraints.placed import Neighbours, with_pods
+from drs_prom.constraints.preemption import Budget, Candidate
 from drs_prom.types import HostPort, LabelSelector, NodeInfo, PodRecord, PodRequest, Taint
 
 CPU = 4000
@@ -29,17 +30,16 @@ def _pod(uid: str, node: str, cpu: int, prio: int, start: float = 0.0, app: str 
     )
 
 
-def _state(placed: dict[str, list[PodRecord]], **node_kw) -> tuple[list[NodeInfo], interpod.Neighbours]:
+def _state(placed: dict[str, list[PodRecord]], **node_kw) -> tuple[list[NodeInfo], Neighbours]:
     nodes = [
-        interpod.with_pods(NodeInfo(name=n, allocatable_cpu_m=CPU, allocatable_mem_bytes=2**34, **node_kw), pods)
+        with_pods(NodeInfo(name=n, allocatable_cpu_m=CPU, allocatable_mem_bytes=2**34, **node_kw), pods)
         for n, pods in placed.items()
     ]
-    return nodes, interpod.Neighbours(pods_by_node=placed)
+    return nodes, Neighbours(pods_by_node=placed)
 
 
 def _plan(pod: PodRequest, nodes, near, budgets=()) -> Candidate | None:
-    reasons = interpod.filter_all(pod, nodes, near).reasons
-    return preemption.plan(pod, nodes, near, reasons, list(budgets))
+    return preemption.plan(pod, nodes, near, chain.filter_all(pod, nodes, near), list(budgets))
 
 
 def _victims(c: Candidate | None) -> tuple[str, list[str]] | None:
@@ -134,10 +134,10 @@ def test_node_choice_fewest_violations_then_lowest_priority_then_sum_then_count_
 
 def test_ties_are_all_returned_and_protected_pods_are_never_victims():
     nodes, near = _state({"n1": [_pod("a", "n1", 4000, 10, start=5)], "n2": [_pod("b", "n2", 4000, 10, start=5)]})
-    reasons = interpod.filter_all(INCOMING, nodes, near).reasons
-    found = preemption.find_candidates(INCOMING, nodes, near, reasons, [])
+    failed = chain.filter_all(INCOMING, nodes, near)
+    found = preemption.find_candidates(INCOMING, nodes, near, failed, [])
     assert [c.node for c in preemption.best(found)] == ["n1", "n2"]
-    only = preemption.find_candidates(INCOMING, nodes, near, reasons, [], protected=frozenset({"a"}))
+    only = preemption.find_candidates(INCOMING, nodes, near, failed, [], protected=frozenset({"a"}))
     assert [c.node for c in only] == ["n2"]
 
 
@@ -185,8 +185,7 @@ def test_choice_passes_every_filter_after_eviction_and_breaks_no_avoidable_budge
     placed, budgets, cpu = state
     nodes, near = _state(placed)
     pod = dataclasses.replace(INCOMING, cpu_m=cpu)
-    reasons = interpod.filter_all(pod, nodes, near).reasons
-    found = preemption.find_candidates(pod, nodes, near, reasons, budgets)
+    found = preemption.find_candidates(pod, nodes, near, chain.filter_all(pod, nodes, near), budgets)
     chosen = preemption.best(found)
     if not found:
         return
@@ -198,4 +197,4 @@ def test_choice_passes_every_filter_after_eviction_and_breaks_no_avoidable_budge
     after = {n: [p for p in ps if p.uid not in gone] for n, ps in placed.items()}
     nodes_after, near_after = _state(after)
     index = [n.name for n in nodes_after].index(pick.node)
-    assert not interpod.filter_all(pod, nodes_after, near_after).reasons[index]
+    assert not chain.filter_all(pod, nodes_after, near_after).reasons[index]

@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 from drs_prom.config import load_settings
-from drs_prom.prometheus import PrometheusSource
 from drs_prom.registry import make_policy
-from drs_prom.scheduler.decide import Decider
+from drs_prom.scheduler.decision.decide import Decider
 from drs_prom.scheduler.metrics import SchedulerMetrics
+from drs_prom.signals.prometheus import PrometheusSource
 from drs_prom.types import NodeInfo, PodRequest
 from tests.specs import SPEC
 

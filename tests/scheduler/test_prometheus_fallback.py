@@ -31,7 +31,7 @@ def exporters(tmp_path):
 def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, make_scheduler, exporters, tmp_path):
     from drs_prom.agent import load_policy
     from drs_prom.config import PrometheusSettings
-    from drs_prom.prometheus import PrometheusSource
+    from drs_prom.signals.prometheus import PrometheusSource
 
     for name in NODES:
         fake_nodes(name, cpu="8", memory="16Gi")

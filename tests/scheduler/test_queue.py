@@ -1,6 +1,6 @@
 """Scheduling queue: priority then FIFO, backoff (never dropped), requeue on cluster change, delete."""
 
-from drs_prom.scheduler.queue import SchedulingQueue
+from drs_prom.scheduler.watch.queue import SchedulingQueue
 
 
 class Clock:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drs_prom.scheduler.ratelimit import TokenBucket, WriteLimits
+from drs_prom.scheduler.write.write_limits import TokenBucket, WriteLimits
 
 
 class FakeClock:

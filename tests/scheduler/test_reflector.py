@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from drs_prom.scheduler.cache import Reflector, WatchExpired
+from drs_prom.scheduler.watch.cache import Reflector, WatchExpired
 from tests.scheduler.conftest import list_pods, pod_body
 from tests.waiting import wait_for
 

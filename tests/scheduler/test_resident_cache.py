@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from drs_prom.features import N_FEATURES
-from drs_prom.scheduler.cache import ClusterCache
+from drs_prom.scheduler.watch.cache import ClusterCache
 from tests.scheduler.test_feasibility import node, pod
 
 ROW = np.array([0.25, 0.5, 0.0, 0.0, 0.125, 0.0])

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from drs_prom import promql
 from drs_prom.agent.persistence import load_model
 from drs_prom.cli import cli
-from drs_prom.model_store import MODEL_FILE, ModelStore, ModelWatcher
 from drs_prom.registry import stored_model_loader
-from drs_prom.scheduler.arms import HEURISTIC, MODEL, assign_arm
+from drs_prom.scheduler.decision.arms import HEURISTIC, MODEL, assign_arm
+from drs_prom.signals import promql
+from drs_prom.stores.model_store import MODEL_FILE, ModelStore, ModelWatcher
 from tests.scheduler.closed_loop import balancing_model, piling_model, start_loop
 from tests.scheduler.conftest import journalled, scheduled_message
 from tests.specs import SPEC, WINDOW

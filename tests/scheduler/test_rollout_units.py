@@ -13,12 +13,13 @@ import pytest
 
 from drs_prom.config import Settings, load_settings
 from drs_prom.errors import ConfigError
-from drs_prom.journal import JOURNAL_SCHEMA, Decision, Journal, RolloutEvent
-from drs_prom.rollback import judge
-from drs_prom.scheduler.arms import HEURISTIC, MODEL, AgreementWindow, assign_arm, compare, uid_fraction
-from drs_prom.scheduler.decide import Decider
-from drs_prom.scheduler.guardrails import BreachTracker, breaches, rules_for
+from drs_prom.ops.promotion_judge import judge
+from drs_prom.scheduler.decision.arms import HEURISTIC, MODEL, AgreementWindow, assign_arm, compare, uid_fraction
+from drs_prom.scheduler.decision.decide import Decider
+from drs_prom.scheduler.decision.guardrails import BreachTracker, breaches, rules_for
+from drs_prom.scheduler.decision.rollout import ArmedDecisions
 from drs_prom.scheduler.metrics import SchedulerMetrics
+from drs_prom.stores.journal import JOURNAL_SCHEMA, Decision, Journal, RolloutEvent
 from drs_prom.types import PodRequest
 from tests.scheduler.test_decide import DEMAND, FEASIBLE, NODES, Prefers, Snap
 from tests.specs import SPEC
@@ -170,17 +171,41 @@ def test_decider_normal_mode_is_unchanged_model_decides_with_arm_model():
 
 
 def test_shadow_policy_remembers_the_node_actually_bound():
-    """A policy that only scored (shadow) must not count its own choice as a recent bind."""
-    from drs_prom.policy import DecisionContext, choose
+    """A policy that only scored (shadow) must not count its own choice as a recent bind: scoring records nothing,
+    and the shadow is told the node actually bound."""
+    from drs_prom.policies.contract import DecisionContext, choose
     from drs_prom.registry import make_policy
-    from drs_prom.scheduler.rollout import _bind_memory_to
 
     shadow = make_policy("least-loaded", SPEC, 0)
     load = np.array([[0.1] * 6, [0.5] * 6])
     pod_load = np.array([[0.2] * 6, [0.2] * 6])
     ctx = DecisionContext(PodRequest(name="p"), NODES, FEASIBLE, load, pod_load, now=100.0)
-    idx, _ = choose(shadow, ctx)
-    assert idx == 0 and shadow.recent.pending(ctx)[0, 0] > 0  # it remembered its own choice
-    _bind_memory_to(shadow, ctx, idx, 1)  # but node b was bound
+    first = shadow.score(ctx)
+    np.testing.assert_array_equal(shadow.score(ctx), first)  # pure: the same context scores the same
+    idx, _ = choose(shadow, ctx, bind=False)
+    assert idx == 0 and not shadow.recent.pending(ctx).any()  # its own choice was not remembered
+    shadow.bound(ctx, 1)  # node b was bound
     pending = shadow.recent.pending(ctx)
     assert pending[0, 0] == 0 and pending[1, 0] == pytest.approx(0.2)
+
+
+def test_the_shadow_arm_is_told_the_primary_arms_bind():
+    """In shadow mode the model only scores; its memory holds the heuristic arm's bind, whatever it preferred."""
+    from drs_prom.policies.contract import DecisionContext
+    from drs_prom.registry import make_policy
+
+    heuristic = make_policy("least-loaded", SPEC, 0)
+    model = make_policy("balanced-load", SPEC, 0)
+    armed = ArmedDecisions(
+        load_settings(None, {"rollout.mode": "shadow"}).rollout,
+        "least-loaded",
+        SchedulerMetrics(),
+        lambda _name: heuristic,
+        lambda _reason: heuristic,
+    )
+    load = np.array([[0.1] * 6, [0.5] * 6])
+    ctx = DecisionContext(PodRequest(name="p", uid="u"), NODES, FEASIBLE, load, np.full((2, 6), 0.2), now=100.0)
+    choice = armed.decide(ctx, None, model, "v1")
+    assert choice.policy is heuristic
+    np.testing.assert_array_equal(model.recent.pending(ctx), heuristic.recent.pending(ctx))
+    assert heuristic.recent.pending(ctx)[choice.index, 0] == pytest.approx(0.2)

@@ -1,14 +1,14 @@
 """The scheduler's vectorised filters and node sampling, against the per-node reference
-(filters.check) and kube-scheduler's numFeasibleNodesToFind. Pure: no servers."""
+(chain.node_reasons) and kube-scheduler's numFeasibleNodesToFind. Pure: no servers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from drs_prom import filters
-from drs_prom.journal import Decision, Journal
-from drs_prom.scheduler.nodes import NodeTable
+from drs_prom.constraints import chain, sampling
+from drs_prom.scheduler.watch.nodes import NodeTable
+from drs_prom.stores.journal import Decision, Journal
 from drs_prom.types import NodeInfo, NodeSelectorRequirement, NodeSelectorTerm, PodRequest, Taint, Toleration
 
 
@@ -58,7 +58,7 @@ def test_table_filters_equal_the_per_node_reference(seed):
     view = table.view()
     infos = view.all_infos()
     for pod in PODS:
-        expected = filters.feasible_mask(pod, infos)
+        expected = chain.node_mask(pod, infos)
         np.testing.assert_array_equal(view.feasible(pod), expected, err_msg=pod.name)
         np.testing.assert_array_equal(view.feasible(pod), expected, err_msg=f"{pod.name} (cached static part)")
     assert 0 < int(view.feasible(PODS[0]).sum()) < len(nodes)  # the scenario exercises both outcomes
@@ -93,16 +93,16 @@ def test_view_is_a_snapshot_and_infos_follow_the_table():
     ],
 )
 def test_nodes_to_score_follows_kube_scheduler(n, percentage, expected):
-    assert filters.nodes_to_score(n, percentage) == expected
+    assert sampling.nodes_to_score(n, percentage) == expected
 
 
 def test_sampling_goes_round_from_where_it_stopped():
     mask = np.array([True, False, True, True, False, True, True, False])
-    found, processed = filters.sample_feasible(mask, 3, start=0)
+    found, processed = sampling.sample_feasible(mask, 3, start=0)
     assert found.tolist() == [0, 2, 3] and processed == 4
-    found, processed = filters.sample_feasible(mask, 3, start=4)
+    found, processed = sampling.sample_feasible(mask, 3, start=4)
     assert found.tolist() == [0, 5, 6] and processed == 5  # 4,5,6,7 then wraps to 0
-    found, processed = filters.sample_feasible(mask, 10, start=3)
+    found, processed = sampling.sample_feasible(mask, 10, start=3)
     assert found.tolist() == [0, 2, 3, 5, 6] and processed == len(mask)  # fewer feasible than asked: all
 
 

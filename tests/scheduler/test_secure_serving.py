@@ -17,7 +17,7 @@ import yaml
 
 from drs_prom.config import ServingSettings, load_settings
 from drs_prom.errors import ConfigError
-from drs_prom.scheduler.http_server import HealthServer
+from drs_prom.scheduler.http.server import HealthServer
 from drs_prom.scheduler.metrics import SchedulerMetrics
 
 

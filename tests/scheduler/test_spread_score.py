@@ -15,15 +15,15 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drs_prom import spread_score
 from drs_prom.config import load_settings
+from drs_prom.constraints import spread_score
 from drs_prom.features import FEATURES
-from drs_prom.policy import DecisionContext, PolicyBase, choose, with_soft_scores
+from drs_prom.policies.contract import DecisionContext, PolicyBase, choose, with_soft_scores
 from drs_prom.registry import PolicySpec
-from drs_prom.scheduler import kube
-from drs_prom.scheduler.decide import Decider, fallback_policy
+from drs_prom.scheduler.decision.decide import Decider, fallback_policy
 from drs_prom.scheduler.metrics import SchedulerMetrics
-from drs_prom.state import NodeSnapshot
+from drs_prom.scheduler.watch import kube
+from drs_prom.signals.state import NodeSnapshot
 from tests.scheduler.test_cache_constraints import _cache
 from tests.scheduler.test_feasibility import HOST, ZONE, _spread, node, pod
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from drs_prom.journal import JOURNAL_SCHEMA, Decision, Journal, open_journal
-from drs_prom.model_store import ModelStore, ModelWatcher
+from drs_prom.stores.journal import JOURNAL_SCHEMA, Decision, Journal, open_journal
+from drs_prom.stores.model_store import ModelStore, ModelWatcher
 
 
 def _decision(i: int = 0) -> Decision:
@@ -45,7 +45,7 @@ def test_damaged_journal_is_kept_aside_and_a_new_one_started(tmp_path, damage, c
     _journal_with_rows(path)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 3] if damage == "truncated" else b"not a database at all" * 100)
-    with caplog.at_level(logging.WARNING, "drs_prom.journal"):
+    with caplog.at_level(logging.WARNING, "drs_prom.stores.journal"):
         j = open_journal(path)
     assert j is not None and j.append(_decision()) > 0
     j.close()
@@ -80,7 +80,7 @@ def test_journal_that_cannot_be_written_is_skipped_not_fatal(small_tmpfs, caplog
     _journal_with_rows(path, 3)
     size = path.stat().st_size
     subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
-    with caplog.at_level(logging.WARNING, "drs_prom.journal"):
+    with caplog.at_level(logging.WARNING, "drs_prom.stores.journal"):
         assert open_journal(path) is None
     assert [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
     assert path.stat().st_size == size
@@ -155,7 +155,7 @@ def test_watcher_keeps_the_old_model_when_the_new_one_is_damaged(tmp_path, caplo
     assert w.reload_if_changed() and w.model == "model one"
     v2 = store.add(lambda d: (d / "model.keras").write_text(""))  # zero-length
     store.promote(v2.name)
-    with caplog.at_level(logging.WARNING, "drs_prom.model_store"):
+    with caplog.at_level(logging.WARNING, "drs_prom.stores.model_store"):
         for _ in range(5):
             assert not w.reload_if_changed()
     assert w.model == "model one" and "truncated" in (w.last_error or "")

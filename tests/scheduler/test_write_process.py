@@ -13,7 +13,7 @@ import signal
 import psutil
 import pytest
 
-from drs_prom.scheduler.write_process import usable_cpus, wanted
+from drs_prom.scheduler.write.write_process import usable_cpus, wanted
 from tests.scheduler.conftest import list_pods, pod_body, scheduled_message
 from tests.waiting import wait_for
 
@@ -34,7 +34,7 @@ def test_binds_and_events_go_through_the_child_which_ends_with_the_scheduler(cor
     remote = sched._remote
     assert remote is not None and remote.alive
     child = psutil.Process(remote.pid)
-    assert child.ppid() == os.getpid() and "drs_prom.scheduler.write_child" in " ".join(child.cmdline())
+    assert child.ppid() == os.getpid() and "drs_prom.scheduler.write.write_child" in " ".join(child.cmdline())
     for i in range(6):
         core.create_namespaced_pod(ns, pod_body(f"p{i}"), _preload_content=False)
     wait_for(lambda: len(bound(core, ns)) == 6, 60, "6 pods bound")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from drs_prom.errors import ConfigError
-from drs_prom.policy import DecisionContext, PolicyBase
+from drs_prom.policies.contract import DecisionContext, PolicyBase
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import parse_scenario
 from drs_prom.sim.workload import generate

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from drs_prom.baselines import (
+from drs_prom.errors import ConfigError
+from drs_prom.policies.baselines import (
     BalancedLoad,
     KubeDefault,
     LeastLoaded,
@@ -11,10 +12,9 @@ from drs_prom.baselines import (
     kube_default_scores,
     least_allocated_score,
 )
-from drs_prom.errors import ConfigError
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policies.contract import DecisionContext, choose
 from drs_prom.registry import make_policy, policies_by_name
-from drs_prom.state import imbalance
+from drs_prom.signals.state import imbalance
 from drs_prom.types import NodeInfo, PodRequest
 from tests.specs import SPEC, WINDOW
 
@@ -137,7 +137,7 @@ def test_least_loaded_counts_its_own_placements_the_metrics_do_not_show_yet():
 
 
 def test_recent_binds_record_a_bind_the_policy_did_not_choose():
-    from drs_prom.recent_binds import RecentBinds
+    from drs_prom.policies.recent_binds import RecentBinds
 
     nodes = [NodeInfo(f"n{i}", 4000, 8 * GI) for i in range(3)]
     pod_load = np.tile([0.2, 0.1, 0, 0, 0, 0], (3, 1)).astype(np.float32)

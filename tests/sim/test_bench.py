@@ -94,8 +94,8 @@ def test_demo_runs_the_paper_scenario_and_says_where_the_plot_is(tmp_path):
 
 
 def test_a_policy_sees_its_own_scales_but_metrics_stay_on_the_scenarios():
-    from drs_prom.baselines import RoundRobin
     from drs_prom.config import Normalisation
+    from drs_prom.policies.baselines import RoundRobin
     from drs_prom.registry import make_policy
 
     seen = []
@@ -147,7 +147,7 @@ def test_bench_table_names_its_columns_in_full_and_defines_the_composite_once():
 
 def test_every_policy_gets_its_own_colour_and_neighbours_differ_in_line_style():
     from drs_prom.registry import HEURISTICS, LEARNED
-    from drs_prom.sim.plot import policy_styles
+    from drs_prom.sim.bench_plots import policy_styles
 
     names = [*HEURISTICS, *LEARNED, "clairvoyant"]
     styles = policy_styles(names)
@@ -160,7 +160,7 @@ def test_bench_plot_keeps_the_legend_off_the_data(tmp_path):
     """The legend sits right of both panels: the saved image is wider than the panels' figure."""
     import matplotlib.image
 
-    from drs_prom.sim.plot import plot_report
+    from drs_prom.sim.bench_plots import plot_report
 
     report = run_bench(
         load_scenario("drs-paper").truncated(10), [0], ["kube-default", "random", "round-robin"], progress=False

@@ -4,13 +4,13 @@ import itertools
 import numpy as np
 import pytest
 
-from drs_prom.filters import feasible_mask
-from drs_prom.policy import PolicyBase, choose
+from drs_prom.constraints.chain import node_mask as feasible_mask
+from drs_prom.policies.contract import PolicyBase, choose
 from drs_prom.registry import HEURISTICS, make_policy
+from drs_prom.signals.state import node_matrix, pod_matrix
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.source import SimSource
-from drs_prom.state import node_matrix, pod_matrix
 from tests.sim.helpers import tiny
 from tests.specs import SPEC
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drs_prom import filters
+from drs_prom.constraints import chain
 from drs_prom.errors import ConfigError
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import parse_scenario
@@ -59,7 +59,7 @@ def test_gpu_pods_are_offered_only_nodes_with_a_free_gpu() -> None:
     ctx = env.reset()
     gpu_decisions = 0
     while ctx is not None:
-        assert ctx.feasible.tolist() == filters.feasible_mask(ctx.pod, ctx.nodes).tolist()
+        assert ctx.feasible.tolist() == chain.node_mask(ctx.pod, ctx.nodes).tolist()
         for node, ok in zip(ctx.nodes, ctx.feasible.tolist()):
             free = node.allocatable_scalar.get("nvidia.com/gpu", 0) - node.requested_scalar.get("nvidia.com/gpu", 0)
             assert free >= 0  # never more GPUs handed out than a node has

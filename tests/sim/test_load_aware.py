@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drs_prom.load_aware import (
+from drs_prom.policies.contract import DecisionContext, choose
+from drs_prom.policies.load_aware import (
     CapacityBalancedLoad,
     CapacityBalancedOverload,
     LoadVariationRiskBalancing,
@@ -13,7 +14,6 @@ from drs_prom.load_aware import (
     lvrb_resource_score,
     tlp_score,
 )
-from drs_prom.policy import DecisionContext, choose
 from drs_prom.registry import HEURISTICS, make_policy
 from drs_prom.sim.bench import run_bench
 from drs_prom.types import NodeInfo, PodRequest

@@ -7,7 +7,7 @@ import pytest
 
 from drs_prom.config import ObjectiveSettings, load_settings
 from drs_prom.errors import ConfigError
-from drs_prom.objectives import (
+from drs_prom.outcomes.objectives import (
     EpisodeObjectives,
     Integrals,
     composite,
@@ -17,8 +17,8 @@ from drs_prom.objectives import (
     instant,
     score_episode,
 )
-from drs_prom.policy import DecisionContext, PolicyBase, choose
-from drs_prom.reward import composite_reward
+from drs_prom.outcomes.reward import composite_reward
+from drs_prom.policies.contract import DecisionContext, PolicyBase, choose
 from drs_prom.sim.env import SchedulingEnv
 from tests.sim.helpers import tiny
 

@@ -2,8 +2,8 @@ import pytest
 
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError
+from drs_prom.signals.state import pod_matrix
 from drs_prom.sim.scenario import load_scenario, parse_quantity, parse_scenario, scenario_names
-from drs_prom.state import pod_matrix
 from tests.sim.helpers import tiny
 
 EXPECTED = {"drs-paper", "drs-paper-lag", "heterogeneous", "burst", "cluster-50", "cluster-500"}

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from drs_prom.features import FEATURES
-from drs_prom.prometheus import PrometheusSource
+from drs_prom.signals.prometheus import PrometheusSource
+from drs_prom.sim.live_cluster import LiveCluster, SimExporter
 from drs_prom.sim.scenario import load_scenario
-from drs_prom.sim.serve import LiveCluster, SimExporter
 from tests.prom.fixtures import start_prometheus, wait_until
 from tests.specs import SPEC
 
@@ -96,7 +96,7 @@ def test_serve_scenario_prints_a_scrape_config_and_stops_on_request():
     import yaml
 
     from drs_prom.registry import make_policy
-    from drs_prom.sim.serve import serve_scenario
+    from drs_prom.sim.live_cluster import serve_scenario
 
     lines: list[str] = []
     stop = threading.Event()

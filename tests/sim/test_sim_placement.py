@@ -8,7 +8,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from drs_prom.policy import choose
+from drs_prom.constraints import chain
+from drs_prom.policies.contract import choose
 from drs_prom.registry import make_policy
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.scenario import Scenario, load_scenario
@@ -72,13 +73,13 @@ def test_every_bind_keeps_anti_affinity_spread_and_host_ports(constraints, polic
     assert env.result(policy).decisions == len(env.workload)  # every pod placed in the end: waiting, not dropped
 
 
-def test_without_the_inter_pod_filters_the_same_episodes_break_them(constraints):
-    """The checker above can fail: with the inter-pod filters switched off (the simulator before it had them),
-    the same episodes place replicas together and on taken host ports."""
+def test_without_the_inter_pod_filters_the_same_episodes_break_them(constraints, monkeypatch):
+    """The checker above can fail: with the filters that read the placed pods switched off (the simulator before it
+    had them), the same episodes place replicas together and on taken host ports."""
+    monkeypatch.setattr(chain, "placed_mask", lambda pod, nodes, near, candidates, hints: candidates)
     broken: Counter[str] = Counter()
     for seed in (0, 1, 2):
         env = SchedulingEnv(constraints, seed=seed)
-        env._neighbour_mask = lambda req, nodes, mask: mask  # type: ignore[method-assign]
         broken.update(_episode(env, "kube-default", seed)[0])
     assert broken["anti-affinity"] > 0 and broken["host port"] > 0
 

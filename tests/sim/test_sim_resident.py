@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drs_prom.policy import DecisionContext, choose
+from drs_prom.policies.contract import DecisionContext, choose
 from drs_prom.registry import make_policy
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.generator import eval_scenario

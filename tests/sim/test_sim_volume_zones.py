@@ -10,7 +10,7 @@ from importlib import resources
 import pytest
 
 from drs_prom.errors import ConfigError
-from drs_prom.policy import choose
+from drs_prom.policies.contract import choose
 from drs_prom.registry import make_policy
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.placement import ZONE_LABEL

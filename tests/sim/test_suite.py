@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from drs_prom.paired_stats import paired_ci, t95
+from drs_prom.outcomes.paired_stats import paired_ci, t95
 from drs_prom.sim.bench import run_bench
 from drs_prom.sim.suite import suite_names, summarise
 from tests.sim.helpers import tiny

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from drs_prom.cli import cli
-from drs_prom.paired_stats import AUTO_HALF_WIDTH, AUTO_MAX_SEEDS, AUTO_MIN_SEEDS, harm, relative_interval
+from drs_prom.outcomes.paired_stats import AUTO_HALF_WIDTH, AUTO_MAX_SEEDS, AUTO_MIN_SEEDS, harm, relative_interval
 from drs_prom.sim.bench import run_bench
 from drs_prom.sim.verdicts import judge, run_judged
 from tests.sim.helpers import tiny

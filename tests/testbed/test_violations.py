@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from drs_prom.scheduler import kube, kube_storage
+from drs_prom.scheduler.watch import kube, kube_storage
 from drs_prom.sim.placement import claim_name
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.workload import generate

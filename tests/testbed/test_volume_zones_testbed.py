@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from drs_prom.scheduler import kube_storage
+from drs_prom.scheduler.watch import kube_storage
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.sim.zonal_volumes import pod_volume
 from drs_prom.testbed import judge, process, zonal_claims

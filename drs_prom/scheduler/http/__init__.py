@@ -1,0 +1,3 @@
+"""The scheduler's HTTP side: /metrics, /healthz and /readyz, TLS with delegated authentication, the metric
+families, and the kube-scheduler extender endpoint.
+"""

@@ -1,0 +1,173 @@
+"""``drs-prom bench``'s modes as one call: a scenario, the suite, or a trace replay, from the command's options.
+
+The command line (drs_prom.cli) parses the options into a ``BenchRequest`` and prints what ``run_bench_command``
+says through ``echo``; which mode runs, what it checks of the options and what it writes are decided here, in the
+package that owns the benchmark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from drs_prom.errors import ConfigError
+from drs_prom.sim.bench import format_table, model_builder, parse_policies, write_report
+from drs_prom.sim.generator import resolve_scenario
+from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.suite import format_scenario, format_suite, run_suite, suite_names, summarise, write_suite
+from drs_prom.sim.trace_bench import format_sweep, run_trace_bench
+from drs_prom.sim.trace_bench import usage_sweep as sweep
+from drs_prom.sim.verdicts import judge, judgement_line, run_judged
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """The ``--trace*`` options of ``bench`` and ``testbed``: which trace to replay and how (docs/traces.md)."""
+
+    path: str
+    nodes: int | None = None
+    window: str = "0:1"
+    pod_list: str = "openb_pod_list_default.csv"
+    max_pods: int | None = None
+    compression: float = 1.0
+    load_factor: float = 1.0
+    usage: tuple[float, float, float] = (0.4, 0.6, 0.3)
+
+    def section(self, max_pods: int | None = None) -> dict[str, Any]:
+        """A scenario's ``trace:`` section (validated with the scenario); ``max_pods`` when the option gives none."""
+        return {
+            "path": self.path,
+            "pod_list": self.pod_list,
+            "nodes": self.nodes,
+            "window": fractions(self.window),
+            "max_pods": self.max_pods or max_pods,
+            "compression": self.compression,
+            "load_factor": self.load_factor,
+            "usage": {"cpu_ratio": self.usage[0], "mem_ratio": self.usage[1], "spread": self.usage[2]},
+        }
+
+    def scenario(self, max_pods: int | None = None) -> Scenario:
+        return trace_scenario({"name": "trace", "trace": self.section(max_pods)})
+
+
+def fractions(text: str) -> tuple[float, float]:
+    """``--trace-window START:END``, two fractions of the pod list."""
+    try:
+        a, b = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise ConfigError(f"--trace-window {text!r} is not START:END (fractions, e.g. 0.2:0.4)") from None
+    return a, b
+
+
+def trace_scenario(data: dict[str, Any]) -> Scenario:
+    """A trace scenario validated from its data; a bad option is one line, not pydantic's report."""
+    try:
+        return Scenario.model_validate(data)
+    except ValueError as exc:
+        first = str(exc).splitlines()
+        raise ConfigError(f"invalid trace options: {' '.join(first[1:3]).strip()}") from None
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """What ``drs-prom bench`` was asked: the options, checked against each other by ``run_bench_command``."""
+
+    scenario: str | None = None
+    suite: bool = False
+    only: str | None = None
+    jobs: int = 1
+    seeds: int | None = 5
+    """A count of seeds, 0..N-1; None: ``auto`` (per scenario, until the candidate's interval is narrow)."""
+    candidate: str = "drs"
+    policies: str | None = None
+    out_dir: str = "out/bench"
+    pods: int | None = None
+    model_path: str | None = None
+    progress: bool = True
+    trace: TraceOptions | None = None
+    usage_sweep: str | None = None
+
+
+def run_bench_command(request: BenchRequest, echo: Echo) -> None:
+    """Run the mode ``request`` asks for, print its tables through ``echo`` and write its files."""
+    r = request
+    names_run = parse_policies(r.policies)
+    if r.candidate not in names_run and not r.policies:  # the default list gains the candidate (a known name)
+        names_run = parse_policies(",".join([*names_run, r.candidate]))
+    seed_list = None if r.seeds is None else list(range(r.seeds))
+    if r.trace is not None:
+        if r.scenario or r.suite:
+            raise ConfigError("--trace builds its own scenario; give either --trace or --scenario/--suite")
+        _trace_bench(r.trace.scenario(r.pods), r, parse_policies(r.policies), echo)
+        return
+    if r.suite:
+        if r.scenario:
+            raise ConfigError("--suite runs its own scenarios; use --only to pick some, not --scenario")
+        names = suite_names([n.strip() for n in r.only.split(",") if n.strip()] if r.only else None)
+        result = run_suite(
+            names,
+            seed_list,
+            names_run,
+            r.model_path,
+            jobs=r.jobs,
+            pods=r.pods,
+            echo=echo if r.progress else None,
+            partial_dir=Path(r.out_dir) / "scenarios",
+            candidate=r.candidate,
+        )
+        path = write_suite(result, r.out_dir)
+        echo(format_suite(result))
+        echo(f"wrote {path} and pareto-<scenario>.png ({result.wall_seconds:.1f} s)")
+        return
+    if r.only:
+        raise ConfigError("--only needs --suite")
+    sc = resolve_scenario(r.scenario or "drs-paper")
+    if sc.trace is not None:
+        data = sc.model_dump(exclude_none=True)
+        if r.pods:
+            data["trace"]["max_pods"] = r.pods
+        _trace_bench(trace_scenario(data), r, parse_policies(r.policies), echo)
+        return
+    if r.usage_sweep:
+        raise ConfigError("--usage-sweep needs a trace (--trace or a scenario with a trace: section)")
+    if r.pods:
+        sc = sc.truncated(r.pods)
+    report = run_judged(
+        sc,
+        seed_list,
+        names_run,
+        model_builder(r.model_path),
+        candidate=r.candidate,
+        progress=r.progress,
+        note=echo if r.progress else None,
+    )
+    json_path, png_path = write_report(report, r.out_dir)
+    echo(format_table(report))
+    judged = judge(report, r.candidate)
+    if judged is not None:
+        echo(judgement_line(judged))
+    echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
+
+
+def _trace_bench(sc: Scenario, r: BenchRequest, policies: list[str], echo: Echo) -> None:
+    """bench on a trace: every sampling seed, the table and the summary (or, with ``usage_sweep``, the sweep)."""
+    if r.seeds is None:
+        raise ConfigError("--seeds auto is for scenarios; a trace replay takes a count of sampling seeds (--seeds N)")
+    builder = model_builder(r.model_path)
+    seeds = list(range(r.seeds))
+    if r.usage_sweep:
+        try:
+            levels = [float(x) for x in r.usage_sweep.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"--usage-sweep {r.usage_sweep!r} is not a comma-separated list of numbers") from None
+        echo(format_sweep(sweep(sc, levels, seeds, policies, builder, progress=r.progress)))
+        return
+    report = run_trace_bench(sc, seeds, policies, builder, progress=r.progress, echo=echo)
+    json_path, png_path = write_report(report, r.out_dir)
+    echo(format_table(report))
+    echo(format_scenario(summarise(report).to_json()))
+    echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")

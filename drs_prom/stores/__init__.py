@@ -1,0 +1,1 @@
+"""The two durable stores: the decision journal (SQLite) and the versioned model store."""
