@@ -25,8 +25,10 @@ venv: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/drs-prom demo
 
-## test-deps: Prometheus, node_exporter, etcd (Debian; root for apt-get) and kube-apiserver/kube-controller-manager/kube-scheduler/kubectl/helm
-## (built once with Go >= 1.26 into ~/.cache/drs-prom; about 5 GB); never stops or starts a service of the host
+## test-deps: Prometheus, node_exporter, VictoriaMetrics, openssl (Debian; root for apt-get) and etcd/kube-apiserver/
+##            kube-controller-manager/kube-scheduler/kubectl/promtool/helm
+## (built once with Go >= 1.26 into ~/.cache/drs-prom: 0.5 GB of binaries; up to 6.6 GB of Go caches and temporary
+## files while they build); never stops or starts a service of the host
 test-deps:
 	scripts/install-test-deps.sh
 

@@ -28,7 +28,7 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ("state (load rows, pod matrix)", r"\bload \(.*decide\.py|node_load|pod_matrix|node_matrix"),
     ("filters + sampling", r"constraints/|nodes\.py|_candidates|feasible"),
     ("cache view / assume", r"\bview \(|\bassume \(|\bforget \(|node_infos|_current_table|_expire_assumed"),
-    ("pod parsing (requests, demand)", r"pod_features\.py|kube\.py"),
+    ("pod parsing (requests, demand)", r"pod_demand\.py|owners\.py|estimator\.py|pod_usage\.py|kube\.py"),
     ("queue", r"queue\.py"),
     ("watch: cache update", r"_on_pod_event|_on_node_event|_on_pod_list|_on_node_list"),
     ("watch: decode (json)", r"json/decoder|json/__init__|\bloads \("),

@@ -58,6 +58,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from drs_prom.agent import default_model_path
 from drs_prom.config import SchedulerSettings
 from drs_prom.constraints import sampling
 from drs_prom.testbed.controlplane import ControlPlane
@@ -775,7 +776,9 @@ def main() -> None:
         "--prometheus", action="store_true", help="real Prometheus on a simulated cluster; drs uses the model"
     )
     ap.add_argument("--rss-pods", type=int, default=0, help="also drain this many pods at the largest node count (RSS)")
-    ap.add_argument("--model", default=None, help="model file (default: the shipped models/drs-v1.keras)")
+    ap.add_argument(
+        "--model", default=None, help="model file (default: the shipped one, drs_prom.agent.default_model_path())"
+    )
     ap.add_argument("--json", dest="json_path", default=None, help="write the results per node count here")
     ap.add_argument("--py-spy", dest="py_spy", default=None, help="record drs-prom with py-spy into this directory")
     ap.add_argument("--no-decision-cost", dest="decision_cost", action="store_false")
@@ -809,7 +812,7 @@ def main() -> None:
     if args.cost_only:
         print_decision_cost([int(x) for x in args.nodes.split(",")], args.model)
         return
-    model = args.model or str(REPO / "models" / "drs-v1.keras")
+    model = args.model or str(default_model_path())
     spy = Path(args.py_spy) if args.py_spy else None
     counts = [int(x) for x in args.nodes.split(",")]
     results: list[dict] = []
@@ -1009,7 +1012,7 @@ def summarise(results: list[dict], drains: list[dict], counts: list[int], args: 
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "pods": args.pods,
         "prometheus": bool(args.prometheus),
-        "model": args.model or "models/drs-v1.keras",
+        "model": args.model or str(default_model_path().relative_to(REPO)),
         "rate": args.rate,
         "pin": PIN.describe() if PIN is not None else None,
         "nodes": {},

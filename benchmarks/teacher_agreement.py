@@ -5,7 +5,7 @@ never the packaged scenarios or the evaluation clusters). At each decision, ever
 memory of the binds the network made), and the decision counts for a guide when the network's node is among that
 guide's first choices. Prints the decisions and the share per guide.
 
-    python benchmarks/teacher_agreement.py --model models/drs-v6.keras --clusters 8
+    python benchmarks/teacher_agreement.py --model models/drs-v7.keras --clusters 8
 """
 
 from __future__ import annotations

@@ -62,7 +62,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 @click.version_option(package_name="drs-prom", message="%(prog)s %(version)s")
 @_verbose_option()
 def cli() -> None:
-    """drs-prom: a Kubernetes scheduler with a DQN policy fed by Prometheus metrics.
+    """drs-prom: a Kubernetes scheduler whose policy is a learned Q-network fed by Prometheus metrics.
+
+    The shipped model scores every feasible node with a per-node Q-network trained from demonstrations
+    (large-margin imitation of a heuristic teacher on generated clusters); `drs-prom retrain` fine-tunes a copy
+    from the cluster's own decision journal and Prometheus history and promotes it only if it passes the gate.
 
     Library start-up output (TensorFlow, absl, oneDNN) is hidden unless --verbose.
     """
@@ -164,11 +168,20 @@ def promql_group() -> None:
 
 
 @promql_group.command("rules")
-def promql_rules() -> None:
-    """The rules file (deploy/prometheus/rules/drs.rules.yml)."""
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Settings YAML: the per-pod rules for its usage.cadvisor_selector and usage.rate_window.",
+)
+def promql_rules(config_path: str | None) -> None:
+    """The rules file (deploy/prometheus/rules/drs.rules.yml is the one for the default settings)."""
+    from drs_prom.config import load_settings
     from drs_prom.signals import promql
 
-    click.echo(promql.rules_yaml(), nl=False)
+    params = promql.RuleParams.for_settings(load_settings(config_path)) if config_path else promql.RuleParams()
+    click.echo(promql.rules_yaml(params), nl=False)
 
 
 @promql_group.command("dashboard")
@@ -371,6 +384,13 @@ def _trace(
     "(Go >= 1.25 on PATH; 10-20 min once, then a no-op), unless --kubeconfig names a cluster.",
 )
 @click.option("--out", "out_dir", default="out/testbed", show_default=True, type=click.Path(file_okay=False))
+@click.option(
+    "--told-usage",
+    is_flag=True,
+    help="Annotate every pod with drs.io/demand, its expected usage (as users who annotate do). By default no pod "
+    "says its usage: the schedulers estimate it from Prometheus (the twin kubelets' cAdvisor series), and a run fails "
+    "if a pod carried a usage annotation.",
+)
 @_trace_options
 def testbed_cmd(
     scenario: str,
@@ -396,6 +416,7 @@ def testbed_cmd(
     usage_cpu: float,
     usage_mem: float,
     usage_spread: float,
+    told_usage: bool,
 ) -> None:
     """Closed loop on real parts: control plane, twin kubelets over the simulator, real Prometheus, judged by PromQL.
 
@@ -428,6 +449,7 @@ def testbed_cmd(
         faults=faults,
         bench=not no_bench,
         kubeconfig=kubeconfig,
+        told_usage=told_usage,
         echo=click.echo,
     )
 
@@ -493,6 +515,12 @@ def _seeds(value: str | int) -> int | None:
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @_trace_options
 @click.option(
+    "--told-usage",
+    is_flag=True,
+    help="Tell the policies each pod's expected usage (an oracle: what annotating every pod with drs.io/demand "
+    "gives) instead of what a live scheduler can know, the estimate from the stored series (the default).",
+)
+@click.option(
     "--usage-sweep",
     default=None,
     help="With --trace: comma-separated used/requested levels (CPU and memory); ranks the policies at each.",
@@ -519,6 +547,7 @@ def bench_cmd(
     usage_cpu: float,
     usage_mem: float,
     usage_spread: float,
+    told_usage: bool,
     usage_sweep: str | None,
 ) -> None:
     """Benchmark schedulers on the simulator: composite score, imbalance, utilisation, completion vs kube-default."""
@@ -539,6 +568,7 @@ def bench_cmd(
         progress=not no_progress,
         trace=None if trace is None else replace(trace, usage=(usage_cpu, usage_mem, usage_spread)),
         usage_sweep=usage_sweep,
+        information="told" if told_usage else "estimated",
     )
     run_bench_command(request, click.echo)
 
@@ -822,7 +852,7 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
     )
 
 
-# -- training the DQN agents ---------------------------------------------------------------
+# -- training the learned policies ---------------------------------------------------------------
 
 
 @cli.command("train")
@@ -839,7 +869,7 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
 @click.option(
     "--out",
     "out_path",
-    default="models/drs-v6.keras",
+    default="models/drs-v7.keras",
     show_default=True,
     help="Model path (.keras; .json and .png written beside it).",
 )
@@ -870,7 +900,7 @@ def sim_serve_cmd(scenario: str, policy: str, seed: int, speed: float, mode: str
     type=click.Choice(["dqn", "guided"]),
     default="dqn",
     show_default=True,
-    help="drs: 'guided' the heuristic-guided per-node network of the shipped drs-v6, imitating per generated "
+    help="drs: 'guided' the heuristic-guided per-node network of the shipped drs-v7, imitating per generated "
     "cluster its best heuristic (--clusters; --scenario and --episodes are ignored); 'dqn' the per-node Double DQN "
     "on --scenario (drs-v1, drs-original, retraining).",
 )

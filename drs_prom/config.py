@@ -282,6 +282,91 @@ class SchedulerSettings(_Section):
         return data
 
 
+_MATCHER = r"""\s*[A-Za-z_][A-Za-z0-9_]*\s*(=~|!~|!=|=)\s*("([^"\\]|\\.)*"|'([^'\\]|\\.)*')\s*"""
+_MATCHERS = re.compile(rf"({_MATCHER}(,{_MATCHER})*)?,?\s*")
+
+
+class UsageSettings(_Section):
+    """What a pending pod will use (drs_prom.usage, drs_prom.scheduler.decision.pod_demand).
+
+    In order: the ``drs.io/demand`` annotation (when trusted), the ``drs.io/profile`` annotation, then an estimate
+    from the stored usage of the pod's owner's earlier pods, of other owners' pods running its image, or its
+    requests. The stored usage is Prometheus' per-pod recording rules over the kubelet's cAdvisor series
+    (``drs-prom promql rules``: group ``drs-pod-usage``); a decision never waits for it: a background thread keeps
+    a cache of the owners of pending pods, and an owner not cached yet is estimated from its requests.
+    """
+
+    history: bool = Field(
+        True, description="Read the pods' stored usage from Prometheus; false: annotations and requests only."
+    )
+    history_seconds: float = Field(
+        6 * 3600.0, ge=60, description="How far back the stored usage of an owner's pods is read (6 hours)."
+    )
+    rate_window: str = Field(
+        "2m",
+        description="Range of the per-pod recording rules' irate() (the last two samples within it): at least 2x, "
+        "better 4x, the cAdvisor scrape interval. The rule names carry it (drs:pod_cpu:cores_irate2m): regenerate "
+        "the rules when it changes.",
+    )
+    cadvisor_selector: str = Field(
+        'metrics_path!="/metrics/resource"',
+        description="Extra PromQL label matchers for the cAdvisor series in the recording rules. The default "
+        "works with a plain scrape and with kube-prometheus-stack's kubelet job (which may also scrape the "
+        'kubelet\'s /metrics/resource, whose container_* series would count twice); e.g. job="kubelet". '
+        "Regenerate the rules when it changes (drs-prom promql rules --config).",
+    )
+    refresh_seconds: float = Field(
+        300.0, gt=0, description="How often the stored usage of an owner with pending pods is read again."
+    )
+    ttl_seconds: float = Field(
+        1800.0,
+        gt=0,
+        description="How long a read is used when it cannot be refreshed (Prometheus down); then the pod's "
+        "requests answer.",
+    )
+    cache_size: int = Field(10000, ge=1, description="Owners and images whose stored usage is kept in memory.")
+    queue_size: int = Field(
+        1000, ge=1, description="Owners waiting to be read; beyond it a new owner is estimated from its requests."
+    )
+    model_path: str = Field(
+        "",
+        description="Usage model (JSON, drs_prom.usage.estimator.UsageModel) the estimate is made with; empty uses "
+        "the shipped models/usage-v1.json (its default parameters where the file is absent).",
+    )
+    trust_annotations: bool = Field(
+        True,
+        description="A drs.io/demand annotation sets the pod's demand; false: it is ignored and the estimate "
+        "answers (pods whose authors cannot be trusted to state their load).",
+    )
+
+    @field_validator("rate_window")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not re.fullmatch(r"(\d+(ms|s|m|h))+", value) or duration_seconds(value) <= 0:
+            raise ValueError("must be a Prometheus duration longer than zero, such as 2m")
+        return value
+
+    @field_validator("cadvisor_selector")
+    @classmethod
+    def _matchers(cls, value: str) -> str:
+        if not _MATCHERS.fullmatch(value):
+            raise ValueError('must be PromQL label matchers without braces, e.g. job="kubelet",metrics_path!="x"')
+        return value
+
+    @field_validator("model_path")
+    @classmethod
+    def _readable(cls, value: str) -> str:
+        if value and not os.access(value, os.R_OK):
+            raise ValueError(f"file {value} does not exist or is not readable")
+        return value
+
+    @model_validator(mode="after")
+    def _ttl(self) -> UsageSettings:
+        if self.ttl_seconds < self.refresh_seconds:
+            raise ValueError("ttl_seconds must be at least refresh_seconds (a read would expire before its refresh)")
+        return self
+
+
 class RetrainSettings(_Section):
     enabled: bool = Field(False, description="Run the retraining job inside the scheduler process.")
     interval_seconds: float = Field(3600.0, gt=0, description="Interval trigger; ignored when cron is set.")
@@ -582,6 +667,7 @@ class Settings(_Section):
     prometheus: PrometheusSettings = PrometheusSettings()
     normalisation: Normalisation = Normalisation()
     scheduler: SchedulerSettings = SchedulerSettings()
+    usage: UsageSettings = UsageSettings()
     retrain: RetrainSettings = RetrainSettings()
     reward: RewardSettings = RewardSettings()
     rollout: RolloutSettings = RolloutSettings()

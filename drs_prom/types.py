@@ -188,7 +188,8 @@ class PodRequest:
     ``demand`` is the pod's expected load on the FEATURES in absolute units (cpu in
     cores, mem in bytes, the others in bytes/s), so that it can be normalised
     against each candidate node's own capacity; None means "not known yet". Its length
-    is N_FEATURES (state.pod_matrix checks it), which a type cannot say.
+    is N_FEATURES (state.pod_matrix checks it), which a type cannot say. It is an estimate
+    (drs_prom.usage) unless the pod's annotations tell it (``demand_source``).
     """
 
     name: str
@@ -202,7 +203,9 @@ class PodRequest:
     tolerations: tuple[Toleration, ...] = ()
     demand: tuple[float, ...] | None = None
     profile: str | None = None
-    owner: str | None = None
+    owner: str | None = None  # ``Kind/name`` of its top controller (a Deployment, not its ReplicaSet)
+    image: str = ""  # its first container's image: similar workloads run the same one
+    demand_source: str = ""  # where ``demand`` came from (drs_prom.usage.estimator.SOURCES, or what told it)
     labels: dict[str, str] = field(default_factory=dict)  # the pod's labels (canary selector, spread, affinity)
     scalar: tuple[tuple[str, int], ...] = ()  # requests beyond cpu/memory: ephemeral-storage, hugepages-*, vendor/name
     ports: tuple[HostPort, ...] = ()

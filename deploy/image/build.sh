@@ -9,6 +9,8 @@
 #
 # Idempotent and locked: a role is rebuilt only when its inputs change. Prints one line per role, the image name
 # (localhost/drs-prom-ROLE:VERSION), the last one last. Needs root (debootstrap, rootful buildah).
+# Leaves no <none> images of its own: the untagged stage images its builds made and the images a rebuild replaced
+# are removed at the end; other images are not touched.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"; repo="$(cd "$here/../.." && pwd)"
 log() { echo "[image-build] $*" >&2; }
@@ -47,18 +49,32 @@ host_ca="${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
 if [ -s "$host_ca" ]; then  # the host's trust (e.g. an egress proxy's CA) for pip inside the build
   ca_args=(-v "$host_ca:/run/host-ca.crt:ro" --build-arg PIP_CERT=/run/host-ca.crt)
 fi
+# The IDs of the images this run's builds committed (buildah prints each as "--> ID") and of the images they
+# replaced: once untagged, these are the <none> images this run leaves, removed below.
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT; ours="$tmp/ours"; : >"$ours"
 for role in "${roles[@]}"; do
   image="localhost/drs-prom-$role:$version"
   if podman image exists "$image" \
      && [ "$(podman image inspect "$image" --format '{{index .Labels "drs-prom.stamp"}}')" = "$stamp" ]; then
     echo "$image"; continue
   fi
+  podman image inspect "$image" --format '{{.Id}}' >>"$ours" 2>/dev/null || true
   start=$(date +%s)
   log "buildah build $image (target $role, BASE $base)"
   # chroot isolation: no OCI runtime or cgroups needed at build time (this runs in containers/VMs too).
   buildah build --isolation chroot --network host --ulimit nofile=1024:1024 --layers \
     --build-arg "BASE=$base" "${ca_args[@]}" --label "drs-prom.stamp=$stamp" --label "drs-prom.role=$role" \
-    --target "$role" -f "$here/Containerfile" -t "$image" "$repo" >&2 || die "buildah build of $role failed"
+    --target "$role" -f "$here/Containerfile" -t "$image" "$repo" 2>&1 | tee "$tmp/build.log" >&2 \
+    || die "buildah build of $role failed"
+  sed -n 's/^--> \([0-9a-f]\{11,\}\)$/\1/p' "$tmp/build.log" >>"$ours"
   log "built $image in $(( $(date +%s) - start ))s, $(podman image inspect "$image" --format '{{.Size}}') bytes"
   echo "$image"
 done
+# --layers keeps each stage's last image as a cache; a stage that no tagged image is built on (the role venvs) stays
+# as <none>, and so does the image a rebuild untagged. Removed at the end, so the roles built here share the cache.
+if [ -s "$ours" ]; then
+  for id in $(podman images --quiet --no-trunc --filter dangling=true); do
+    id="${id#sha256:}"
+    if grep -q "^${id:0:11}" "$ours"; then podman rmi "$id" >/dev/null 2>&1 || true; fi
+  done
+fi

@@ -76,7 +76,7 @@ register_head(Head(GUIDED, valid_guided_head, lambda head: (head_inputs(head), 1
 
 def default_model_path() -> Path:
     """The shipped model used when settings name none."""
-    return Path(__file__).resolve().parents[2] / "models" / "drs-v6.keras"
+    return Path(__file__).resolve().parents[2] / "models" / "drs-v7.keras"
 
 
 def default_original_path() -> Path:

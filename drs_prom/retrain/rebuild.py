@@ -224,6 +224,8 @@ def _context(d: Decision, raw: np.ndarray, history: NodeHistory, settings: Setti
         cpu_m=int(d.pod_cpu_m or 0),
         mem_bytes=int(d.pod_mem_bytes or 0),
         demand=tuple(d.pod_features),
+        owner=d.owner,
+        demand_source=d.demand_source or "",  # journal schema >= 4; older rows do not say
     )
     return DecisionContext(
         pod=pod, nodes=nodes, feasible=np.asarray(d.feasible, bool), load=load, pod_load=pod_load, now=d.ts

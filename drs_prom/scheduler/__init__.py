@@ -1,12 +1,12 @@
 """The live scheduler: watches the apiserver, filters, asks a policy, binds.
 
-Layers, each its own module: kube (API JSON -> plain records), cache (list+watch of
-nodes and pods, assumed pods), queue (priority FIFO with backoff), pod_features
-(expected pod load), decide (node state refresh, model, fallback rules), bind (Binding
-+ events), write_process and write_child (those writes made by a child process, off the
-GIL), leader (Lease election), metrics (/metrics, /healthz, /readyz), gc_pauses (GC pause
-timing, frozen start-up heap), loop (the scheduling loop), extender (kube-scheduler HTTP
-extender), runner (wiring for the CLI). Everything reads the API as
-plain JSON dicts, not client model objects: faster, and the conversion stays in one
-small, testable module.
+By stage, each a package: ``watch`` (API JSON -> plain records, the list+watch cache with assumed pods, the node
+table, the pending-pod queue), ``decision`` (the pod's expected load, node state refresh, model, fallback rules,
+arms and guardrails, preemption), ``write`` (Bindings, events and pod conditions, volume pre-binding, rate limits,
+the bind workers and the child process that makes the writes off the GIL) and ``http`` (/metrics, /healthz,
+/readyz, TLS and delegated authentication, the kube-scheduler HTTP extender). At the top: ``loop`` (the scheduling
+loop), ``leader`` (Lease election), ``metrics`` (the metric families), ``gc_pauses`` (GC pause timing, frozen
+start-up heap), ``feasibility`` (the filters from the API's objects alone, for the differential tests) and
+``runner`` (wiring for the CLI). Everything reads the API as plain JSON dicts, not client model objects: faster,
+and the conversion stays in one small, testable module.
 """

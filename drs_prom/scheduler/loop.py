@@ -32,8 +32,7 @@ from drs_prom.ops.throttled_log import RateLimitedLog
 from drs_prom.policies.contract import NODE_REQUEST_COLUMNS, Policy
 from drs_prom.scheduler.decision.decide import Decider
 from drs_prom.scheduler.decision.decided import BindRecorder, DecidedPod
-from drs_prom.scheduler.decision.pod_features import ObservedUsage, resolve
-from drs_prom.scheduler.decision.preempt import NOT_FOUND, Preemptor
+from drs_prom.scheduler.decision.pod_demand import DemandResolver
 from drs_prom.scheduler.decision.rollout import RolloutWatcher, arm_text
 from drs_prom.scheduler.http.server import HealthServer
 from drs_prom.scheduler.metrics import SchedulerMetrics
@@ -42,6 +41,7 @@ from drs_prom.scheduler.watch.cache import ClusterCache
 from drs_prom.scheduler.watch.queue import QueuedPod, SchedulingQueue
 from drs_prom.scheduler.write import bind as binder
 from drs_prom.scheduler.write import write_process
+from drs_prom.scheduler.write.evictions import NOT_FOUND, Preemptor
 from drs_prom.scheduler.write.kube_response import drained
 from drs_prom.scheduler.write.pod_condition import SCHEDULER_ERROR, UNSCHEDULABLE, not_scheduled_patch
 from drs_prom.scheduler.write.volume_prebind import GONE, VolumePreBinder, failure_message, plan_for
@@ -78,7 +78,7 @@ class Scheduler:
         journal: Journal | None = None,
         metrics: SchedulerMetrics | None = None,
         identity: str | None = None,
-        observed: ObservedUsage | None = None,
+        demands: DemandResolver | None = None,
         model_loader: Callable[[], Policy | None] | None = None,
         bind_workers: int | None = None,
         serve_http: bool = True,
@@ -109,7 +109,8 @@ class Scheduler:
             settings, self.metrics, source=source, policy=policy, model_loader=model_loader
         )
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-        self.observed = observed
+        # the pod's expected load: annotations, else the estimate from its owner's stored usage (pod_demand)
+        self.demands = demands or DemandResolver(settings.usage, registry=self.metrics.registry)
         self.recorder = recorder
         self.queue = SchedulingQueue(self.cfg.backoff_initial_seconds, self.cfg.backoff_max_seconds)
         if journal is not None:
@@ -211,6 +212,7 @@ class Scheduler:
             self._remote.start()
         self.cache.start(self.core)
         self.decider.start()
+        self.demands.start()
         if self.rollout is not None:
             self.rollout.start()
         if self.elector is not None:
@@ -226,6 +228,7 @@ class Scheduler:
         if self.rollout is not None:
             self.rollout.stop()
         self.decider.stop()
+        self.demands.stop()
         self._volume_pool.shutdown()
         self._pool.shutdown()
         self._events.shutdown()
@@ -285,8 +288,8 @@ class Scheduler:
         if pod is None:  # deleted or bound while queued
             self.queue.done(item, scheduled=True)
             return "gone"
-        demand = resolve(pod, self.observed)
-        req = kube.to_pod_request(pod, demand.demand)
+        demand = self.demands.resolve(pod)
+        req = kube.to_pod_request(pod, demand.demand, demand.source)
         own = self.cache.take_nomination(item.uid)  # the room a preemption reserved for it: its own to use
         view = self.cache.view()
         mask = view.feasible(req)
@@ -525,6 +528,7 @@ class Scheduler:
                 namespace=req.namespace,
                 owner=req.owner,
                 pod_features=[float(v) for v in demand],
+                demand_source=req.demand_source or None,
                 candidates=[names[i] for i in order],
                 nodes=node_entries_from_values(np.asarray(requests)[order][:, _JOURNAL_NODE_COLUMNS]),
                 pod_cpu_m=int(req.cpu_m),

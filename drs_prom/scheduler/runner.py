@@ -19,8 +19,11 @@ from drs_prom.scheduler.gc_pauses import freeze_startup_heap
 from drs_prom.types import KubeClient
 
 if TYPE_CHECKING:  # built on demand: a command imports only what it runs
+    from prometheus_client import CollectorRegistry
+
     from drs_prom.policies.contract import Policy
     from drs_prom.scheduler.decision.decide import Decider
+    from drs_prom.scheduler.decision.pod_demand import DemandResolver
     from drs_prom.scheduler.http.extender import ExtenderServer
     from drs_prom.scheduler.loop import Scheduler
     from drs_prom.scheduler.watch.cache import ClusterCache
@@ -78,6 +81,19 @@ def prometheus_source(settings: Settings, node_names: Callable[[], list[str]] | 
     return PrometheusSource(settings.prometheus, expected_nodes=node_names)
 
 
+def pod_demands(settings: Settings, registry: CollectorRegistry) -> DemandResolver:
+    """Each pending pod's expected load: its annotations, else the estimate from the stored usage of its owner's
+    pods, read from Prometheus by a history with a client of its own (``usage.history``; not started here)."""
+    from drs_prom.scheduler.decision.pod_demand import DemandResolver
+    from drs_prom.signals.pod_usage import PrometheusUsageHistory
+    from drs_prom.signals.prometheus import PrometheusSource
+
+    history = None
+    if settings.usage.history:
+        history = PrometheusUsageHistory(PrometheusSource(settings.prometheus), settings.usage, registry=registry)
+    return DemandResolver(settings.usage, history, registry=registry)
+
+
 # CPython hands the GIL over only every 5 ms by default when a thread keeps computing: a pod's watch
 # event, its decision and its bind each wake a different thread, and any of them could wait behind
 # the journal writer building rows, the node-state refresh or a bind worker for up to that long.
@@ -102,8 +118,8 @@ def _wait_for_signal() -> None:
 def build_scheduler(
     settings: Settings, kubeconfig: str | None = None, policy: Policy | Literal["load"] | None = LOAD, **kw: Any
 ) -> Scheduler:
-    from drs_prom.scheduler.decision.pod_features import ObservedUsage
     from drs_prom.scheduler.loop import Scheduler, default_identity
+    from drs_prom.scheduler.metrics import SchedulerMetrics
     from drs_prom.stores.journal import open_journal
 
     client = api_client(kubeconfig)
@@ -123,9 +139,10 @@ def build_scheduler(
     journal = open_journal(settings.scheduler.journal_path) if settings.scheduler.journal_path else None
     holder: dict[str, Any] = {}
     source = prometheus_source(settings, lambda: list(holder["s"].cache.nodes))
-    observed = ObservedUsage(source.scalar)
+    metrics = kw.pop("metrics", None) or SchedulerMetrics()
+    kw.setdefault("demands", pod_demands(settings, metrics.registry))
     kw.setdefault("identity", default_identity())
-    sched = Scheduler(settings, client, source=source, policy=chosen, journal=journal, observed=observed, **kw)
+    sched = Scheduler(settings, client, source=source, policy=chosen, journal=journal, metrics=metrics, **kw)
     holder["s"] = sched
     return sched
 
@@ -173,7 +190,8 @@ def build_extender(
     chosen = load_policy(settings) if policy == LOAD else policy
     source = prometheus_source(settings, (lambda: list(cache.nodes)) if cache else None)
     decider = Decider.from_settings(settings, SchedulerMetrics(), source=source, policy=chosen)
-    server = ExtenderServer(Extender(decider, cache), listen, settings.serving, kube_api)
+    extender = Extender(decider, cache, pod_demands(settings, decider.metrics.registry))
+    server = ExtenderServer(extender, listen, settings.serving, kube_api)
     return server, decider, cache
 
 
@@ -181,12 +199,14 @@ def run_extender(settings: Settings, listen: str, kubeconfig: str | None = None,
     server, decider, cache = build_extender(settings, listen, kubeconfig, use_cache)
     _serving_process()
     decider.start()
+    server.extender.demands.start()
     server.start()
     log.info("drs-prom extender listening on %s", listen)
     try:
         _wait_for_signal()
     finally:
         server.stop()
+        server.extender.demands.stop()
         decider.stop()
         if cache is not None:
             cache.stop()

@@ -211,6 +211,20 @@ class PrometheusSource:
                 f"Prometheus at {self.url} returned unusable data for query: {query}", "unusable"
             ) from None
 
+    def samples(self, query: str, at: float | None = None) -> list[tuple[dict[str, str], float]]:
+        """One instant query -> (labels, value) per series, values as Prometheus gave them (NaN and Inf kept for
+        the caller to judge); MetricsError when the answer is not an instant vector."""
+        params = {"timeout": f"{self.settings.timeout_seconds:g}s"}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        result = self._call(query, lambda: self._client.custom_query(query, params=params))
+        try:
+            return [({str(k): str(v) for k, v in item["metric"].items()}, float(item["value"][1])) for item in result]
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            raise MetricsError(
+                f"Prometheus at {self.url} returned unusable data for query: {query}", "unusable"
+            ) from None
+
     def query_range(self, query: str, start: datetime, end: datetime, step: float) -> pd.DataFrame:
         """One range query -> frame indexed by UTC time, a column per nodename."""
         if end < start:

@@ -20,8 +20,9 @@ from typing import Any
 
 import yaml
 
-from drs_prom.config import GuardrailSettings, PrometheusSettings
+from drs_prom.config import GuardrailSettings, PrometheusSettings, Settings, UsageSettings
 from drs_prom.features import FEATURES
+from drs_prom.usage.owners import escape
 
 NODE_LABEL = "nodename"
 """The label every per-node result is keyed by (``node_uname_info``'s kernel node name)."""
@@ -31,6 +32,7 @@ EXPORTER_JOB = "drs-node-exporter"
 
 _DEFAULTS = PrometheusSettings()
 _GUARD = GuardrailSettings()
+_USAGE = UsageSettings()
 DEFAULT_NET_EXCLUDE = _DEFAULTS.device_exclude
 DEFAULT_DISK_EXCLUDE = _DEFAULTS.disk_device_exclude
 
@@ -253,6 +255,14 @@ class RuleParams:
         ("stuck_pods", _GUARD.pending_pods),
     )
     scheduler_job: str = SCHEDULER_JOB
+    usage_window: str = _USAGE.rate_window
+    cadvisor_selector: str = _USAGE.cadvisor_selector
+    usage_interval: str = "30s"
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> RuleParams:
+        """The shipped rules, with the per-pod rules for ``settings.usage`` (rate window, cAdvisor selector)."""
+        return cls(usage_window=settings.usage.rate_window, cadvisor_selector=settings.usage.cadvisor_selector)
 
 
 GUARDRAIL_RECORDED = {g: f"drs:guardrail_{g}:signal" for g in GUARDRAILS}
@@ -362,6 +372,11 @@ def rule_groups(p: RuleParams = RuleParams()) -> dict[str, Any]:
             {"name": "drs-node-alerts", "rules": alerts},
             {"name": "drs-rollout", "interval": "10s", "rules": guard_recording},
             {"name": "drs-rollout-alerts", "rules": guardrail_alerts(p)},
+            {
+                "name": POD_USAGE_GROUP,
+                "interval": p.usage_interval,
+                "rules": pod_usage_rules(p.usage_window, p.cadvisor_selector),
+            },
         ]
     }
 
@@ -503,36 +518,128 @@ def dashboard_exprs(board: dict[str, Any]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
-# Per-workload observed usage (cAdvisor series from the kubelet), for pods that state
-# neither a drs.io/profile nor requests: the average over the owner's running pods.
+# Per-pod usage from the kubelet's cAdvisor series: recording rules (one series per pod and signal) and the
+# history queries drs_prom.signals.pod_usage sends for an owner's pods or for the pods running an image.
+
+POD_LABELS = "namespace, pod"
+"""What every per-pod series is keyed by."""
+
+CONTAINERS = 'container!="",container!="POD"'
+"""cAdvisor's container-level series: not the pod's own cgroup (container="") nor its sandbox (container="POD")."""
+
+SANDBOX = 'container=~"|POD",interface!="",interface!="lo"'
+"""Where cAdvisor reports a pod's network: the pod's cgroup (container="", containerd, CRI-O) or its sandbox
+(container="POD", dockershim), once per interface; loopback traffic never leaves the node."""
+
+HISTORY_STAT = "drs_stat"
+"""The label a history query's answer carries: a feature name (its mean), ``first`` or ``last`` (seen)."""
 
 
-def owner_pod_regex(owner_name: str) -> str:
-    """Pods of a ReplicaSet/StatefulSet/Job/DaemonSet ``owner_name`` are ``<owner_name>-<suffix>``."""
-    import re as _re
+def pod_usage_queries(window: str = _USAGE.rate_window, selector: str = _USAGE.cadvisor_selector) -> dict[str, str]:
+    """One expression per feature (FEATURES order) giving every pod's usage now: cpu in cores, memory in bytes
+    (working set), the rest bytes/s. Container series are summed over the pod's containers; network series are
+    taken once per interface (a pod whose cgroup and sandbox both report it would count twice), then summed.
 
-    return f"{_re.escape(owner_name)}-[a-z0-9]+"
+    Counters are read with ``irate`` (the last two samples within ``window``), not ``rate``: what is kept is a mean
+    over hours, and ``rate`` divides the increase by the whole window, so it ramps up over a pod's first window
+    and down over the window after its end: a pod that ran L seconds reads L / (L + window) of its usage (a
+    5-minute Job with a 2m window: 71 %). ``irate`` reads a constant usage exactly from the second sample on, and
+    its samples average to the mean over time; a container restart is a counter reset it handles."""
+    ctr = matchers(selector, CONTAINERS)
 
+    def summed(expr: str) -> str:
+        return f"sum by({POD_LABELS}) ({expr})"
 
-def owner_usage_queries(namespace: str, pod_regex: str, window: str) -> dict[str, str]:
-    """One query per feature (FEATURES order) giving the mean per-pod usage of the matching pods.
-
-    cpu in cores, mem in bytes (working set), the rest bytes/s. Container-level series
-    exclude the pause container; network series are pod-level in cAdvisor.
-    """
-    pod = f"namespace={quote(namespace)},pod=~{quote(pod_regex)}"
-    ctr = f'{pod},container!="",container!="POD"'
-
-    def per_pod(expr: str) -> str:
-        return f"avg(sum by(pod) ({expr}))"
+    def network(metric: str) -> str:
+        per_interface = f"max by({POD_LABELS}, interface) (irate({metric}{matchers(selector, SANDBOX)}[{window}]))"
+        return summed(per_interface)
 
     queries = {
-        "cpu": per_pod(f"rate(container_cpu_usage_seconds_total{{{ctr}}}[{window}])"),
-        "mem": per_pod(f"container_memory_working_set_bytes{{{ctr}}}"),
-        "net_rx": per_pod(f"rate(container_network_receive_bytes_total{{{pod}}}[{window}])"),
-        "net_tx": per_pod(f"rate(container_network_transmit_bytes_total{{{pod}}}[{window}])"),
-        "disk_read": per_pod(f"rate(container_fs_reads_bytes_total{{{ctr}}}[{window}])"),
-        "disk_write": per_pod(f"rate(container_fs_writes_bytes_total{{{ctr}}}[{window}])"),
+        "cpu": summed(f"irate(container_cpu_usage_seconds_total{ctr}[{window}])"),
+        "mem": summed(f"container_memory_working_set_bytes{ctr}"),
+        "net_rx": network("container_network_receive_bytes_total"),
+        "net_tx": network("container_network_transmit_bytes_total"),
+        "disk_read": summed(f"irate(container_fs_reads_bytes_total{ctr}[{window}])"),
+        "disk_write": summed(f"irate(container_fs_writes_bytes_total{ctr}[{window}])"),
     }
     assert tuple(queries) == FEATURES
     return queries
+
+
+def pod_last_seen(selector: str = _USAGE.cadvisor_selector) -> str:
+    """When each pod's newest sample was taken (unix s): recorded, its smallest and largest value over a window
+    say when the pod was first and last seen in it."""
+    return f"max by({POD_LABELS}) (timestamp(container_cpu_usage_seconds_total{matchers(selector, CONTAINERS)}))"
+
+
+def pod_images(selector: str = _USAGE.cadvisor_selector) -> str:
+    """1 for each pod and image one of its containers runs (the ``image`` label of cAdvisor's series)."""
+    sel = matchers(selector, CONTAINERS, 'image!=""')
+    return f"group by({POD_LABELS}, image) (container_cpu_usage_seconds_total{sel})"
+
+
+def pod_recorded_names(window: str = _USAGE.rate_window) -> dict[str, str]:
+    """Recording-rule name per feature, ``drs:pod_<feature>:<unit>_irate<window>``."""
+    w = "i" + _window_suffix(window)
+    return {
+        "cpu": f"drs:pod_cpu:cores_{w}",
+        "mem": "drs:pod_mem:working_set_bytes",
+        "net_rx": f"drs:pod_net_rx:bytes_{w}",
+        "net_tx": f"drs:pod_net_tx:bytes_{w}",
+        "disk_read": f"drs:pod_disk_read:bytes_{w}",
+        "disk_write": f"drs:pod_disk_write:bytes_{w}",
+    }
+
+
+POD_LAST_SEEN_RULE = "drs:pod_last_seen:timestamp_seconds"
+POD_IMAGE_RULE = "drs:pod_image:info"
+POD_USAGE_GROUP = "drs-pod-usage"
+
+
+def pod_usage_rules(window: str, selector: str) -> list[dict[str, str]]:
+    """The per-pod recording rules: the six features, when each pod was seen, the images it runs."""
+    names = pod_recorded_names(window)
+    queries = pod_usage_queries(window, selector)
+    rules = [{"record": names[f], "expr": queries[f]} for f in FEATURES]
+    rules.append({"record": POD_LAST_SEEN_RULE, "expr": pod_last_seen(selector)})
+    rules.append({"record": POD_IMAGE_RULE, "expr": pod_images(selector)})
+    return rules
+
+
+def image_regex(spellings: tuple[str, ...]) -> str:
+    """An anchored regex matching any of an image's spellings (drs_prom.usage.owners.image_spellings)."""
+    return "^(?:" + "|".join(escape(s) for s in spellings) + ")$"
+
+
+def pod_history(
+    namespace: str,
+    history: str,
+    window: str = _USAGE.rate_window,
+    *,
+    pods: str = "",
+    exclude: str = "",
+    image: str = "",
+) -> str:
+    """One query for the stored usage of pods of ``namespace`` over the ``history`` before its evaluation time,
+    read from the recording rules: those whose names match the regex ``pods`` and not ``exclude``, and, when
+    ``image`` (a regex, ``image_regex``) is given, that ran a matching image. Per pod one sample per
+    ``HISTORY_STAT``: each feature's mean over the time it was seen (its name), ``first`` and ``last`` (when it
+    was first and last seen: their difference is how long)."""
+    sel = matchers(
+        f"namespace={quote(namespace)}",
+        f"pod=~{quote(pods)}" if pods else "",
+        f"pod!~{quote(exclude)}" if exclude else "",
+    )
+
+    def stat(expr: str, name: str) -> str:
+        return f'label_replace({expr}, "{HISTORY_STAT}", "{name}", "", "")'
+
+    names = pod_recorded_names(window)
+    parts = [stat(f"avg_over_time({names[f]}{sel}[{history}])", f) for f in FEATURES]
+    parts.append(stat(f"min_over_time({POD_LAST_SEEN_RULE}{sel}[{history}])", "first"))
+    parts.append(stat(f"max_over_time({POD_LAST_SEEN_RULE}{sel}[{history}])", "last"))
+    expr = " or ".join(parts)
+    if not image:
+        return expr
+    ran = matchers(f"namespace={quote(namespace)}", f"image=~{quote(image)}")
+    return f"({expr}) and on({POD_LABELS}) group by({POD_LABELS}) (max_over_time({POD_IMAGE_RULE}{ran}[{history}]))"

@@ -25,7 +25,7 @@ from drs_prom.policies.contract import Policy
 from drs_prom.registry import HEURISTICS, LEARNED, TEACHERS, PolicySpec, make_policy, policies_by_name
 from drs_prom.sim.bench_plots import plot_report
 from drs_prom.sim.bench_results import METRICS, REFERENCE, BenchReport, PolicyRow, json_default
-from drs_prom.sim.env import EpisodeResult, SchedulingEnv, policy_norm, scenario_spec
+from drs_prom.sim.env import ESTIMATED, TOLD, EpisodeResult, SchedulingEnv, policy_norm, scenario_spec
 from drs_prom.sim.scenario import Scenario, load_scenario
 from drs_prom.sim.table import format_columns
 
@@ -69,8 +69,10 @@ def run_bench(
     builder: PolicyBuilder = default_builder,
     progress: bool = True,
     spec: PolicySpec | None = None,
+    information: str = ESTIMATED,
 ) -> BenchReport:
-    """Run each policy on each seed's workload; policies failing with a DrsError are skipped.
+    """Run each policy on each seed's workload; policies failing with a DrsError are skipped. Every policy is told
+    the pods' usage as ``information`` says (sim.env.INFORMATION): estimated from the stored series by default.
 
     Every policy is built from ``spec`` (default: the configured one) on this scenario (sim.env.scenario_spec):
     the memory of its recent binds spans the configured rate window, never shorter than the scenario's lag.
@@ -97,7 +99,9 @@ def run_bench(
                         continue
                     policy = builder(row.policy, seed, sspec)
                     # a learned policy sees load on the scales it was trained with; metrics stay on the scenario's
-                    env = SchedulingEnv(scenario, seed=seed, norm=policy_norm(policy, scenario))
+                    env = SchedulingEnv(
+                        scenario, seed=seed, norm=policy_norm(policy, scenario), information=information
+                    )
                     result = env.run(policy, seed=seed, on_step=lambda _info: bar.update(1))
                 except DrsError as exc:
                     row.skipped = str(exc)
@@ -106,7 +110,13 @@ def run_bench(
                     continue
                 row.runs.append(result)
     report = BenchReport(
-        scenario.name, list(seeds), scenario.n_nodes, scenario.n_pods, rows, wall_seconds=time.perf_counter() - t0
+        scenario.name,
+        list(seeds),
+        scenario.n_nodes,
+        scenario.n_pods,
+        rows,
+        wall_seconds=time.perf_counter() - t0,
+        information=information,
     )
     floors = [f for p in policies if (f := _floor(p)) is not None]
     if floors:
@@ -155,7 +165,7 @@ def format_table(report: BenchReport) -> str:
     higher = " and ".join(t for _, t, d in METRICS if d == "higher")
     title = (
         f"scenario {report.scenario}: {report.n_nodes} nodes, {report.pods} pods x {len(report.seeds)} seeds "
-        f"(mean over seeds; (x) = ratio to {REFERENCE})"
+        f"(mean over seeds; (x) = ratio to {REFERENCE}); {information_text(report.information)}"
     )
     out = [title, *format_columns(head, rows)]
     out.append(f"lower is better in every column but {higher}")
@@ -169,6 +179,13 @@ def format_table(report: BenchReport) -> str:
             f"contention-free): {report.migration_floor:.3f} ({r:.2f}x)"
         )
     return "\n".join(out)
+
+
+def information_text(information: str) -> str:
+    """How a report says what its policies were told of the pods' usage."""
+    if information == TOLD:
+        return "policies TOLD each pod's expected usage (an oracle: what annotating every pod would give)"
+    return "pod usage estimated from the stored series (what a live scheduler knows)"
 
 
 def write_report(report: BenchReport, out_dir: str | Path) -> tuple[Path, Path]:
@@ -212,7 +229,7 @@ def shipped_model() -> tuple[str | None, str]:
     path = Path(default_model_path())
     if not path.exists():
         return None, f"no trained model at {path} yet; running the heuristics only"
-    return str(path), f"model: {path}"
+    return str(path), f"drs is the shipped model {path.stem} ({path})"
 
 
 def demo(
@@ -222,6 +239,10 @@ def demo(
     model, note = shipped_model()
     echo(note)
     policies = [*HEURISTICS, "drs", "drs-original"] if model else list(HEURISTICS)
+    echo(
+        "policies: the field's heuristics and the learned ones; `drs-prom bench` also runs the shipped model's "
+        f"teachers ({', '.join(TEACHERS)}), which read what only drs-prom's scheduler keeps"
+    )
     report = run_bench(
         load_scenario("drs-paper"), list(range(seeds)), policies, model_builder(model), progress=progress
     )

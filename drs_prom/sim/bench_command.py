@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from drs_prom.errors import ConfigError
-from drs_prom.sim.bench import format_table, model_builder, parse_policies, write_report
+from drs_prom.sim.bench import format_table, model_builder, parse_policies, shipped_model, write_report
+from drs_prom.sim.env import ESTIMATED
 from drs_prom.sim.generator import resolve_scenario
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.suite import format_scenario, format_suite, run_suite, suite_names, summarise, write_suite
@@ -90,6 +91,9 @@ class BenchRequest:
     progress: bool = True
     trace: TraceOptions | None = None
     usage_sweep: str | None = None
+    information: str = ESTIMATED
+    """What the policies are told of each pod's usage (sim.env.INFORMATION): the stored series' estimate, or the
+    workload's expected usage with ``--told-usage``."""
 
 
 def run_bench_command(request: BenchRequest, echo: Echo) -> None:
@@ -99,6 +103,8 @@ def run_bench_command(request: BenchRequest, echo: Echo) -> None:
     if r.candidate not in names_run and not r.policies:  # the default list gains the candidate (a known name)
         names_run = parse_policies(",".join([*names_run, r.candidate]))
     seed_list = None if r.seeds is None else list(range(r.seeds))
+    if "drs" in names_run:
+        echo(f"drs is the model {Path(r.model_path).stem} ({r.model_path})" if r.model_path else shipped_model()[1])
     if r.trace is not None:
         if r.scenario or r.suite:
             raise ConfigError("--trace builds its own scenario; give either --trace or --scenario/--suite")
@@ -118,6 +124,7 @@ def run_bench_command(request: BenchRequest, echo: Echo) -> None:
             echo=echo if r.progress else None,
             partial_dir=Path(r.out_dir) / "scenarios",
             candidate=r.candidate,
+            information=r.information,
         )
         path = write_suite(result, r.out_dir)
         echo(format_suite(result))
@@ -144,6 +151,7 @@ def run_bench_command(request: BenchRequest, echo: Echo) -> None:
         candidate=r.candidate,
         progress=r.progress,
         note=echo if r.progress else None,
+        information=r.information,
     )
     json_path, png_path = write_report(report, r.out_dir)
     echo(format_table(report))
@@ -164,9 +172,9 @@ def _trace_bench(sc: Scenario, r: BenchRequest, policies: list[str], echo: Echo)
             levels = [float(x) for x in r.usage_sweep.split(",") if x.strip()]
         except ValueError:
             raise ConfigError(f"--usage-sweep {r.usage_sweep!r} is not a comma-separated list of numbers") from None
-        echo(format_sweep(sweep(sc, levels, seeds, policies, builder, progress=r.progress)))
+        echo(format_sweep(sweep(sc, levels, seeds, policies, builder, progress=r.progress, information=r.information)))
         return
-    report = run_trace_bench(sc, seeds, policies, builder, progress=r.progress, echo=echo)
+    report = run_trace_bench(sc, seeds, policies, builder, progress=r.progress, echo=echo, information=r.information)
     json_path, png_path = write_report(report, r.out_dir)
     echo(format_table(report))
     echo(format_scenario(summarise(report).to_json()))

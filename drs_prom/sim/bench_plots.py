@@ -1,4 +1,5 @@
-"""The benchmark's picture: utilisation and imbalance over time, one line per policy (first seed)."""
+"""The benchmark's pictures: utilisation and imbalance over time, one line per policy (its first seed's run, the
+legend's numbers the mean over seeds), and imbalance against tail slowdown, one point per policy."""
 
 from __future__ import annotations
 
@@ -74,7 +75,11 @@ def plot_report(report: BenchReport, path: str | Path) -> Path:
     ax_u.set_ylabel(f"mean utilisation\n(used / capacity, {smooth}-sample mean)")
     ax_i.set_ylabel(f"load imbalance\n(sum of per-feature std, {smooth}-sample mean)")
     ax_i.set_xlabel("simulated seconds")
-    ax_u.set_title(f"{report.scenario}: {report.n_nodes} nodes, {report.pods} pods; lines: seed {seed}")
+    ax_u.set_title(
+        f"{report.scenario}: {report.n_nodes} nodes, {report.pods} pods; lines: seed {seed}'s run, "
+        f"numbers: mean of {len(report.seeds)} seed{'s' if len(report.seeds) != 1 else ''}; thick: learned (drs)",
+        fontsize=9,
+    )
     for ax in (ax_u, ax_i):
         ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -82,7 +87,8 @@ def plot_report(report: BenchReport, path: str | Path) -> Path:
         loc="center left",
         bbox_to_anchor=(1.0, 0.5),
         fontsize=8,
-        title=f"policy: mean of {len(report.seeds)} seed{'s' if len(report.seeds) != 1 else ''}",
+        title=f"policy (drs: the shipped model unless --model): mean of {len(report.seeds)} "
+        f"seed{'s' if len(report.seeds) != 1 else ''}",
         title_fontsize=8,
         frameon=False,
         handlelength=3,

@@ -51,6 +51,8 @@ class BenchReport:
     migration_floor: float | None = (
         None  # mean over seeds of a reference run's floor (bench.ReferenceRun), when asked for
     )
+    information: str = "estimated"
+    """What the policies were told of each pod's usage (drs_prom.sim.env.INFORMATION)."""
 
     def row(self, policy: str) -> PolicyRow | None:
         return next((r for r in self.rows if r.policy == policy), None)
@@ -78,6 +80,7 @@ class BenchReport:
             "n_nodes": self.n_nodes,
             "pods": self.pods,
             "reference": REFERENCE,
+            "information": self.information,
             "wall_seconds": self.wall_seconds,
             "objective_settings": ObjectiveSettings().model_dump(),
             "policies": {},

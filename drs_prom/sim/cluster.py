@@ -122,6 +122,7 @@ class Cluster:
     pod_count: np.ndarray = field(init=False)
     req_scalar: dict[str, np.ndarray] = field(init=False)  # extended resource -> (n,) requested by running pods
     cum: np.ndarray = field(init=False)  # (n, N_FEATURES) integral of used load since t=0 (core-s, byte-s, bytes)
+    pod_cum: np.ndarray = field(init=False)  # (P, N_FEATURES) the same per pod: what its cAdvisor series count
     _hist_t: list[float] = field(init=False)
     _hist_cum: list[np.ndarray] = field(init=False)
     _rates: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(init=False, default=None)
@@ -138,6 +139,8 @@ class Cluster:
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.req_scalar = {}
         self.cum = np.zeros((n, N_FEATURES))
+        self.pod_cum = np.zeros((p, N_FEATURES))
+        self._pod_used = np.zeros((0, N_FEATURES))
         self._hist_t = [self.t]
         self._hist_cum = [self.cum.copy()]
 
@@ -154,8 +157,10 @@ class Cluster:
             "req_mem",
             "pod_count",
             "cum",
+            "pod_cum",
         ):
             setattr(c, name, getattr(self, name).copy())
+        c._pod_used = self._pod_used
         c.req_scalar = {k: v.copy() for k, v in self.req_scalar.items()}
         c._hist_t = list(self._hist_t)
         c._hist_cum = list(self._hist_cum)
@@ -171,6 +176,7 @@ class Cluster:
             "remaining": workload.work.astype(np.float64).copy(),
             "start": np.full(p, np.nan),
             "finish": np.full(p, np.nan),
+            "pod_cum": np.zeros((p, N_FEATURES)),
         }
         for name, values in fresh.items():
             values[:arrived] = getattr(self, name)[:arrived]
@@ -246,6 +252,7 @@ class Cluster:
         for f in range(N_FEATURES):
             used[:, f] += np.bincount(where, weights=scaled[:, f], minlength=n)
         used = np.minimum(used, self.nodes.capacity)
+        self._pod_used = scaled
         self._rates = (speed, used, total)
         return self._rates
 
@@ -330,6 +337,7 @@ class Cluster:
             self.cum += used * dt
             if len(self.running):
                 self.remaining[self.running] -= speed * dt
+                self.pod_cum[self.running] += self._pod_used * dt
             self.t = t_next
             self._record_history()
         else:

@@ -21,6 +21,11 @@ during the settle period are decided at their own arrival times. So each reward 
 attributable to its own action, and training sees the same arrival process as the
 benchmark (DRS instead blocked the scheduler for 5 s per pod).
 
+What a policy is told of a pod's usage (``information``): by default what a live scheduler can know, the
+estimate of drs_prom.usage from the stored usage of the pod's owner (``SimUsageHistory``, the simulator's per-pod
+usage integrals up to the decision), of similar workloads, or its requests; ``told`` hands it the workload's
+expected usage instead (an oracle: the pod's profile and owner mean, as a user annotating every pod would).
+
 Pods that fit no node wait in a FIFO queue and are retried whenever a pod finishes;
 they are never dropped (scenario validation guarantees every pod fits an empty node). A replica
 that its anti-affinity, spread or host port keeps off every node waits the same way.
@@ -59,8 +64,16 @@ from drs_prom.sim.cluster import Cluster, Nodes
 from drs_prom.sim.neighbours import has_interpod, sim_neighbours
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.source import SimSource
+from drs_prom.sim.usage_history import SimUsageHistory
 from drs_prom.sim.workload import Workload, generate
 from drs_prom.sim.zonal_volumes import workload_storage
+from drs_prom.types import PodRequest
+from drs_prom.usage.estimator import UsageModel, estimate, shipped_usage_model
+
+ESTIMATED, TOLD = "estimated", "told"
+INFORMATION: tuple[str, ...] = (ESTIMATED, TOLD)
+"""What a policy is told of a pod's usage: ``estimated`` from the stored series (what a live scheduler can know;
+the default behind every published number), or ``told`` the workload's expected usage (a labelled oracle)."""
 
 
 @dataclass(frozen=True)
@@ -252,8 +265,14 @@ class SchedulingEnv:
         seed: int = 0,
         norm: Normalisation | None = None,
         objectives: ObjectiveSettings | None = None,
+        information: str = ESTIMATED,
+        usage_model: UsageModel | None = None,
     ) -> None:
+        if information not in INFORMATION:
+            raise ValueError(f"information must be one of {', '.join(INFORMATION)}, got {information!r}")
         self.scenario = scenario
+        self.information = information
+        self.usage_model = usage_model or _shipped_usage_model()
         self.seed = int(seed)
         self.norm = norm or scenario.norm
         self.objective_settings = objectives or ObjectiveSettings()
@@ -283,6 +302,7 @@ class SchedulingEnv:
         self._interpod = has_interpod(self.workload)  # else the inter-pod filters have nothing to check
         self._storage = workload_storage(self.workload)  # the volume_zones pods' bound claims
         self.source = SimSource(self.cluster)
+        self.history = SimUsageHistory(self.cluster, self.scenario.metric_window_seconds)
         # metrics always on the scenario's scales, so policies seeing other scales still compare
         self._own_recorder = _Recorder(
             self.nodes,
@@ -383,8 +403,25 @@ class SchedulingEnv:
         features = SimSource(look).snapshot().features  # frame is in node order
         return node_matrix(features, self.norm), features.to_numpy(dtype=np.float64)
 
-    def _context(self, pod: int) -> DecisionContext | None:
+    def pod_request(self, pod: int) -> PodRequest:
+        """Pod ``pod`` as the policy is told it: its spec, and its usage as ``information`` says."""
         req = self.workload.pod_request(pod)
+        if self.information == TOLD:
+            return replace(req, demand_source=TOLD)
+        t, h = self.cluster.t, self.history
+        owner = req.owner or ""
+        got = estimate(
+            req.cpu_m,
+            req.mem_bytes,
+            h.owner(req.namespace, owner, t),
+            h.image(req.namespace, req.image, owner, t),
+            self.usage_model,
+            t,
+        )
+        return replace(req, demand=got.demand, demand_source=got.source)
+
+    def _context(self, pod: int) -> DecisionContext | None:
+        req = self.pod_request(pod)
         near, hints = self._placed()
         mask = chain.feasible(req, self._static, self.cluster.arrays(), near, hints)
         if not mask.any():
@@ -521,14 +558,26 @@ class SchedulingEnv:
         )
 
 
+_SHIPPED: list[UsageModel] = []
+
+
+def _shipped_usage_model() -> UsageModel:
+    """The shipped usage model, read once per process."""
+    if not _SHIPPED:
+        _SHIPPED.append(shipped_usage_model())
+    return _SHIPPED[0]
+
+
 def policy_norm(policy: Policy, scenario: Scenario) -> Normalisation:
     """The scales a policy sees in the simulator: drs_prom.policies.contract.input_scales over the scenario's."""
     return input_scales(policy, scenario.norm)
 
 
-def unclipped_env(scenario: Scenario, seed: int) -> SchedulingEnv:
+def unclipped_env(scenario: Scenario, seed: int, information: str = ESTIMATED) -> SchedulingEnv:
     """The env as the benchmark builds it for policies that read overload (``reads_unclipped_load``)."""
-    return SchedulingEnv(scenario, seed=seed, norm=scenario.norm.model_copy(update={"clip": False}))
+    return SchedulingEnv(
+        scenario, seed=seed, norm=scenario.norm.model_copy(update={"clip": False}), information=information
+    )
 
 
 def scenario_spec(scenario: Scenario, spec: PolicySpec | None = None) -> PolicySpec:

@@ -21,7 +21,11 @@ edit). Each seed draws, with ``GeneratorParams`` (all ranges documented and vali
 - **arrivals**: ``poisson``, ``burst`` (quiet/burst phases), ``diurnal`` (a sinusoidal rate
   in steps) or ``phase-shift`` (the profile mix changes between phases), at a rate aimed
   at a bottleneck utilisation drawn from ``load``;
-- **metric lag**: the metrics' averaging window, from ``metric_windows``.
+- **metric lag**: the metrics' averaging window, from ``metric_windows``;
+- **owners** (training clusters): with ``owner_probability`` a profile's pods belong to several owners, each with
+  its own usage and requests around the profile's, some appearing mid-episode, some drifting or following a day
+  (``Owners``): what the usage estimator must learn from. Drawn from a stream of their own, so with the default
+  probability 0 (the evaluation clusters) every cluster is as before.
 
 Episode length: ``pods`` is raised to ``pods_per_load`` x the steady-state number of
 running pods so a large cluster reaches its load, but capped at ``max_pods`` (400) to
@@ -82,6 +86,9 @@ DISKS = (150 * MB, 500 * MB, 2000 * MB)  # HDD-class, SATA SSD, NVMe
 REQUEST_CPU_M = (100, 250, 500, 1000, 2000)
 
 TRAIN_SEEDS = range(1_000_000)
+TRAINING_OWNER_PROBABILITY = 0.7
+"""``owner_probability`` of the training and selection clusters (the shipped model's and usage model's): most
+profiles are run by several owners, as in a cluster shared by teams."""
 EVAL_SEED_BASE = 9_000_000
 
 
@@ -124,6 +131,18 @@ class GeneratorParams(BaseModel):
     taint_probability: float = Field(0.3, ge=0, le=1, description="Chance of a tainted, dedicated generation.")
     selector_probability: float = Field(0.3, ge=0, le=1, description="Chance that one profile needs disk=ssd.")
     metric_windows: tuple[float, ...] = Field((1.0, 5.0, 15.0, 30.0), min_length=1, description="Metric lag (s).")
+    owner_probability: float = Field(
+        0.0, ge=0, le=1, description="Chance that a profile's pods belong to several owners (sim.scenario.Owners)."
+    )
+    owners: tuple[int, int] = Field((2, 6), description="Owners of such a profile.")
+    owner_usage_spread: tuple[float, float] = Field((0.1, 0.6), description="Sigma of an owner's usage factor.")
+    owner_request_spread: tuple[float, float] = Field((0.0, 0.6), description="Sigma of an owner's requests factor.")
+    owner_new_share: tuple[float, float] = Field((0.0, 0.5), description="Share of owners that start mid-episode.")
+    owner_drift: tuple[float, float] = Field((0.1, 0.5), description="Drift of an owner's usage over the episode.")
+    owner_daily: tuple[float, float] = Field((0.1, 0.5), description="Amplitude of an owner's daily usage cycle.")
+    owner_moving: float = Field(
+        0.3, ge=0, le=1, description="Chance that such a profile's owners drift, and (apart) that they follow a day."
+    )
 
     @model_validator(mode="after")
     def _ranges(self) -> GeneratorParams:
@@ -141,6 +160,12 @@ class GeneratorParams(BaseModel):
             "idle_cpu",
             "idle_mem",
             "noisy_share",
+            "owners",
+            "owner_usage_spread",
+            "owner_request_spread",
+            "owner_new_share",
+            "owner_drift",
+            "owner_daily",
         ):
             lo, hi = getattr(self, name)
             if not 0 <= lo <= hi:
@@ -345,6 +370,22 @@ def _noisy(rng: np.random.Generator, p: GeneratorParams, gens: list[_Gen]) -> li
     return out
 
 
+def _owners(rng: np.random.Generator, p: GeneratorParams, profiles: dict[str, dict[str, Any]], span: float) -> None:
+    """Give some profiles several owners (in place); a day is about the episode's length."""
+    for prof in profiles.values():
+        if rng.random() >= p.owner_probability:
+            continue
+        prof["owners"] = {
+            "count": _int(rng, p.owners),
+            "usage_spread": _uniform(rng, p.owner_usage_spread),
+            "request_spread": _uniform(rng, p.owner_request_spread),
+            "new_share": min(_uniform(rng, p.owner_new_share), 0.9),
+            "drift": min(_uniform(rng, p.owner_drift), 0.9) if rng.random() < p.owner_moving else 0.0,
+            "daily_amplitude": min(_uniform(rng, p.owner_daily), 0.9) if rng.random() < p.owner_moving else 0.0,
+            "day_seconds": max(span, 1.0),
+        }
+
+
 def generate_scenario(
     seed: int, params: GeneratorParams | None = None, name: str | None = None, pattern: str | None = None
 ) -> Scenario:
@@ -366,6 +407,8 @@ def generate_scenario(
     arrivals = _arrivals(rng, p, pat, pods, rate, list(profiles))
     background = _noisy(rng, p, gens)
     window = float(rng.choice(list(p.metric_windows)))
+    if p.owner_probability > 0:
+        _owners(np.random.default_rng(np.random.SeedSequence([int(seed), 0x0E5])), p, profiles, pods / rate)
     med = np.median(np.concatenate([np.repeat(g.cap[None, :], g.count, axis=0) for g in gens]), axis=0)
     data = {
         "name": name or f"gen-{seed}",

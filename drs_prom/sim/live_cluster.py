@@ -11,7 +11,11 @@ read or changed, so no thread ticks in the background.
 or one port with ``/nodes/<name>/metrics`` paths (``mode="paths"``, for many nodes);
 ``scrape_config()`` gives the matching Prometheus job. Counters are the simulator's exact
 load integrals divided by ``speed``, so they are monotonic and ``rate()`` over wall time
-equals the simulated rates even when the simulation runs accelerated.
+equals the simulated rates even when the simulation runs accelerated. ``pod_counters`` gives the same per pod,
+for the testbed's twin kubelets to serve as cAdvisor series (drs_prom.testbed.cadvisor).
+
+Over 400 lines because every reading (node counters, pod counters, features) must take the cluster's one lock and
+catch its lazy clock up first; the exporter and ``serve_scenario`` beside it are those readings' only servers.
 """
 
 from __future__ import annotations
@@ -163,6 +167,7 @@ class LiveCluster:
         wl.mem_bytes[slot] = b.mem_bytes
         c.node_of[slot] = -1
         c.remaining[slot] = wl.work[slot]
+        c.pod_cum[slot] = 0.0  # a reused slot's counters start from zero, as a new container's do
         c.finish[slot] = np.nan
         c.bind(slot, b.node)
         self.pod_names[slot] = b.name
@@ -255,6 +260,18 @@ class LiveCluster:
                 "domainname": "(none)",
             },
         )
+
+    def pod_counters(self, node: int) -> dict[str, np.ndarray]:
+        """The pods running on ``node`` now: name -> what their cAdvisor series read, in FEATURES order: CPU
+        core-seconds, network and disk bytes as counters (``Cluster.pod_cum`` divided by ``speed``, as ``counters``)
+        and the memory the pod holds now in bytes (its demand: memory is held, not throttled)."""
+        with self._lock:
+            self._catch_up()
+            c = self.cluster
+            slots = c.running[c.node_of[c.running] == node]
+            values = c.pod_cum[slots] / self.speed
+            values[:, 1] = self._wl.demand[slots, 1]
+            return {self.pod_names[int(s)]: v for s, v in zip(slots.tolist(), values)}
 
     def features(self) -> np.ndarray:
         """Instantaneous raw FEATURES per node (cpu/mem fractions, byte rates) — what rate() should approach."""

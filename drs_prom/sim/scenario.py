@@ -1,10 +1,9 @@
 """Scenarios are data: YAML files validated into a frozen ``Scenario``.
 
-A scenario names node types (capacities, allocatable, idle load), pod profiles
-(requests, a six-value demand in absolute units, work in seconds at full speed) and
-arrival phases. ``load_scenario("drs-paper")`` reads the packaged file
-``drs_prom/sim/scenarios/drs-paper.yaml``; a path reads any file. Every validation
-error is one line naming the file and the field.
+A scenario names node types (capacities, allocatable, idle load), pod profiles (requests, a six-value demand in
+absolute units, work in seconds at full speed, owners) and arrival phases. ``load_scenario("drs-paper")`` reads the
+packaged file ``drs_prom/sim/scenarios/drs-paper.yaml``; a path reads any file. Every validation error is one line
+naming the file and the field.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError
+from drs_prom.sim.owner_spec import Owners
 from drs_prom.sim.placement import Placement
 from drs_prom.sim.trace_spec import ReplayPods, TraceSpec
 
@@ -61,7 +61,7 @@ def parse_quantity(value: Any) -> float:
     return float(match.group(1)) * _SUFFIX[match.group(2)]
 
 
-class _M(BaseModel):
+class _M(BaseModel):  # every scenario section: unknown keys refused, values frozen
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -201,12 +201,12 @@ class Profile(_Quantities):
         0.0,
         ge=0,
         lt=1,
-        description="Each pod's actual demand is the profile's times (1 +- jitter) per feature; policies only see the "
-        "profile's (like DRS's fixed per-application features), so estimates can be wrong.",
+        description="A pod's demand is its owner's times (1 +- jitter) per feature: noise no estimate knows.",
     )
     node_selector: dict[str, str] = {}
     tolerations: tuple[TolerationSpec, ...] = ()
     placement: Placement = Placement()
+    owners: Owners | None = Field(None, description="Owners with usage of their own (default: one owner).")
 
 
 class BackgroundLoad(_Quantities):

@@ -32,15 +32,16 @@ from drs_prom.errors import ConfigError
 from drs_prom.outcomes.objectives import OBJECTIVES
 from drs_prom.outcomes.paired_stats import paired_ci
 from drs_prom.registry import HEURISTICS
-from drs_prom.sim.bench import LEARNED, REFERENCE, BenchReport, model_builder, reference_names
+from drs_prom.sim.bench import LEARNED, REFERENCE, BenchReport, information_text, model_builder, reference_names
 from drs_prom.sim.bench_results import json_default
+from drs_prom.sim.env import ESTIMATED
 from drs_prom.sim.generator import EVAL_CLUSTERS, resolve_scenario
 from drs_prom.sim.scenario import scenario_names
 from drs_prom.sim.verdicts import CANDIDATE, interval_text, judge, run_judged
 
 LEFT_OUT = ("cluster-500", "constraints")
 """Packaged scenarios the suite skips: a pure speed test (minutes per policy), and the hard-constraint scenario,
-which tests feasibility, not placement quality (the judged set stays the 25 it was chosen as)."""
+which tests feasibility, not placement quality."""
 
 
 def suite_names(only: Sequence[str] | None = None) -> list[str]:
@@ -127,14 +128,22 @@ def summarise(report: BenchReport, candidate: str = CANDIDATE) -> ScenarioSummar
 
 
 def _bench_one(
-    name: str, seeds: list[int] | None, policies: list[str], model_path: str | None, pods: int | None, candidate: str
+    name: str,
+    seeds: list[int] | None,
+    policies: list[str],
+    model_path: str | None,
+    pods: int | None,
+    candidate: str,
+    information: str,
 ) -> dict:
     """One scenario in a worker process: the bench JSON and the summary (plain data across the pool);
     ``seeds`` None: --seeds auto (drs_prom.sim.verdicts.run_judged)."""
     sc = resolve_scenario(name)
     if pods:
         sc = sc.truncated(pods)
-    report = run_judged(sc, seeds, policies, model_builder(model_path), candidate=candidate, progress=False)
+    report = run_judged(
+        sc, seeds, policies, model_builder(model_path), candidate=candidate, progress=False, information=information
+    )
     return {"bench": report.to_json(), "summary": summarise(report, candidate).to_json()}
 
 
@@ -145,6 +154,7 @@ class SuiteResult:
     scenarios: list[dict]  # per scenario: {"bench": ..., "summary": ...}
     wall_seconds: float
     candidate: str = CANDIDATE
+    information: str = ESTIMATED
 
     def summaries(self) -> list[dict]:
         return [s["summary"] for s in self.scenarios]
@@ -156,6 +166,7 @@ class SuiteResult:
         return {
             "seeds": "auto" if self.seeds is None else self.seeds,
             "candidate": self.candidate,
+            "information": self.information,
             "policies": self.policies,
             "reference": REFERENCE,
             "wall_seconds": self.wall_seconds,
@@ -174,6 +185,7 @@ def run_suite(
     echo: Callable[[str], None] | None = None,
     partial_dir: str | Path | None = None,
     candidate: str = CANDIDATE,
+    information: str = ESTIMATED,
 ) -> SuiteResult:
     """Bench every scenario of ``names`` (in ``jobs`` processes); ``echo`` gets one line per finished scenario.
     ``seeds`` None: --seeds auto, per scenario (drs_prom.sim.verdicts.run_judged); ``candidate``: the policy judged.
@@ -183,7 +195,7 @@ def run_suite(
     """
     t0 = time.perf_counter()
     given = None if seeds is None else list(seeds)
-    args = [(n, given, list(policies), model_path, pods, candidate) for n in names]
+    args = [(n, given, list(policies), model_path, pods, candidate, information) for n in names]
     done: dict[str, dict] = {}
 
     def note(name: str, res: dict) -> None:
@@ -207,7 +219,9 @@ def run_suite(
             futures = {pool.submit(_bench_one, *a): a[0] for a in args}
             for fut in as_completed(futures):
                 note(futures[fut], fut.result())
-    return SuiteResult(given, list(policies), [done[n] for n in names], time.perf_counter() - t0, candidate)
+    return SuiteResult(
+        given, list(policies), [done[n] for n in names], time.perf_counter() - t0, candidate, information
+    )
 
 
 TABLE_POLICIES = (
@@ -266,7 +280,7 @@ def format_suite(result: SuiteResult) -> str:
     seeds = "auto (10-100 per scenario, see seeds)" if result.seeds is None else str(len(result.seeds))
     title = (
         f"suite: {len(result.scenarios)} scenarios x {seeds} seeds; columns: composite (lower is better) "
-        f"as a ratio to {REFERENCE}"
+        f"as a ratio to {REFERENCE}; {information_text(result.information)}"
     )
     tally = "best composite per scenario: " + ", ".join(
         f"{p} {n}" for p, n in sorted(wins.items(), key=lambda x: -x[1])

@@ -18,7 +18,7 @@ from drs_prom.features import N_FEATURES
 from drs_prom.policies.contract import DecisionContext, choose
 from drs_prom.retrain.rebuild import NodeHistory
 from drs_prom.sim.backfill import NodeSpec
-from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.env import ESTIMATED, SchedulingEnv
 from drs_prom.sim.scenario import Scenario
 from drs_prom.stores.journal import JOURNAL_SCHEMA, Decision, node_entries
 
@@ -108,9 +108,12 @@ class SimRun:
 REQUEST_COLUMNS = slice(CANDIDATE_COLUMNS.index("cpu_req_after"), CANDIDATE_COLUMNS.index("pods_after") + 1)
 
 
-def run_sim(scenario: Scenario, policy: Any, seed: int = 0, epsilon: float = 0.0) -> SimRun:
-    """One episode with ``policy`` (epsilon-random for variety); every segment and decision recorded."""
-    env = SchedulingEnv(scenario, seed=seed)
+def run_sim(
+    scenario: Scenario, policy: Any, seed: int = 0, epsilon: float = 0.0, information: str = ESTIMATED
+) -> SimRun:
+    """One episode with ``policy`` (epsilon-random for variety); every segment and decision recorded. ``information``:
+    what the policy is told of each pod's usage (sim.env.INFORMATION), which the journal rows record."""
+    env = SchedulingEnv(scenario, seed=seed, information=information)
     rng = np.random.default_rng(seed)
     segs: list[tuple[float, float, np.ndarray]] = []
     ctx: DecisionContext | None = env.reset(seed)

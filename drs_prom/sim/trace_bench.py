@@ -17,6 +17,7 @@ import numpy as np
 from drs_prom.errors import ConfigError
 from drs_prom.sim.bench import PolicyBuilder, default_builder, run_bench
 from drs_prom.sim.bench_results import BenchReport, PolicyRow
+from drs_prom.sim.env import ESTIMATED
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.suite import ScenarioSummary, summarise
 from drs_prom.sim.trace_sample import ReplayStats, materialise
@@ -29,8 +30,10 @@ def run_trace_bench(
     builder: PolicyBuilder = default_builder,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    information: str = ESTIMATED,
 ) -> BenchReport:
-    """Every policy on every seed's replay of ``scenario.trace``; one merged report."""
+    """Every policy on every seed's replay of ``scenario.trace``; one merged report. ``information``: what the
+    policies are told of each pod's usage (the trace names no owners, so an estimate is its requests' prior)."""
     if scenario.trace is None:
         raise ConfigError(f"scenario {scenario.name} has no trace: section")
     t0 = time.perf_counter()
@@ -41,7 +44,7 @@ def run_trace_bench(
         concrete, stats = materialise(scenario, seed)
         if echo is not None:
             echo(describe(seed, stats))
-        part = run_bench(concrete, [seed], policies, builder, progress=progress)
+        part = run_bench(concrete, [seed], policies, builder, progress=progress, information=information)
         nodes.append(part.n_nodes)
         pods.append(part.pods)
         for row in part.rows:
@@ -58,6 +61,7 @@ def run_trace_bench(
         round(float(np.mean(pods))),
         list(rows.values()),
         wall_seconds=time.perf_counter() - t0,
+        information=information,
     )
 
 
@@ -77,6 +81,7 @@ def usage_sweep(
     policies: Sequence[str],
     builder: PolicyBuilder = default_builder,
     progress: bool = True,
+    information: str = ESTIMATED,
 ) -> list[tuple[float, ScenarioSummary]]:
     """The benchmark at each usage level: CPU and memory used/requested means both set to the level."""
     if scenario.trace is None:
@@ -86,7 +91,7 @@ def usage_sweep(
         usage = scenario.trace.usage.model_copy(update={"cpu_ratio": level, "mem_ratio": level})
         spec = scenario.trace.model_copy(update={"usage": usage})
         sc = scenario.model_copy(update={"trace": spec, "name": f"{scenario.name}-usage-{level:g}"})
-        out.append((level, summarise(run_trace_bench(sc, seeds, policies, builder, progress))))
+        out.append((level, summarise(run_trace_bench(sc, seeds, policies, builder, progress, information=information))))
     return out
 
 

@@ -25,9 +25,10 @@ from drs_prom.outcomes.paired_stats import (
     relative_interval,
     seeds_wanted,
 )
-from drs_prom.registry import HEURISTICS, PolicySpec
+from drs_prom.registry import HEURISTICS, TEACHERS, PolicySpec
 from drs_prom.sim.bench import PolicyBuilder, default_builder, run_bench
 from drs_prom.sim.bench_results import REFERENCE, BenchReport, PolicyRow
+from drs_prom.sim.env import ESTIMATED
 from drs_prom.sim.scenario import Scenario
 
 CANDIDATE = "drs"
@@ -111,7 +112,9 @@ def judgement_line(j: Judgement) -> str:
     return (
         f"{j.candidate} vs best heuristic {j.against}, paired over {i.seeds} seeds: "
         f"{interval_text(i.mean, i.low, i.high)} (95% CI of the composite difference); "
-        f"composite {j.composite_ratio:.3f}x and p95 slowdown {j.slowdown_p95_ratio:.3f}x {REFERENCE}; flags: {flags}"
+        f"composite {j.composite_ratio:.3f}x and p95 slowdown {j.slowdown_p95_ratio:.3f}x {REFERENCE}; flags: {flags}\n"
+        f"(best heuristic: the lowest composite among the field's heuristics; the teachers "
+        f"({', '.join(TEACHERS)}) read what only drs-prom's scheduler keeps, so they are shown but never the baseline)"
     )
 
 
@@ -131,6 +134,7 @@ def merge(first: BenchReport, more: BenchReport) -> BenchReport:
         rows,
         wall_seconds=first.wall_seconds + more.wall_seconds,
         migration_floor=first.migration_floor,
+        information=first.information,
     )
 
 
@@ -143,14 +147,17 @@ def run_judged(
     candidate: str = CANDIDATE,
     progress: bool = True,
     note: Callable[[str], None] | None = None,
+    information: str = ESTIMATED,
 ) -> BenchReport:
     """run_bench on ``seeds``, or with ``seeds=None`` on 0..n-1 with n grown until the candidate's interval
     against the best heuristic is within +-2 % (drs_prom.outcomes.paired_stats.seeds_wanted: 10 to 100 seeds).
     Without the candidate in ``policies`` (or when it cannot run) auto stops at 10 seeds."""
     if seeds is not None:
-        return run_bench(scenario, seeds, policies, builder, progress=progress, spec=spec)
+        return run_bench(scenario, seeds, policies, builder, progress=progress, spec=spec, information=information)
     n = AUTO_MIN_SEEDS
-    report = run_bench(scenario, list(range(n)), policies, builder, progress=progress, spec=spec)
+    report = run_bench(
+        scenario, list(range(n)), policies, builder, progress=progress, spec=spec, information=information
+    )
     while True:
         j = judge(report, candidate)
         want = seeds_wanted(j.interval) if j is not None else n
@@ -158,5 +165,7 @@ def run_judged(
             return report
         if note is not None and j is not None:
             note(f"{scenario.name}: half-width {100 * j.interval.half_width:.1f}% over {n} seeds; running {want}")
-        more = run_bench(scenario, list(range(n, want)), policies, builder, progress=progress, spec=spec)
+        more = run_bench(
+            scenario, list(range(n, want)), policies, builder, progress=progress, spec=spec, information=information
+        )
         report, n = merge(report, more), want

@@ -6,14 +6,15 @@ scheduler in a benchmark faces the identical workload.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from drs_prom.features import N_FEATURES
 from drs_prom.sim.placement import Placement, claim_name
-from drs_prom.sim.scenario import GPU_MODEL_LABEL, GPU_RESOURCE, Scenario
+from drs_prom.sim.scenario import GPU_MODEL_LABEL, GPU_RESOURCE, Profile, Scenario
 from drs_prom.sim.trace_spec import ReplayPods
 from drs_prom.types import (
     HostPort,
@@ -52,9 +53,26 @@ class Workload:
     affinity: tuple[tuple[NodeSelectorTerm, ...], ...] | None = None  # per pod required node affinity; None = none
     placement: tuple[Placement, ...] | None = None  # per pod anti-affinity / spread / host port; None = none
     volume_zone: tuple[str, ...] | None = None  # per pod zone of its bound volume ("" = no volume); None = none
+    owner: np.ndarray | None = None  # (P,) index into owner_names; None = one owner per profile (Job/<profile>)
+    owner_names: tuple[str, ...] = ()  # ``Kind/name`` of each owner
+    owner_images: tuple[str, ...] = ()  # the image each owner runs (its profile's: the application)
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @cached_property
+    def owners(self) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]:
+        """(owner index of every pod, owner names, owner images): ``owner`` and its names where given, else one
+        owner per profile (``Job/<profile>``, running image ``<profile>``)."""
+        if self.owner is not None:
+            return self.owner, self.owner_names, self.owner_images
+        names = tuple(dict.fromkeys(self.profiles))
+        index = {p: i for i, p in enumerate(names)}
+        return (
+            np.array([index[p] for p in self.profiles], dtype=np.int64),
+            tuple(f"Job/{p}" for p in names),
+            names,
+        )
 
     @property
     def scheduled(self) -> np.ndarray:
@@ -71,7 +89,8 @@ class Workload:
             node_selector=dict(self.node_selector[i]),
             demand=(float(d[0]), float(d[1]), float(d[2]), float(d[3]), float(d[4]), float(d[5])),
             profile=self.profiles[i],
-            owner=f"Job/{self.profiles[i]}",
+            owner=self.owners[1][int(self.owners[0][i])],
+            image=self.owners[2][int(self.owners[0][i])],
             tolerations=() if self.tolerations is None else self.tolerations[i],
             scalar=() if self.scalar is None else self.scalar[i],
             affinity_terms=() if self.affinity is None else self.affinity[i],
@@ -163,7 +182,85 @@ def generate(scenario: Scenario, seed: int) -> Workload:
         placement=tuple(placements[k] for k in kind) if any(placements) else None,
         volume_zone=_volume_zones([p.placement.volume_zones for p in profs], kind, seed),
     )
+    if any(p.owners is not None for p in profs):
+        wl = _with_owners(wl, scenario, seed)
     return _with_background(wl, scenario, seed) if scenario.background else wl
+
+
+def _fits_at_most(scenario: Scenario, profile: Profile) -> tuple[np.ndarray, int, int]:
+    """The largest capacity (per signal, 90 %: demand that fits the node at full speed) and allocatable cpu and
+    memory among the node types the profile may use (so an owner's factors never make a pod that fits nowhere)."""
+    fit = [t for t in scenario.nodes if all(t.labels.get(k) == v for k, v in profile.node_selector.items())]
+    fit = fit or list(scenario.nodes)
+    cap = 0.9 * np.max(np.array([t.capacity for t in fit], dtype=np.float64), axis=0)
+    return cap, max(t.alloc_cpu_m for t in fit), max(t.alloc_mem for t in fit)
+
+
+def _with_owners(wl: Workload, scenario: Scenario, seed: int) -> Workload:
+    """Give the pods of the profiles that declare ``owners`` their owner, and the owner's usage and requests.
+
+    From a random stream of its own: the arrivals, work and per-pod jitter stay those of ``generate``. The told
+    usage (``estimate``) follows the owner's factors too: it is the pod's expected usage, its jitter aside.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x0A1]))
+    n = len(wl)
+    span = float(wl.arrival[-1] - wl.arrival[0]) if n else 0.0
+    t0 = float(wl.arrival[0]) if n else 0.0
+    owner = np.zeros(n, dtype=np.int64)
+    names: list[str] = []
+    images: list[str] = []
+    factor = np.ones((n, N_FEATURES))
+    cpu_m, mem = wl.cpu_m.copy(), wl.mem_bytes.copy()
+    profiles = np.array(wl.profiles, dtype=object)
+    for pname, prof in scenario.profiles.items():
+        rows = np.flatnonzero(profiles == pname)
+        spec = prof.owners
+        if spec is None:
+            owner[rows] = len(names)
+            names.append(f"Job/{pname}")
+            images.append(pname)
+            continue
+        k = spec.count
+        sigma, rsigma = spec.usage_spread, spec.request_spread
+        usage = np.exp(rng.normal(-0.5 * sigma**2, sigma, size=(k, N_FEATURES)))  # mean one
+        req = np.exp(rng.normal(-0.5 * rsigma**2, rsigma, size=k))
+        phase = rng.uniform(0.0, 2 * np.pi, size=k)
+        drift = rng.uniform(-spec.drift, spec.drift, size=k)
+        late = np.zeros(k, dtype=bool)
+        late[rng.permutation(k)[: round(spec.new_share * k)]] = True
+        if late.all():
+            late[0] = False
+        early = np.flatnonzero(~late)
+        u = rng.random(len(rows))
+        second_half = (wl.arrival[rows] - t0) >= span / 2
+        pick = np.where(
+            second_half, (u * k).astype(np.int64), early[np.minimum((u * len(early)).astype(np.int64), len(early) - 1)]
+        )
+        base = len(names)
+        owner[rows] = base + pick
+        names.extend(f"Deployment/{pname}-{j + 1}" for j in range(k))
+        images.extend([pname] * k)
+        frac = (wl.arrival[rows] - t0) / span if span > 0 else np.zeros(len(rows))
+        when = (1.0 + drift[pick] * frac) * (
+            1.0 + spec.daily_amplitude * np.sin(2 * np.pi * wl.arrival[rows] / spec.day_seconds + phase[pick])
+        )
+        factor[rows] = usage[pick] * when[:, None]
+        cap, max_cpu, max_mem = _fits_at_most(scenario, prof)
+        base_demand = np.array(prof.demand.vector(), dtype=np.float64)
+        factor[rows] = np.minimum(factor[rows], np.where(base_demand > 0, cap / np.maximum(base_demand, 1e-300), 1.0))
+        cpu_m[rows] = np.minimum(np.round(prof.requests.cpu_m * req[pick]), max_cpu).astype(np.int64)
+        mem[rows] = np.minimum(np.round(prof.requests.mem_bytes * req[pick]), max_mem).astype(np.int64)
+    estimate = wl.estimate if wl.estimate is not None else wl.demand
+    return replace(
+        wl,
+        demand=wl.demand * factor,
+        estimate=estimate * factor,
+        cpu_m=cpu_m,
+        mem_bytes=mem,
+        owner=owner,
+        owner_names=tuple(names),
+        owner_images=tuple(images),
+    )
 
 
 def _volume_zones(choices: list[tuple[str, ...]], kind: np.ndarray, seed: int) -> tuple[str, ...] | None:
@@ -224,7 +321,20 @@ def _with_background(wl: Workload, scenario: Scenario, seed: int) -> Workload:
         scalar=None if wl.scalar is None else tuple([*wl.scalar, *([()] * nb)][i] for i in order),
         placement=None if wl.placement is None else tuple([*wl.placement, *([Placement()] * nb)][i] for i in order),
         volume_zone=None if wl.volume_zone is None else tuple([*wl.volume_zone, *([""] * nb)][i] for i in order),
+        **_background_owners(wl, nb, order),
     )
+
+
+def _background_owners(wl: Workload, nb: int, order: np.ndarray) -> dict[str, Any]:
+    """The owner fields of ``wl`` with ``nb`` background pods (one owner of their own) merged in ``order``."""
+    if wl.owner is None:
+        return {}
+    background = len(wl.owner_names)
+    return {
+        "owner": np.concatenate([wl.owner, np.full(nb, background, dtype=np.int64)])[order],
+        "owner_names": (*wl.owner_names, f"Pod/{BACKGROUND_PROFILE}"),
+        "owner_images": (*wl.owner_images, ""),
+    }
 
 
 def replayed(pods: ReplayPods) -> Workload:
@@ -254,4 +364,7 @@ def replayed(pods: ReplayPods) -> Workload:
         tolerations=tolerations if any(tolerations) else None,
         scalar=tuple(((GPU_RESOURCE, g),) if g else () for g in pods.gpus) if any(pods.gpus) else None,
         affinity=affinity if any(affinity) else None,
+        owner=np.arange(n, dtype=np.int64),  # a replayed pod has no owner the trace names: no history to learn from
+        owner_names=tuple(f"Pod/{name}" for name in pods.names),
+        owner_images=("",) * n,
     )

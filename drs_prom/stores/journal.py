@@ -16,6 +16,11 @@ and, when the other arm scored the same decision (shadow/canary), its policy, ch
 score vector plus the counterfactual imbalance estimate of both choices. The
 ``rollout_events`` table records guardrail trips, promotion verdicts and rollbacks with
 their reasons, for ``drs-prom report`` and for people reading the file.
+
+Schema 4 adds where the pod's demand (``pod_features``) came from, ``demand_source``: an annotation, a profile,
+or the usage estimate's source (owner, similar, requests, default; drs_prom.scheduler.decision.pod_demand). From
+schema 4 on, ``owner`` is the pod's top owner (a Deployment, not its ReplicaSet; ``Pod/<name>`` for a bare pod);
+older rows name the direct controller, or none. Rows of schemas 1 to 3 read back with ``demand_source=None``.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ itself at 1000 nodes, and it shares the scheduler's GIL, so a burst is scheduled
 journalled right after. ``flush``/``close`` never wait."""
 """Rows per write transaction of the background writer."""
 
-JOURNAL_SCHEMA = 3
+JOURNAL_SCHEMA = 4
 
 # Columns added after schema 1, by the schema that introduced them: created on new files
 # and ALTER TABLE-added (nullable) to older ones, so their rows stay readable.
@@ -66,6 +71,7 @@ _ADDED_COLUMNS: dict[int, tuple[tuple[str, str], ...]] = {
         ("shadow_scores", "TEXT"),  # JSON list aligned with candidates (null for -inf)
         ("counterfactual", "TEXT"),  # JSON {arm: estimated imbalance after that arm's choice}
     ),
+    4: (("demand_source", "TEXT"),),  # annotation | profile | owner | similar | requests | default; null before 4
 }
 
 # NodeInfo fields journalled per candidate (schema >= 2).
@@ -89,7 +95,7 @@ CREATE TABLE IF NOT EXISTS decisions (
     pod_uid TEXT NOT NULL,
     pod_name TEXT NOT NULL,
     namespace TEXT NOT NULL,
-    owner TEXT,                      -- kind/name of the controlling owner, if any
+    owner TEXT,                      -- kind/name of the top owner (schema >= 4; before: the direct one, if any)
     pod_features TEXT NOT NULL,      -- JSON list, FEATURES order, absolute units
     candidates TEXT NOT NULL,        -- JSON list of node names considered (feasible first)
     feasible TEXT NOT NULL,          -- JSON list of bools aligned with candidates
@@ -171,6 +177,7 @@ class Decision:
     shadow_choice: str | None = None
     shadow_scores: list[float | None] | None = None
     counterfactual: dict[str, float] | None = None
+    demand_source: str | None = None  # schema >= 4: where pod_features came from
     schema: int = JOURNAL_SCHEMA
     id: int | None = None
 

@@ -7,6 +7,10 @@ Each seed's workload is generated once and every scheduler faces the identical p
 identical (accelerated) arrival times, on one control plane with the same fake nodes. A
 scenario with a ``trace:`` section (``drs-prom testbed --trace``) gets one control plane
 per seed, with that seed's sampled nodes.
+
+The schedulers are told nothing of the pods' usage (``information`` "estimated": they estimate it from what
+Prometheus holds, the twin kubelets' cAdvisor series) unless ``told_usage`` annotates every pod with
+``drs.io/demand`` ("told"); the report says which, and so does the bench run it is compared with.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from drs_prom.errors import ConfigError
+from drs_prom.sim.env import ESTIMATED, TOLD
 from drs_prom.sim.generator import resolve_scenario
 from drs_prom.sim.scenario import Scenario
 from drs_prom.testbed import testbed_report as rep
@@ -84,12 +89,15 @@ def run_testbed(
     bench: bool = True,
     workdir: str | Path | None = None,
     kubeconfig: str | None = None,
+    told_usage: bool = False,
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run, judge, compare with bench, print the table and write DIR/testbed-S.json (+ PNG).
 
     ``faults``: instead of the comparison, the fault script (drs-prom in 2 replicas, faults.py).
-    ``kubeconfig``: an existing cluster instead of the testbed's own control plane (Testbed)."""
+    ``kubeconfig``: an existing cluster instead of the testbed's own control plane (Testbed).
+    ``told_usage``: every pod annotated with ``drs.io/demand`` (the told regime); by default nothing on a pod says
+    its usage, and a run fails if a pod carried a usage annotation all the same (driver.UsageLeak)."""
     import tempfile
 
     sc = resolve_scenario(scenario) if isinstance(scenario, str) else scenario  # as bench: eval clusters by name
@@ -117,7 +125,10 @@ def run_testbed(
         scrape_seconds=scrape_seconds,
         exporter_mode="paths" if n_nodes > 200 else "ports",
         model_path=model,
+        told_usage=told_usage,
     )
+    information = TOLD if told_usage else ESTIMATED
+    echo(rep.information_text(information))
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="drs-testbed-"))
     ok = False
     t0 = time.monotonic()
@@ -165,6 +176,7 @@ def run_testbed(
         "exporter_mode": cfg.exporter_mode,
         "model": model,
         "cluster": "kubeconfig" if kubeconfig else "own",
+        "information": information,
         "wall_seconds": time.monotonic() - t0,
         "schedulers": per,
         "versus_reference": rep.versus_reference(per),
@@ -173,12 +185,12 @@ def run_testbed(
     if sc.trace is not None:
         report["trace"] = sc.trace.model_dump()
     if bench and runs:
-        report["bench_agreement"] = rep.bench_agreement(sc, pods, seeds, list(per), per, model)
+        report["bench_agreement"] = rep.bench_agreement(sc, pods, seeds, list(per), per, model, information)
     if fault_report is not None:
         report["faults"] = fault_report
     if faults:
         json_path, _ = rep.write(report | {"scenario": f"{sc.name}-faults"}, out_dir)
-        echo(f"results: {json_path}")
+        echo(f"{rep.information_text(information)}\nresults: {json_path}")
         return report
     series = {r["scheduler"]: r["series"] for r in runs if r["seed"] == seeds[0] and r["series"]["t"]}
     json_path, png = rep.write(report, out_dir, series)

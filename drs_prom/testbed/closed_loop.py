@@ -1,11 +1,12 @@
 """One closed-loop run per (scheduler, seed) on one control plane, and the report over them.
 
-A ``Testbed`` owns the control plane and the fake nodes (built once from the scenario's node
-types). ``run_one`` gives each scheduler a clean stage: a new namespace, a new simulated
-cluster (LiveCluster + sim-serve exporter), a new Prometheus scraping it (and the drs-prom
-processes' /metrics) with the project's recording rules, the scheduler's own processes, the
-twin kubelet and the workload driver; all of it is stopped and the run's pods deleted before
-the next run, also when the run fails or is interrupted.
+A ``Testbed`` owns the control plane and the fake nodes (built once from the scenario's node types). ``run_one``
+gives each scheduler a clean stage: a new namespace, a new simulated cluster (LiveCluster + sim-serve exporter + the
+twin kubelets' cAdvisor pages), a new Prometheus scraping them (and the drs-prom processes' /metrics) with the
+project's recording rules, the scheduler's own processes, the twin kubelet and the workload driver; all of it is
+stopped and the run's pods deleted before the next run, also when the run fails or is interrupted. The pods' true
+demand and work reach the twin kubelet and the judge in process, by pod name: unless the run is told
+(``RunConfig.told_usage``) nothing on a pod says its usage, and the run fails if one did (``driver.UsageLeak``).
 """
 
 from __future__ import annotations
@@ -27,14 +28,17 @@ from drs_prom.errors import ConfigError
 from drs_prom.scheduler.write.kube_response import drained
 from drs_prom.signals import link_capacity
 from drs_prom.sim.cluster import Nodes
+from drs_prom.sim.env import ESTIMATED, TOLD
 from drs_prom.sim.live_cluster import LiveCluster, SimExporter
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload, generate
 from drs_prom.testbed import judge, violations, zonal_claims
+from drs_prom.testbed.cadvisor import KUBELET_JOB, CadvisorExporter
 from drs_prom.testbed.controlplane import TESTBED_TAINT, ControlPlane
-from drs_prom.testbed.driver import RUN_LABEL, WorkloadDriver
+from drs_prom.testbed.driver import RUN_LABEL, WorkloadDriver, checked_annotations
 from drs_prom.testbed.heartbeat import NodeHeartbeat
 from drs_prom.testbed.kubelet import TwinKubelet
+from drs_prom.testbed.pod_owners import PodOwners, pod_owners
 from drs_prom.testbed.process import free_port
 from drs_prom.testbed.prom_server import RULES, PrometheusProc, start_prometheus, wait_until
 from drs_prom.testbed.schedulers import (
@@ -47,6 +51,14 @@ from drs_prom.testbed.schedulers import (
 
 log = logging.getLogger(__name__)
 
+SCHEDULER_COUNTERS = {
+    "fallback_decisions": ("drs_fallback_decisions_total", "reason"),
+    "decisions_by_policy": ("drs_decisions_total", "policy"),
+    "usage_estimates": ("drs_usage_estimates_total", "source"),  # where each pod's usage estimate came from
+    "extender_calls": ("drs_extender_requests_total", "verb"),  # kube-scheduler+drs: the calls drs-prom served
+}
+"""What a run reads of drs-prom's /metrics: report key -> (counter, the label it is summed by)."""
+
 DRS_METRICS_JOB = "drs-scheduler"
 
 
@@ -58,6 +70,7 @@ class RunConfig:
     model_path: str | None = None
     replicas: int = 1
     deadline_factor: float = 4.0  # give up waiting for completions after this x the expected wall time
+    told_usage: bool = False  # annotate every pod with drs.io/demand (the told regime); else nothing says usage
 
 
 @dataclass
@@ -68,10 +81,12 @@ class RunContext:
     namespace: str
     live: LiveCluster
     exporter: SimExporter
+    cadvisor: CadvisorExporter
     prom: PrometheusProc
     sched: RunningScheduler
     kubelet: TwinKubelet
     driver: WorkloadDriver
+    owners: PodOwners  # the pods' names on the apiserver and their owners
     started: float
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -178,15 +193,18 @@ class Testbed:
         rundir.mkdir(parents=True, exist_ok=True)
         self.cp.create_namespace(ns)
         live = LiveCluster(self.scenario, speed=cfg.speed, slots=max(64, 2 * len(wl)), clock=time.time)
+        owners = pod_owners(wl)
         exporter = SimExporter(live, mode=cfg.exporter_mode).start()
+        cadvisor: CadvisorExporter | None = None
         prom: PrometheusProc | None = None
         sched: RunningScheduler | None = None
         kubelet: TwinKubelet | None = None
         driver: WorkloadDriver | None = None
         t_wall0 = time.monotonic()
         try:
+            cadvisor = CadvisorExporter(live).start()
             ports = [free_port() for _ in range(metrics_ports_needed(scheduler, cfg.replicas))]
-            prom = self._start_prometheus(rundir, exporter, ports)
+            prom = self._start_prometheus(rundir, [exporter.scrape_config("node"), cadvisor.scrape_config()], ports)
             sched = start_scheduler(
                 scheduler,
                 self.cp,
@@ -198,15 +216,15 @@ class Testbed:
                 model_path=cfg.model_path,
                 metrics_ports=ports,
             )
-            kubelet = TwinKubelet(self.api, ns, live, node_marks=TESTBED_TAINT if self.kubeconfig else None).start()
+            marks, truth = TESTBED_TAINT if self.kubeconfig else None, owners.truth(wl)
+            kubelet = TwinKubelet(self.api, ns, live, node_marks=marks, truth=truth, containers=cadvisor.containers)
+            kubelet.start()
             if not kubelet.watch.synced.wait(30):
                 raise ConfigError("the twin kubelet's pod watch never synced")
-            driver = WorkloadDriver(
-                self.api, wl, ns, scheduler_name_for(scheduler), cfg.speed, ns, external=self.kubeconfig is not None
-            )
+            name, external, told = scheduler_name_for(scheduler), self.kubeconfig is not None, cfg.told_usage
+            driver = WorkloadDriver(self.api, wl, ns, name, cfg.speed, ns, external=external, told=told, owners=owners)
             driver.start()
-            started = time.time()
-            ctx = RunContext(self, ns, live, exporter, prom, sched, kubelet, driver, started)
+            ctx = RunContext(self, ns, live, exporter, cadvisor, prom, sched, kubelet, driver, owners, time.time())
             fault_thread: threading.Thread | None = None
             fault_result: dict[str, Any] = {}
             if fault_script is not None:
@@ -221,7 +239,7 @@ class Testbed:
             time.sleep(3 * cfg.scrape_seconds)
             return self._judge(scheduler, seed, ctx, wl, end, prom_rss, time.monotonic() - t_wall0, fault_result)
         finally:
-            for part in (driver, kubelet, sched, prom):
+            for part in (driver, kubelet, sched, prom, cadvisor):
                 if part is not None:
                     try:
                         part.stop()
@@ -230,10 +248,10 @@ class Testbed:
             exporter.stop()
             self._delete_pods(ns)
 
-    def _start_prometheus(self, rundir: Path, exporter: SimExporter, drs_ports: list[int]) -> PrometheusProc:
+    def _start_prometheus(self, rundir: Path, scrape: list[dict[str, Any]], drs_ports: list[int]) -> PrometheusProc:
+        """Prometheus scraping the nodes and their kubelets' cAdvisor pages (``scrape``) and drs-prom's ports."""
         cfg = self.config
         interval = f"{max(1, round(cfg.scrape_seconds * 1000))}ms"
-        scrape = [exporter.scrape_config("node")]
         if drs_ports:
             scrape.append(
                 {
@@ -249,9 +267,12 @@ class Testbed:
         n = len(self.nodes)
         try:
             wait_until(
-                lambda: len(prom.query('count by (nodename) (node_uname_info{job="node"})')) == n,
+                lambda: (
+                    len(prom.query('count by (nodename) (node_uname_info{job="node"})')) == n
+                    and len(prom.query(f'up{{job="{KUBELET_JOB}"}} == 1')) == n
+                ),
                 max(60.0, n / 5),  # one Python process serves every node's /metrics: slow at 1000 nodes
-                f"all {n} simulated nodes scraped",
+                f"all {n} simulated nodes and their kubelets' cAdvisor pages scraped",
             )
         except BaseException:
             prom.stop()
@@ -292,9 +313,11 @@ class Testbed:
     ) -> dict[str, Any]:
         cfg = self.config
         pods = judge.list_pods(self.api, ctx.namespace)
+        names_created = set(ctx.driver.result.created)
+        annotated = checked_annotations(pods, names_created, cfg.told_usage, ctx.namespace)
         claims, pvs = judge.list_volumes(self.api, ctx.namespace, f"{RUN_LABEL}={ctx.namespace}")
         broken = violations.count(pods, judge.list_nodes(self.api, self.nodes.names), claims, pvs)
-        times = judge.PodTimes.from_api(pods)
+        times = judge.PodTimes.from_api(pods, ctx.owners.work(wl))
         summary = times.summary(cfg.speed)
         finished = [p.finished for p in times.pods if p.finished]
         last = max(finished) if finished else end
@@ -303,17 +326,11 @@ class Testbed:
             ctx.prom, self.nodes.names, ctx.started, min(end, last), cfg.scrape_seconds, window
         )
         nodes = judge.node_metrics(series, self.nodes, self.scenario.norm)
-        fallbacks: dict[str, float] = {}
-        decisions: dict[str, float] = {}
-        extender_calls: dict[str, float] = {}
-        if ctx.sched.metrics_urls:
-            fallbacks = judge.counter_by(ctx.prom, "drs_fallback_decisions_total", "reason", end, end - ctx.started + 5)
-            decisions = judge.counter_by(ctx.prom, "drs_decisions_total", "policy", end, end - ctx.started + 5)
-            extender_calls = judge.counter_by(
-                ctx.prom, "drs_extender_requests_total", "verb", end, end - ctx.started + 5
-            )
+        counted = {  # drs-prom's own counters over the run, by label (none for kube-scheduler alone)
+            key: judge.counter_by(ctx.prom, metric, label, end, end - ctx.started + 5) if ctx.sched.metrics_urls else {}
+            for key, (metric, label) in SCHEDULER_COUNTERS.items()
+        }
         st = ctx.kubelet.stats
-        names_created = set(ctx.driver.result.created)
         in_api = {p["metadata"]["name"] for p in pods}
         lost = sorted(
             (names_created - in_api)
@@ -324,6 +341,8 @@ class Testbed:
             "scheduler": scheduler,
             "seed": seed,
             "namespace": ctx.namespace,
+            "information": TOLD if cfg.told_usage else ESTIMATED,
+            "usage_annotated": annotated,  # pods the driver created that carried a usage annotation (told: all)
             "pods": len(wl),
             "imbalance": nodes["imbalance"],
             "utilisation": nodes["utilisation"],
@@ -344,9 +363,7 @@ class Testbed:
             "violations": broken.total,
             "violations_by_kind": broken.by_kind(),
             "extended_misplaced": len(judge.extended_misplaced(pods, self.nodes)),
-            "fallback_decisions": fallbacks,
-            "decisions_by_policy": decisions,
-            "extender_calls": extender_calls,  # kube-scheduler+drs: filter / prioritize calls drs-prom served
+            **counted,
             "node_coverage_min": min(nodes["node_coverage"].values()) if nodes["node_coverage"] else 0.0,
             "nodes_with_metrics": sum(v > 0 for v in nodes["node_coverage"].values()),
             "n_nodes": len(self.nodes),

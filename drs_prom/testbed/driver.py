@@ -1,14 +1,19 @@
 """The workload driver: creates a scenario's pods on the apiserver at its arrival times.
 
 The pods are the seeded ``Workload`` of (scenario, seed), the very one ``bench`` replays,
-truncated to ``pods``: requests (extended ones such as ``nvidia.com/gpu`` as limits), node
-selector, tolerations and required node affinity, ``drs.io/profile``, ``drs.io/demand`` (the profile's
-estimate, what a scheduler may know), the simulator-only true demand and work (for the twin
-kubelet), a controller ``ownerReference`` to a Job per profile as a Job controller would
-set (a ConfigMap on a cluster given by ``--kubeconfig``, whose garbage collector would delete pods
-of a missing Job), for a ``volume_zones`` profile a mounted claim bound to a zonal volume created just before
-the pod (``testbed.zonal_claims``), and ``spec.schedulerName`` of the scheduler under test. Arrival ``t`` (simulated
-seconds) is created at wall ``start + t / speed``.
+truncated to ``pods``, as a real cluster's pods are: requests (extended ones such as ``nvidia.com/gpu`` as limits),
+node selector, tolerations and required node affinity, the ``app`` label of their profile, their owner's name,
+labels, controller ``ownerReference`` and image as its controller makes them (``testbed.pod_owners``: a Job, a
+Deployment's ReplicaSet, or none; a ConfigMap of the same name on a cluster given by ``--kubeconfig``, whose garbage
+collector would delete the pods of a missing Job), for a ``volume_zones`` profile a mounted claim bound to a zonal
+volume created just before the pod (``testbed.zonal_claims``), and ``spec.schedulerName`` of the scheduler under
+test. Arrival ``t`` (simulated seconds) is created at wall ``start + t / speed``.
+
+Nothing on a pod tells its usage: the scheduler under test estimates it, as on a real cluster, from the usage
+Prometheus holds (the twin kubelets' cAdvisor series). The true demand and work go to the twin kubelet and the judge
+in process, by pod name. ``told`` (``drs-prom testbed --told-usage``) annotates every pod with ``drs.io/demand``, the
+workload's estimate, as a user who annotates would; ``usage_annotated`` finds the pods that carry any such
+annotation, which a run that was not told checks none does.
 """
 
 from __future__ import annotations
@@ -18,25 +23,31 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from drs_prom.errors import DrsError
 from drs_prom.features import FEATURES
-from drs_prom.scheduler.decision.pod_features import DEMAND_ANNOTATION
+from drs_prom.scheduler.decision.pod_demand import DEMAND_ANNOTATION
 from drs_prom.scheduler.watch.kube import PROFILE_ANNOTATION
 from drs_prom.scheduler.write.kube_response import drained
 from drs_prom.sim.placement import Placement, claim_name
 from drs_prom.sim.workload import PROFILE_LABEL, Workload
 from drs_prom.testbed import zonal_claims
 from drs_prom.testbed.controlplane import TESTBED_TAINT
-from drs_prom.testbed.kubelet import CREATED_ANNOTATION, SIM_DEMAND_ANNOTATION, WORK_ANNOTATION
+from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION
+from drs_prom.testbed.pod_owners import Controller, PodOwners, pod_owners
 from drs_prom.types import NodeSelectorRequirement
 
 log = logging.getLogger(__name__)
 
 RUN_LABEL = "drs.io/testbed-run"
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+CONTAINER_NAME = "work"
+USAGE_ANNOTATIONS = (DEMAND_ANNOTATION, PROFILE_ANNOTATION)
+"""The annotations a scheduler reads a pod's usage from; only a told run's pods carry one (``drs.io/demand``)."""
+TIME_ANNOTATIONS = (CREATED_ANNOTATION, STARTED_ANNOTATION, FINISHED_ANNOTATION)
+"""The only ``drs.io/`` annotations a pod of a run that was not told carries: when it was created, started, ended."""
 TOLERATION = {"key": TESTBED_TAINT["key"], "operator": "Exists", "effect": TESTBED_TAINT["effect"]}
 
 
@@ -52,39 +63,35 @@ def pod_manifest(
     run_id: str,
     owner_uids: dict[str, str],
     external: bool = False,
+    *,
+    told: bool = False,
+    owners: PodOwners | None = None,
 ) -> dict[str, Any]:
     """The Pod of workload row ``i`` (without the creation instant, added when it is sent).
 
-    On the testbed's own control plane (no garbage collector) the owner is a Job that need not exist.
-    ``external`` (a ``--kubeconfig`` cluster): the owner is a ConfigMap the driver created, so the
-    garbage collector keeps the pod, and the pod tolerates and selects ``TESTBED_TAINT`` so it stays
-    on the fake nodes."""
+    Its name, owner and image are ``owners``' (``pod_owners(wl)`` when not given); ``owner_uids`` holds each owner's
+    uid (``Kind/name`` -> uid; one is made up for an owner not in it). On the testbed's own control plane (no garbage
+    collector) the owner is a Job or ReplicaSet that need not exist. ``external`` (a ``--kubeconfig`` cluster): the
+    owner is a ConfigMap the driver created, so the garbage collector keeps the pod, and the pod tolerates and selects
+    ``TESTBED_TAINT`` so it stays on the fake nodes. ``told``: annotated with ``drs.io/demand`` (the workload's
+    estimate); otherwise nothing on the pod says its usage."""
+    owners = owners if owners is not None else pod_owners(wl)
+    ctl = owners.of(i)
     profile = wl.profiles[i]
-    owner_version, owner_kind = ("v1", "ConfigMap") if external else ("batch/v1", "Job")
     estimate = wl.demand[i] if wl.estimate is None else wl.estimate[i]
+    metadata: dict[str, Any] = {
+        "name": owners.names[i],
+        "namespace": namespace,
+        "labels": {PROFILE_LABEL: profile, RUN_LABEL: run_id, **ctl.labels},
+        "annotations": {DEMAND_ANNOTATION: _demand_text(estimate)} if told else {},
+    }
+    refs = ctl.reference(owner_uids.setdefault(ctl.owner, str(uuid.uuid4())), external) if ctl.kind else []
+    if refs:
+        metadata["ownerReferences"] = refs
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": wl.names[i],
-            "namespace": namespace,
-            "labels": {PROFILE_LABEL: profile, RUN_LABEL: run_id},
-            "annotations": {
-                PROFILE_ANNOTATION: profile,
-                DEMAND_ANNOTATION: _demand_text(estimate),
-                SIM_DEMAND_ANNOTATION: ",".join(f"{float(v):.6g}" for v in wl.demand[i]),
-                WORK_ANNOTATION: f"{float(wl.work[i]):.6g}",
-            },
-            "ownerReferences": [
-                {
-                    "apiVersion": owner_version,
-                    "kind": owner_kind,
-                    "name": f"{profile}-{run_id}",
-                    "uid": owner_uids.setdefault(profile, str(uuid.uuid4())),
-                    "controller": True,
-                }
-            ],
-        },
+        "metadata": metadata,
         "spec": {
             "schedulerName": scheduler_name,
             "restartPolicy": "Never",
@@ -92,8 +99,8 @@ def pod_manifest(
             "nodeSelector": dict(wl.node_selector[i]) or None,
             "containers": [
                 {
-                    "name": "work",
-                    "image": PAUSE_IMAGE,
+                    "name": CONTAINER_NAME,
+                    "image": ctl.image,
                     "resources": {"requests": {"cpu": f"{int(wl.cpu_m[i])}m", "memory": str(int(wl.mem_bytes[i]))}},
                 }
             ],
@@ -111,6 +118,41 @@ def pod_manifest(
         body["spec"]["tolerations"] = [*body["spec"].get("tolerations", []), TOLERATION]
         body["spec"]["nodeSelector"] = {**dict(wl.node_selector[i]), TESTBED_TAINT["key"]: TESTBED_TAINT["value"]}
     return body
+
+
+def usage_annotated(pods: Iterable[Mapping[str, Any]], names: Collection[str]) -> dict[str, list[str]]:
+    """The pods among ``names`` (those the driver created) that carry an annotation a scheduler could read usage
+    from: one of USAGE_ANNOTATIONS or any other ``drs.io/`` annotation but the TIME_ANNOTATIONS. Pod name -> keys."""
+    out: dict[str, list[str]] = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if meta.get("name") not in names:
+            continue
+        keys = sorted(
+            k
+            for k in meta.get("annotations") or {}
+            if k in USAGE_ANNOTATIONS or (k.startswith("drs.io/") and k not in TIME_ANNOTATIONS)
+        )
+        if keys:
+            out[meta["name"]] = keys
+    return out
+
+
+class UsageLeak(DrsError):
+    """A run that was not told the pods' usage created a pod that carried a usage annotation all the same."""
+
+
+def checked_annotations(pods: Iterable[Mapping[str, Any]], names: Collection[str], told: bool, run: str) -> int:
+    """How many of the pods ``names`` carried a usage annotation (``usage_annotated``); UsageLeak, naming one, when
+    any did in a run that was not ``told``."""
+    leaked = usage_annotated(pods, names)
+    if leaked and not told:
+        pod, keys = next(iter(leaked.items()))
+        raise UsageLeak(
+            f"run {run} was not told the pods' usage, yet {len(leaked)} of the {len(names)} pods it created carried "
+            f"a usage annotation (e.g. {pod}: {', '.join(keys)})"
+        )
+    return len(leaked)
 
 
 def _requirements(reqs: tuple[NodeSelectorRequirement, ...]) -> list[dict[str, Any]]:
@@ -180,18 +222,23 @@ class WorkloadDriver(threading.Thread):
         run_id: str,
         extra_pods: list[dict[str, Any]] | None = None,
         external: bool = False,
+        told: bool = False,
+        owners: PodOwners | None = None,
     ) -> None:
         """``external``: the cluster is not the testbed's own (``--kubeconfig``): owners are
-        ConfigMaps created here, and pods tolerate the fake nodes' ``TESTBED_TAINT``."""
+        ConfigMaps created here, and pods tolerate the fake nodes' ``TESTBED_TAINT``. ``told``: every pod
+        annotated with ``drs.io/demand``. ``owners``: the pods' names and owners (``pod_owners(wl)`` when not given)."""
         super().__init__(daemon=True, name=f"driver-{namespace}")
         from kubernetes import client
 
         self.core = client.CoreV1Api(api)
         self.wl, self.ns, self.scheduler_name, self.speed, self.run_id = wl, namespace, scheduler_name, speed, run_id
+        self.owners = owners if owners is not None else pod_owners(wl)
         self.result = DriverResult()
         self._halt = threading.Event()
         self._owners: dict[str, str] = {}
         self.external = external
+        self.told = told
         self.start_wall = 0.0
 
     def run(self) -> None:
@@ -202,11 +249,21 @@ class WorkloadDriver(threading.Thread):
                 return
             self.result.max_lag_seconds = max(self.result.max_lag_seconds, time.time() - due)
             if self.external:
-                self._ensure_owner(self.wl.profiles[i])
+                self._ensure_owner(self.owners.of(i))
             volume = zonal_claims.manifests(self.wl, i, self.ns, {RUN_LABEL: self.run_id})
             if volume is not None and not self.create_volume(*volume):
                 continue  # counted in errors: its pod could never be scheduled
-            body = pod_manifest(self.wl, i, self.ns, self.scheduler_name, self.run_id, self._owners, self.external)
+            body = pod_manifest(
+                self.wl,
+                i,
+                self.ns,
+                self.scheduler_name,
+                self.run_id,
+                self._owners,
+                self.external,
+                told=self.told,
+                owners=self.owners,
+            )
             self.create(body)
 
     def create_volume(self, pv: dict[str, Any], pvc: dict[str, Any]) -> bool:
@@ -228,14 +285,14 @@ class WorkloadDriver(threading.Thread):
             pv["metadata"]["name"], lambda: drained(self.core.create_persistent_volume(bound, _preload_content=False))
         )
 
-    def _ensure_owner(self, profile: str) -> None:
-        """A ConfigMap standing for the profile's workload, so a real garbage collector keeps its pods."""
-        if profile in self._owners:
+    def _ensure_owner(self, ctl: Controller) -> None:
+        """A ConfigMap named as the pods' controller (the Job, the Deployment's ReplicaSet), standing for it so a
+        real garbage collector keeps its pods; a bare pod has none."""
+        if not ctl.kind or ctl.owner in self._owners:
             return
-        name = f"{profile}-{self.run_id}"
-        meta = {"name": name, "labels": {RUN_LABEL: self.run_id}}
+        meta = {"name": ctl.name, "labels": {RUN_LABEL: self.run_id}}
         resp = self.core.create_namespaced_config_map(self.ns, {"metadata": meta}, _preload_content=False)
-        self._owners[profile] = json.loads(resp.data)["metadata"]["uid"]
+        self._owners[ctl.owner] = json.loads(resp.data)["metadata"]["uid"]
 
     def create(self, body: dict[str, Any], attempts_seconds: float = 60.0) -> bool:
         """Create one pod, retrying while the apiserver is unreachable (bounded)."""

@@ -2,7 +2,8 @@
 
 Node metrics come from the run's Prometheus (``query_range`` over the run, the project's own
 feature queries from drs_prom.signals.promql on a window of four scrapes); pod times come from the
-apiserver (the driver's ``drs.io/created-at`` and the twin kubelet's ``drs.io/finished-at``).
+apiserver (the driver's ``drs.io/created-at`` and the twin kubelet's ``drs.io/finished-at``). A pod's full-speed
+work, which slowdowns divide by, is the workload's, handed over in process by pod name (nothing on a pod says it).
 The per-step numbers are the benchmark's definitions applied to those series:
 
 * imbalance: per step, the sum over the six features of the std across nodes of the load on the
@@ -30,7 +31,7 @@ from drs_prom.features import FEATURES
 from drs_prom.signals import promql
 from drs_prom.signals.state import scales
 from drs_prom.sim.cluster import Nodes
-from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION, WORK_ANNOTATION
+from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION
 from drs_prom.testbed.prom_server import PrometheusProc
 
 HOT_THRESHOLD = 0.9
@@ -117,7 +118,9 @@ class PodTimes:
     pods: list[PodOutcome] = field(default_factory=list)
 
     @classmethod
-    def from_api(cls, items: Sequence[Mapping[str, Any]]) -> PodTimes:
+    def from_api(cls, items: Sequence[Mapping[str, Any]], work: Mapping[str, float]) -> PodTimes:
+        """The pods as the apiserver lists them; ``work``: pod name -> its full-speed work (simulated seconds; NaN
+        for a pod not in it)."""
         out = []
         for pod in items:
             ann = pod["metadata"].get("annotations") or {}
@@ -133,7 +136,7 @@ class PodTimes:
                     created=num(CREATED_ANNOTATION),
                     started=num(STARTED_ANNOTATION),
                     finished=num(FINISHED_ANNOTATION),
-                    work=float(ann.get(WORK_ANNOTATION, "nan")),
+                    work=float(work.get(pod["metadata"]["name"], math.nan)),
                 )
             )
         return cls(out)

@@ -3,10 +3,11 @@
 It watches the run's namespace. A pod that appears with ``spec.nodeName`` is admitted like a
 kubelet would (the node's allocatable minus what already runs there, its taints and the
 pod's selector, through drs_prom.constraints.filters): admitted pods go into ``LiveCluster`` with their
-true demand and work (annotations the workload driver wrote) and are marked Running; a pod
-bound where it cannot run is counted ``infeasible`` and marked Failed (OutOfcpu-style, as a
-kubelet does). When the simulator completes a pod, the twin marks it Succeeded. Start and
-finish instants are written as ``drs.io/started-at`` / ``drs.io/finished-at`` (epoch
+true demand and work, handed over in process by the run from the driver's workload by pod name (``truth``;
+nothing on the pod tells them), and are marked Running; their container is registered for the cAdvisor
+page (drs_prom.testbed.cadvisor) until they end. A pod bound where it cannot run is counted ``infeasible``
+and marked Failed (OutOfcpu-style, as a kubelet does). When the simulator completes a pod, the twin marks it
+Succeeded. Start and finish instants are written as ``drs.io/started-at`` / ``drs.io/finished-at`` (epoch
 seconds; status timestamps only have 1 s resolution, too coarse at --speed 10).
 
 Why a Python twin and not KWOK: KWOK's stages move pods through phases on timers or fixed
@@ -28,23 +29,28 @@ import queue
 import threading
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from drs_prom.constraints import chain
+from drs_prom.features import N_FEATURES
 from drs_prom.scheduler.watch import kube
 from drs_prom.scheduler.write.kube_response import drained
 from drs_prom.sim.live_cluster import LiveCluster
+from drs_prom.testbed.cadvisor import Container, Containers
 from drs_prom.types import NodeInfo, Taint
 
 log = logging.getLogger(__name__)
 
-SIM_DEMAND_ANNOTATION = "drs.io/sim-demand"  # the pod's true load (what the simulator runs), N_FEATURES comma floats
-WORK_ANNOTATION = "drs.io/work-seconds"  # full-speed work in simulated seconds
 CREATED_ANNOTATION = "drs.io/created-at"  # epoch seconds the driver created it
 STARTED_ANNOTATION = "drs.io/started-at"
 FINISHED_ANNOTATION = "drs.io/finished-at"
+UNKNOWN_WORK_SECONDS = 60.0
+"""Full-speed work of a pod the run did not say the truth of (one a fault script created): it idles this long."""
+
+PodTruth = tuple[Sequence[float], float]
+"""A pod's true demand (N_FEATURES, absolute units) and full-speed work (simulated seconds): what the simulator runs."""
 
 
 @dataclass
@@ -135,13 +141,19 @@ class TwinKubelet:
         poll_seconds: float = 0.05,
         writers: int = 4,
         node_marks: Mapping[str, str] | None = None,
+        truth: Mapping[str, PodTruth] | None = None,
+        containers: Containers | None = None,
     ) -> None:
         """``node_marks``: a taint (NoSchedule) and label key=value every node carries beside the
-        scenario's own (the testbed's mark on a ``--kubeconfig`` cluster), admitted like the others."""
+        scenario's own (the testbed's mark on a ``--kubeconfig`` cluster), admitted like the others.
+        ``truth``: pod name -> its true demand and work (a pod not in it idles UNKNOWN_WORK_SECONDS).
+        ``containers``: where the running pods' containers are registered for the cAdvisor page."""
         from kubernetes import client
 
         self.core = client.CoreV1Api(api)
         self.ns, self.live, self.poll = namespace, live, poll_seconds
+        self.truth: Mapping[str, PodTruth] = truth or {}
+        self.containers = containers if containers is not None else Containers()
         self.give_up_seconds = 180.0
         self._mark_labels = {node_marks["key"]: node_marks["value"]} if node_marks else {}
         self._mark_taints = (Taint(node_marks["key"], node_marks["value"], node_marks["effect"]),) if node_marks else ()
@@ -226,9 +238,9 @@ class TwinKubelet:
                 self.stats.infeasible.append(name)
                 self._queue_status(name, self._failed("; ".join(reasons)))
                 return
-            ann = meta.get("annotations") or {}
-            demand = [float(x) for x in ann.get(SIM_DEMAND_ANNOTATION, "0,0,0,0,0,0").split(",")]
-            work = float(ann.get(WORK_ANNOTATION, "60"))
+            demand, work = self.truth.get(name, ((0.0,) * N_FEATURES, UNKNOWN_WORK_SECONDS))
+            ctr = _first_container(spec)
+            self.containers.add(Container(self.ns, name, ctr.get("name", ""), ctr.get("image", "")))
             self.live.bind(name, node, demand, work, req.cpu_m, req.mem_bytes)
             started = time.time()
             r = self._requested[node]
@@ -239,7 +251,7 @@ class TwinKubelet:
             self._add_scalar(node, name, req.scalar, 1)
             self.stats.admitted += 1
         self._queue_meta(name, {STARTED_ANNOTATION: f"{started:.3f}"})
-        self._queue_status(name, self._running(started))
+        self._queue_status(name, self._running(started, ctr))
 
     def _add_scalar(self, node: str, pod: str, scalar: tuple[tuple[str, int], ...], sign: int) -> None:
         """Count (sign 1) or release (-1) a pod's extended requests on ``node`` (called under the lock)."""
@@ -264,9 +276,11 @@ class TwinKubelet:
                     r[2] -= 1
                     self._add_scalar(node, name, self._pod_scalar.get(name, ()), -1)
                     self.stats.completed += 1
+                    ctr = self.containers.get(name)
+                    self.containers.remove(name)
                 started = self.live.wall_time(start_sim)
                 self._queue_meta(name, {FINISHED_ANNOTATION: f"{finished:.3f}"})
-                self._queue_status(name, self._succeeded(started, finished))
+                self._queue_status(name, self._succeeded(started, finished, ctr))
 
     # -- API writes, retried -------------------------------------------------------------
     def _queue_meta(self, name: str, annotations: dict[str, str]) -> None:
@@ -304,7 +318,7 @@ class TwinKubelet:
 
     # -- status documents ----------------------------------------------------------------
     @staticmethod
-    def _running(started: float) -> dict[str, Any]:
+    def _running(started: float, ctr: Mapping[str, Any]) -> dict[str, Any]:
         t = kube.kube_timestamp(started)
         return {
             "phase": "Running",
@@ -316,8 +330,8 @@ class TwinKubelet:
             ],
             "containerStatuses": [
                 {
-                    "name": "work",
-                    "image": "registry.k8s.io/pause:3.10",
+                    "name": ctr.get("name", ""),
+                    "image": ctr.get("image", ""),
                     "imageID": "",
                     "ready": True,
                     "restartCount": 0,
@@ -328,7 +342,7 @@ class TwinKubelet:
         }
 
     @staticmethod
-    def _succeeded(started: float, finished: float) -> dict[str, Any]:
+    def _succeeded(started: float, finished: float, ctr: Container | None) -> dict[str, Any]:
         s, f = kube.kube_timestamp(started), kube.kube_timestamp(finished)
         return {
             "phase": "Succeeded",
@@ -338,8 +352,8 @@ class TwinKubelet:
             ],
             "containerStatuses": [
                 {
-                    "name": "work",
-                    "image": "registry.k8s.io/pause:3.10",
+                    "name": "" if ctr is None else ctr.name,
+                    "image": "" if ctr is None else ctr.image,
                     "imageID": "",
                     "ready": False,
                     "restartCount": 0,
@@ -352,3 +366,9 @@ class TwinKubelet:
     @staticmethod
     def _failed(reason: str) -> dict[str, Any]:
         return {"phase": "Failed", "reason": "OutOfResources", "message": f"Pod was rejected: {reason}"}
+
+
+def _first_container(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    containers = spec.get("containers") or [{}]
+    first = containers[0]
+    return first if isinstance(first, Mapping) else {}

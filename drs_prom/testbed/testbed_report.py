@@ -3,7 +3,8 @@
 ``bench_agreement`` runs the in-process benchmark on the same scenario, pods and seeds for the
 policies that have a simulator twin (the real kube-scheduler's is ``kube-default``; drs-prom's
 heuristics and ``drs`` are themselves) and states, per metric, the closed loop's % difference
-to bench (the simulator's fidelity), and whether both rank the schedulers the same by imbalance.
+to bench (the simulator's fidelity), and whether both rank the schedulers the same by imbalance;
+bench is told of the pods' usage what the testbed's schedulers were (``information``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from drs_prom.outcomes.objectives import TERMS
 from drs_prom.outcomes.paired_stats import relative_interval
 from drs_prom.sim.bench_results import json_default
+from drs_prom.sim.env import ESTIMATED, TOLD
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.table import format_columns
 from drs_prom.testbed.schedulers import KUBE, KUBE_EXTENDER
@@ -51,6 +53,13 @@ JUDGED = ("imbalance", "slowdown_p95")
 """The closed-loop bar's metrics, each judged against the real kube-scheduler paired by seed (``versus_reference``)."""
 
 
+def information_text(information: str) -> str:
+    """How a testbed report says what the schedulers were told of the pods' usage (``information``)."""
+    if information == TOLD:
+        return "pod usage TOLD: every pod annotated with drs.io/demand (--told-usage)"
+    return "pod usage not told: no pod carries a usage annotation; schedulers estimate it from Prometheus"
+
+
 def bench_twin(scheduler: str) -> str | None:
     """The simulator policy that stands for ``scheduler`` in bench (None: no twin)."""
     if scheduler == KUBE:
@@ -72,8 +81,11 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         mine = [r for r in runs if r["scheduler"] == name]
         fb: dict[str, float] = {}
         dec: dict[str, float] = {}
+        src: dict[str, float] = {}
         kinds: dict[str, int] = {}
         for r in mine:
+            for source, n in r.get("usage_estimates", {}).items():
+                src[source] = src.get(source, 0.0) + n
             for kind, n in r.get("violations_by_kind", {}).items():
                 kinds[kind] = kinds.get(kind, 0) + int(n)
             for reason, n in r.get("fallback_decisions", {}).items():
@@ -86,6 +98,7 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             **{k: int(sum(int(r[k]) for r in mine)) for k in COUNTS},
             "fallback_decisions": fb,
             "decisions_by_policy": dec,
+            "usage_estimates": src,
             "violations_by_kind": kinds,
             "wall_seconds": _mean(mine, "wall_seconds"),
             "scheduler_peak_rss_bytes": max(int(r["scheduler_peak_rss_bytes"]) for r in mine),
@@ -136,12 +149,13 @@ def saturated_runs(per: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def bench_agreement(
     scenario: Scenario, pods: int | None, seeds: Sequence[int], schedulers: Sequence[str], per: dict[str, Any],
-    model_path: str | None,
+    model_path: str | None, information: str = ESTIMATED,
 ) -> dict[str, Any]:  # fmt: skip
     """bench on the same scenario/pods/seeds for the schedulers' twins, and the % differences.
 
     A trace scenario is replayed per sampling seed, as ``bench --trace`` does (its pod count is the trace
-    section's ``max_pods``)."""
+    section's ``max_pods``). Its policies are told the pods' usage as the testbed's schedulers were (``information``,
+    sim.env's words)."""
     from drs_prom.sim.bench import model_builder, run_bench
     from drs_prom.sim.trace_bench import run_trace_bench
 
@@ -149,10 +163,10 @@ def bench_agreement(
     policies = list(dict.fromkeys(t for t in twins.values() if t))
     builder = model_builder(model_path)
     if scenario.trace is not None:
-        report = run_trace_bench(scenario, list(seeds), policies, builder, progress=False)
+        report = run_trace_bench(scenario, list(seeds), policies, builder, progress=False, information=information)
     else:
         sc = scenario.truncated(pods) if pods else scenario
-        report = run_bench(sc, list(seeds), policies, builder, progress=False)
+        report = run_bench(sc, list(seeds), policies, builder, progress=False, information=information)
     rows: dict[str, Any] = {}
     for s, twin in twins.items():
         row = report.row(twin) if twin else None
@@ -216,7 +230,10 @@ def format_table(report: dict[str, Any]) -> str:
         f"seeds, speed {report['speed']:g}x, scrape {report['scrape_seconds']:g}s (mean over seeds; "
         f"(x) = ratio to the real {REFERENCE}; judged by PromQL + apiserver pod times)"
     )
-    out = [title, *format_columns(head, rows)]
+    out = [title]
+    if report.get("information"):
+        out.append(information_text(report["information"]))
+    out += format_columns(head, rows)
     out.append(TERMS.split(";")[0] + "; start delay = pod creation to running on a node")
     versus = report.get("versus_reference")
     if versus:
@@ -254,6 +271,9 @@ def format_table(report: dict[str, Any]) -> str:
             dec = ", ".join(f"{k}={v:.0f}" for k, v in sorted(row["decisions_by_policy"].items()))
             fb = ", ".join(f"{k}={v:.0f}" for k, v in sorted(row["fallback_decisions"].items())) or "none"
             out.append(f"{name} decisions by policy (PromQL): {dec}; fallbacks by reason: {fb}")
+        if row.get("usage_estimates"):
+            src = ", ".join(f"{k}={v:.0f}" for k, v in sorted(row["usage_estimates"].items()))
+            out.append(f"{name} pod usage estimates by source (drs_usage_estimates_total): {src}")
     return "\n".join(out)
 
 

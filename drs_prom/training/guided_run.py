@@ -9,9 +9,12 @@
 3. **Fit** (DQfD's supervised part): a large-margin loss makes the labelled node score at least ``margin`` above
    every other feasible node. Then **DAgger** rounds: the network itself schedules the training clusters, each visited
    state is labelled with the target's first choice, and the fit continues on all data (it learns to recover).
-4. **Select** the checkpoint on held-out generator seeds (SELECTION_SEED_BASE and up) by the mean
-   composite ratio to the floor, refusing any whose mean ratio to kube-default is above 1. Named
-   scenarios and the evaluation clusters are never used.
+4. **Select** the checkpoint on held-out generator seeds (SELECTION_SEED_BASE and up) by the mean composite ratio to
+   the floor, refusing any whose mean ratio to kube-default is above 1. Named scenarios and the evaluation clusters
+   are never used. Every pod's usage is the estimate from the stored series (drs_prom.usage), as served.
+
+Over 400 lines because labelling, demonstrations, the fit and the selection are the stages of one run, sharing its
+config and its clusters.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from drs_prom.agent.guided import GUIDED_COLUMNS, GUIDES, N_GUIDED, TEACHER, Gui
 from drs_prom.agent.numpy_policy import fold_standardisation
 from drs_prom.policies.contract import DecisionContext, choose
 from drs_prom.sim.env import scenario_spec, sim_policy, unclipped_env
-from drs_prom.sim.generator import GeneratorParams, training_scenario
+from drs_prom.sim.generator import TRAINING_OWNER_PROBABILITY, GeneratorParams, training_scenario
 
 FLOOR = TEACHER  # what every cluster imitates unless labelling finds a heuristic that beats it
 SELECTION_SEED_BASE = 500_000
@@ -51,7 +54,7 @@ metric window)."""
 
 @dataclass(frozen=True)
 class GuidedConfig:
-    """One training run; the defaults are those of the shipped models/drs-v6.keras."""
+    """One training run; the defaults are those of the shipped models/drs-v7.keras."""
 
     clusters: int = 48
     """Training clusters (generator seeds 0..clusters-1)."""
@@ -78,12 +81,16 @@ class GuidedConfig:
     """Bottleneck utilisation of the training and selection clusters (generator's ``load``; > 1: overloaded)."""
     metric_windows: tuple[float, ...] = (1.0, 5.0, 15.0, 30.0)
     """Metric lags (s) of the training and selection clusters."""
+    owner_probability: float = TRAINING_OWNER_PROBABILITY
+    """Share of the clusters' profiles run by several owners: what the usage estimator must learn from."""
     seed: int = 0
     workers: int = 2
 
     def generator(self) -> GeneratorParams | None:
         """The generator's ranges for this run; None where they are its defaults."""
-        p = GeneratorParams(load=self.load, metric_windows=self.metric_windows)
+        p = GeneratorParams(
+            load=self.load, metric_windows=self.metric_windows, owner_probability=self.owner_probability
+        )
         return None if p == GeneratorParams() else p
 
 

@@ -97,8 +97,12 @@ def test_demo_prints_progress_table_and_paths_only(tmp_path: Path) -> None:
     lines = out.stdout.splitlines()
     table_start = next(i for i, line in enumerate(lines) if line.startswith("scenario drs-paper"))
     before, table_and_after = lines[:table_start], lines[table_start:]
-    # Before the table: at most the line naming the model file.
-    assert all(re.fullmatch(r"model: \S+\.keras", line) for line in before), before
+    # Before the table: at most the lines naming the model file and which policies run.
+    assert len(before) <= 2, before
+    assert all(
+        re.fullmatch(r"drs is the shipped model \S+ \(\S+\.keras\)", line) or line.startswith("policies: ")
+        for line in before
+    ), before
     paths = [line for line in table_and_after if line.startswith(("plot: ", "results: "))]
     assert [p.split(": ", 1)[1] for p in paths] == [
         str(tmp_path / "demo" / "bench-drs-paper.png"),

@@ -60,9 +60,8 @@ def test_rules_use_the_same_strings_as_the_scheduler():
 def test_promtool_check_rules():
     out = run(promtool(), "check", "rules", "rules/drs.rules.yml")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert (
-        "SUCCESS: 20 rules found" in out.stdout
-    )  # 7 recording + 3 node alerts, 4 guardrail signals + 6 rollout alerts
+    # 7 node recording + 3 node alerts, 4 guardrail signals + 6 rollout alerts, 8 per-pod usage rules
+    assert "SUCCESS: 28 rules found" in out.stdout
 
 
 def test_promtool_test_rules():

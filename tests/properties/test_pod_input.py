@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from drs_prom.constraints import chain
 from drs_prom.features import FEATURES
-from drs_prom.scheduler.decision.pod_features import parse_demand, resolve
+from drs_prom.scheduler.decision.pod_demand import DEMAND_SOURCES, parse_demand, resolve
 from drs_prom.scheduler.watch import kube
 from drs_prom.types import PodRequest
+from drs_prom.usage import owners
 from tests.properties.k8s_objects import INT64_MAX, nodes, pods, quantity_text, ref_feasible, ref_quantity, ref_requests
 
 json_values = st.recursive(
@@ -208,5 +209,6 @@ def test_demand_annotation_is_finite_or_value_error(text: str) -> None:
 def test_resolve_never_raises_and_is_finite(annotations: dict[str, str], pod: dict) -> None:
     pod = {**pod, "metadata": {**pod["metadata"], "annotations": annotations}}
     got = resolve(pod)
-    assert got.source in ("annotation", "profile", "requests", "observed", "default")
+    assert got.source in DEMAND_SOURCES
+    assert owners.top_owner(pod).partition("/")[1] == "/"  # odd owner references read as the pod itself
     assert len(got.demand) == len(FEATURES) and all(math.isfinite(v) and v >= 0 for v in got.demand)

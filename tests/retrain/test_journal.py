@@ -1,4 +1,4 @@
-"""The decision journal on real SQLite files: schema-2 round trip and in-place upgrade of schema-1 files."""
+"""The decision journal on real SQLite files: round trips, and in-place upgrades of schema-1 and schema-3 files."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from drs_prom.config import Settings
 from drs_prom.retrain.rebuild import load_decisions
 from drs_prom.stores.journal import JOURNAL_SCHEMA, NODE_KEYS, Decision, Journal, node_entries, node_entries_from_values
 from drs_prom.types import NodeInfo
@@ -80,7 +81,7 @@ def _d2(ts: float) -> Decision:
 
 
 def test_schema_2_round_trip(tmp_path):
-    assert JOURNAL_SCHEMA == 3
+    assert JOURNAL_SCHEMA == 4
     j = Journal(tmp_path / "j.sqlite")
     d = _d2(10.0)
     d.id = j.append(d)
@@ -88,7 +89,7 @@ def test_schema_2_round_trip(tmp_path):
     (back,) = list(Journal(tmp_path / "j.sqlite").since(0))
     assert isinstance(back, Decision) and back == d
     assert back.nodes[0] == {k: getattr(NODES[0], k) for k in NODE_KEYS} and back.nodes[0]["requested_cpu_m"] == 1250
-    assert back.pod_cpu_m == 250 and back.pod_mem_bytes == 2**28 and back.schema == 3
+    assert back.pod_cpu_m == 250 and back.pod_mem_bytes == 2**28 and back.schema == 4
     raw = sqlite3.connect(tmp_path / "j.sqlite").execute("SELECT nodes FROM decisions").fetchone()[0]
     assert '"allocatable_pods": 110' in raw  # JSON text, readable with the sqlite3 CLI
     assert raw == json.dumps([{k: int(getattr(n, k)) for k in NODE_KEYS} for n in NODES])  # the fast path's text
@@ -121,6 +122,38 @@ def test_schema_1_file_is_upgraded_in_place_and_both_rows_read_back(tmp_path):
     # retraining takes both readable rows; only the unknown layout is skipped
     used, skipped = load_decisions(j, 0, 100, 10)
     assert [r.ts for r in used] == [5.0, 10.0] and skipped == {"old_schema": 1}
+
+
+def test_schema_3_file_gains_the_demand_source_and_retraining_reads_both_rows(tmp_path):
+    """A file written before schema 4 (no demand_source column) is upgraded in place: its rows read back with
+    demand_source None, new rows keep theirs, and rebuilding takes both (the source rides on the PodRequest)."""
+    from drs_prom.retrain.rebuild import NodeHistory, _context
+
+    path = tmp_path / "j3.sqlite"
+    Journal(path).close()
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE decisions DROP COLUMN demand_source")
+    db.execute(
+        "INSERT INTO decisions (schema, ts, pod_uid, pod_name, namespace, owner, pod_features, candidates, feasible,"
+        " chosen, scores, policy) VALUES (3, 5.0, 'u1', 'old', 'default', 'ReplicaSet/web-7d9f8',"
+        " '[1, 2, 3, 4, 5, 6]', '[\"a\", \"b\"]', '[1, 1]', 'b', '[0.5, null]', 'least-loaded')"
+    )
+    db.commit()
+    db.close()
+    j = Journal(path)
+    j.append(dataclasses.replace(_d2(10.0), owner="Deployment/web", demand_source="owner"))
+    j.close()
+    j = Journal(path)
+    old, new = j.since(0)
+    assert isinstance(old, Decision) and old.schema == 3 and old.demand_source is None
+    assert isinstance(new, Decision) and new.schema == 4 and new.demand_source == "owner"
+    assert new.owner == "Deployment/web"
+    used, skipped = load_decisions(j, 0, 100, 10)
+    assert [r.ts for r in used] == [5.0, 10.0] and not skipped
+    history = NodeHistory(np.array([0.0]), {}, {"a": 4.0, "b": 4.0}, {"a": 8.0 * 2**30, "b": 8.0 * 2**30})
+    raw = np.zeros((2, 6))
+    pods = [_context(d, raw, history, Settings()).pod for d in used]
+    assert [(p.demand_source, p.owner) for p in pods] == [("", "ReplicaSet/web-7d9f8"), ("owner", "Deployment/web")]
 
 
 def test_rows_with_broken_node_info_are_bad_rows(tmp_path):

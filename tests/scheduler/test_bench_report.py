@@ -170,3 +170,13 @@ def test_profile_samples_go_to_the_first_matching_category(tmp_path):
     assert counts["watch: decode (json)"] == 3
     assert counts["journal"] == 2
     assert counts[prof.STARTUP] == 50
+
+
+def test_the_throughput_benchmark_measures_the_model_that_ships():
+    """No second literal: without --model the benchmark starts drs-prom with the scheduler's own default."""
+    from drs_prom.agent import default_model_path
+
+    bench = load("sched_throughput")
+    assert bench.default_model_path is default_model_path
+    text = (BENCH / "sched_throughput.py").read_text()
+    assert "drs-v1.keras" not in text and "drs-v6.keras" not in text and "drs-v7.keras" not in text

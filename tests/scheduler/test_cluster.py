@@ -53,10 +53,12 @@ def test_200_pods_over_5_nodes_all_bound_none_infeasible(core, ns, fake_nodes, m
     rows = journalled(sched, 200)
     assert len(rows) == 200 and {r.outcome for r in rows} == {"bound"}
     assert {r.fallback_reason for r in rows} == {"prometheus_unreachable"}  # no metrics source in this test
+    # no usage history either: each pod's demand is its requests' estimate, and each bare pod its own owner
+    assert {r.demand_source for r in rows} == {"requests"} and rows[0].owner == f"Pod/{rows[0].pod_name}"
     # schema 2: every row carries the NodeInfo the pod was scored on, aligned with candidates
     alloc = {"good-ssd": 16000, "good-hdd": 16000, "tainted": 64000, "cordoned": 64000, "small": 50}
     for r in rows:
-        assert r.schema == 3 and r.pod_cpu_m == 100 and r.pod_mem_bytes == 64 * 2**20
+        assert r.schema == 4 and r.pod_cpu_m == 100 and r.pod_mem_bytes == 64 * 2**20
         assert len(r.nodes) == len(r.candidates) == 5
         assert [e["allocatable_cpu_m"] for e in r.nodes] == [alloc[n] for n in r.candidates]
     # requests grow by one pod per bind: the k-th pod bound to a node saw k-1 pods' requests there

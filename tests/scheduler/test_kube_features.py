@@ -1,10 +1,15 @@
-"""API JSON -> records, pod demand resolution order, extender score scaling: pure, literal data."""
+"""API JSON -> records, pod demand resolution order (over a literal usage history), extender score scaling: pure,
+literal data."""
 
+import numpy as np
 import pytest
 
-from drs_prom.scheduler.decision import pod_features
+from drs_prom.config import UsageSettings
+from drs_prom.scheduler.decision import pod_demand
 from drs_prom.scheduler.http.extender import scale_scores
 from drs_prom.scheduler.watch import kube
+from drs_prom.usage.estimator import UsageModel
+from drs_prom.usage.history import PodUsage
 
 
 def pod_json(**spec):
@@ -15,11 +20,11 @@ def pod_json(**spec):
     }
 
 
-def ctr(cpu=None, mem=None, limits=None):
+def ctr(cpu=None, mem=None, limits=None, image="x"):
     res = {"requests": {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v is not None}}
     if limits:
         res["limits"] = limits
-    return {"name": "c", "image": "x", "resources": res}
+    return {"name": "c", "image": image, "resources": res}
 
 
 def test_pod_requests_sum_init_max_overhead_and_limit_default():
@@ -52,12 +57,14 @@ def test_to_pod_request_constraints():
         },
     )
     r = kube.to_pod_request(p)
-    assert (r.cpu_m, r.priority, r.node_selector, r.profile, r.owner) == (
+    assert (r.cpu_m, r.priority, r.node_selector, r.profile, r.owner, r.image, r.demand_source) == (
         500,
         7,
         {"disk": "ssd"},
         "video",
-        "ReplicaSet/web-1",
+        "ReplicaSet/web-1",  # no pod-template-hash label: the ReplicaSet is the top owner
+        "x",
+        "",
     )
     assert r.tolerations[0].key == "gpu" and r.tolerations[0].operator == "Exists"
     assert r.affinity_terms[0].match_expressions[0].values == ("a",)
@@ -87,58 +94,103 @@ def test_is_ours_pending():
     assert kube.is_ours_pending(pod_json(schedulingGates=[]), "drs-scheduler")  # all gates removed
 
 
-class FakeObserved:
-    """Stands in for Prometheus' cAdvisor answer (tested against real Prometheus elsewhere)."""
+class StoredHistory:
+    """``UsageHistory`` over literal rows (the Protocol's plainest implementation; the Prometheus-backed one is tested
+    against a real Prometheus in tests/prom/test_pod_usage.py). ``None`` for an owner: the store could not answer."""
 
-    def __init__(self, value):
-        self.value, self.calls = value, []
+    def __init__(self, owners, images=None):
+        self.owners, self.images, self.calls = owners, images or {}, []
 
-    def lookup(self, ns, owner):
-        self.calls.append((ns, owner))
-        return self.value
+    def owner(self, namespace, owner, now):
+        self.calls.append((namespace, owner))
+        return self.owners.get(owner, NOTHING)
+
+    def image(self, namespace, image, owner, now):
+        self.calls.append((namespace, image, owner))
+        return self.images.get(image, NOTHING)
+
+
+def usage(*rows):
+    n = len(rows)
+    return PodUsage(np.array(rows, dtype=np.float64), np.full(n, 3600.0), np.full(n, 1000.0))
+
+
+NOTHING = PodUsage.empty()
+RS = {
+    "ownerReferences": [{"kind": "ReplicaSet", "name": "w-7d9f8", "controller": True}],
+    "labels": {"pod-template-hash": "7d9f8"},
+}
+EXACT = UsageModel(prior_pods=0.0, cpu_ratio=0.5, mem_ratio=0.7)
 
 
 def test_demand_resolution_order():
-    owner = {"ownerReferences": [{"kind": "ReplicaSet", "name": "w-1", "controller": True}]}
     explicit = pod_json(
         containers=[ctr("1")],
-        meta={"annotations": {"drs.io/demand": "cpu=0.5,mem=1Gi,net_tx=2M", "drs.io/profile": "video"}},
+        meta={"annotations": {"drs.io/demand": "cpu=0.5,mem=1Gi,net_tx=2M", "drs.io/profile": "video"}, **RS},
     )
-    assert pod_features.resolve(explicit) == pod_features.PodDemand((0.5, 2**30, 0, 2e6, 0, 0), "annotation")
-    prof = pod_json(containers=[ctr("1")], meta={"annotations": {"drs.io/profile": "disk"}})
-    got = pod_features.resolve(prof)
+    history = StoredHistory({"Deployment/w": usage([0.3, 1e8, 1, 2, 3, 4])})
+    assert pod_demand.resolve(explicit, history) == pod_demand.PodDemand((0.5, 2**30, 0, 2e6, 0, 0), "annotation")
+    # not trusted: the profile, then the estimate answers
+    got = pod_demand.resolve(explicit, history, trust_annotations=False)
+    assert got.source == "profile" and got.demand == pod_demand.PROFILES["video"]
+    prof = pod_json(containers=[ctr("1")], meta={"annotations": {"drs.io/profile": "disk"}, **RS})
+    got = pod_demand.resolve(prof, history)
     assert got.source == "profile" and got.demand[5] > 1e6 and got.demand[0] == pytest.approx(1.0)
-    req = pod_json(containers=[ctr("250m", "512Mi")], meta=owner)
-    obs = FakeObserved((0.3, 1e8, 1, 2, 3, 4))
-    assert pod_features.resolve(req, obs) == pod_features.PodDemand((0.25, 512 * 2**20, 0, 0, 0, 0), "requests")
-    assert obs.calls == []
-    bare = pod_json(containers=[ctr()], meta=owner)
-    assert pod_features.resolve(bare, obs) == pod_features.PodDemand((0.3, 1e8, 1, 2, 3, 4), "observed")
-    assert obs.calls == [("ns", "ReplicaSet/w-1")]
-    assert pod_features.resolve(bare, FakeObserved(None)).source == "default"
-    assert (
-        pod_features.resolve(pod_json(containers=[ctr()], meta={"annotations": {"drs.io/profile": "nope"}})).source
-        == "default"
-    )
+    assert history.calls == []  # an annotated pod costs no lookup
+    # the owner's stored usage, whatever the requests say
+    req = pod_json(containers=[ctr("250m", "512Mi", image="shop:1")], meta=RS)
+    assert pod_demand.resolve(req, history, EXACT, now=2000.0) == pod_demand.PodDemand((0.3, 1e8, 1, 2, 3, 4), "owner")
+    assert history.calls == [("ns", "Deployment/w"), ("ns", "shop:1", "Deployment/w")]
+    # an owner with no stored pods: another owner's pods of the same image
+    similar = StoredHistory({}, {"shop:1": usage([0.2, 5e7, 0, 0, 0, 9])})
+    assert pod_demand.resolve(req, similar, EXACT).source == "similar"
+    # the store could not answer (None) or has nothing: the requests, scaled by the model
+    for empty in (StoredHistory({"Deployment/w": None}), StoredHistory({}), None):
+        got = pod_demand.resolve(req, empty, EXACT)
+        assert got == pod_demand.PodDemand((0.125, 0.7 * 512 * 2**20, 0.0, 0.0, 0.0, 0.0), "requests")
+    bare = pod_json(containers=[ctr()])
+    assert pod_demand.resolve(bare, StoredHistory({})).source == "default"
+    unknown = pod_json(containers=[ctr()], meta={"annotations": {"drs.io/profile": "nope"}})
+    assert pod_demand.resolve(unknown).source == "default"
+    bad = pod_json(containers=[ctr("1")], meta={"annotations": {"drs.io/demand": "gpu=1"}})
+    assert pod_demand.resolve(bad, None, EXACT).source == "requests"  # a malformed annotation is ignored
+
+
+def test_the_resolver_counts_every_demand_by_source_and_the_pod_request_carries_it():
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    resolver = pod_demand.DemandResolver(
+        UsageSettings(trust_annotations=False), StoredHistory({"Deployment/w": usage([0.3, 1e8, 1, 2, 3, 4])}),
+        registry=registry, model=EXACT,
+    )  # fmt: skip
+    annotated = pod_json(containers=[ctr("1", image="shop:1")], meta={"annotations": {"drs.io/demand": "cpu=9"}, **RS})
+    got = resolver.resolve(annotated)
+    assert got.source == "owner"  # the annotation is not trusted
+    for source in pod_demand.DEMAND_SOURCES:
+        want = 1.0 if source == "owner" else 0.0
+        assert registry.get_sample_value("drs_usage_estimates_total", {"source": source}) == want, source
+    req = kube.to_pod_request(annotated, got.demand, got.source)
+    assert (req.owner, req.image, req.demand_source, req.demand) == ("Deployment/w", "shop:1", "owner", got.demand)
+
+
+def test_the_resolver_estimates_an_owners_pods_once_until_the_history_answers_anew():
+    clock = [100.0]
+    history = StoredHistory({"Deployment/w": usage([0.3, 1e8, 1, 2, 3, 4])})
+    resolver = pod_demand.DemandResolver(history=history, model=EXACT, clock=lambda: clock[0])
+    pod = pod_json(containers=[ctr("250m", "512Mi", image="shop:1")], meta=RS)
+    first = resolver.resolve(pod)
+    assert resolver.resolve(pod) is first  # the same requests and the same stored rows: remembered
+    history.owners["Deployment/w"] = usage([0.5, 1e8, 1, 2, 3, 4])  # a refresh: new rows
+    assert resolver.resolve(pod).demand[0] == pytest.approx(0.5)
+    again = resolver.resolve(pod)
+    clock[0] += pod_demand.MEMO_SECONDS
+    assert resolver.resolve(pod) is not again and resolver.resolve(pod) == again  # made again after a while
 
 
 def test_parse_demand_rejects_bad_keys():
     with pytest.raises(ValueError, match=r"bad drs\.io/demand entry"):
-        pod_features.parse_demand("gpu=1")
-
-
-def test_observed_usage_caches_failures():
-    calls = []
-
-    def query(expr):
-        calls.append(expr)
-        raise ConnectionError("down")
-
-    obs = pod_features.ObservedUsage(query, window="1m", ttl=60)
-    assert obs.lookup("ns", "ReplicaSet/w-1") is None
-    n = len(calls)
-    assert obs.lookup("ns", "ReplicaSet/w-1") is None and len(calls) == n  # cached, no second timeout
-    assert 'pod=~"w\\\\-1-[a-z0-9]+"' in calls[0] or 'pod=~"w-1-[a-z0-9]+"' in calls[0]
+        pod_demand.parse_demand("gpu=1")
 
 
 def test_scale_scores():
@@ -147,3 +199,19 @@ def test_scale_scores():
     assert scale_scores(np.array([1.0, 3.0, 2.0, -np.inf])) == [0, 10, 5, 0]
     assert scale_scores(np.array([2.0, 2.0])) == [10, 10]
     assert scale_scores(np.array([-np.inf])) == [0]
+
+
+def test_the_runner_reads_stored_usage_through_a_client_of_its_own_unless_told_not_to():
+    from prometheus_client import CollectorRegistry
+
+    from drs_prom.config import Settings
+    from drs_prom.scheduler.runner import pod_demands
+    from drs_prom.signals.pod_usage import PrometheusUsageHistory
+
+    s = Settings.model_validate({"prometheus": {"timeout_seconds": 2.5}, "usage": {"history_seconds": 10800}})
+    demands = pod_demands(s, CollectorRegistry())
+    assert isinstance(demands.history, PrometheusUsageHistory)
+    assert demands.history.source.settings.timeout_seconds == 2.5  # each query within prometheus.timeout_seconds
+    assert demands.history.settings.history_seconds == 10800 and demands.settings is s.usage
+    off = Settings.model_validate({"usage": {"history": False}})
+    assert pod_demands(off, CollectorRegistry()).history is None

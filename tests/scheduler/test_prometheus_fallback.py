@@ -48,7 +48,7 @@ def test_prometheus_killed_mid_run_switches_to_fallback(core, ns, fake_nodes, ma
             30,
             "fresh metrics for the 3 exporter nodes",
         )
-        model = load_policy(None, 5.0)  # the shipped model (models/drs-v6.keras), on this source's 5 s window
+        model = load_policy(None, 5.0)  # the shipped model (models/drs-v7.keras), on this source's 5 s window
         sched = make_scheduler(source=source, policy=model)
 
         def fallback(reason: str) -> float:

@@ -139,7 +139,7 @@ def test_schema_2_journal_upgraded_to_3_and_events_round_trip(tmp_path):
     j.append_event(RolloutEvent("guardrail_trip", {"rule": "imbalance", "value": 1.2}, version="v1", ts=3.0))
     old, back = list(j.since(0))
     assert old.schema == 2 and old.arm is None and old.shadow_scores is None
-    assert back == new and back.schema == JOURNAL_SCHEMA == 3
+    assert back == new and back.schema == JOURNAL_SCHEMA == 4
     (ev,) = j.events(0, kind="guardrail_trip")
     assert ev.detail == {"rule": "imbalance", "value": 1.2} and ev.version == "v1" and ev.ts == 3.0
     assert j.events(0, kind="rollback") == []

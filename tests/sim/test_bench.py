@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from drs_prom.cli import cli
 from drs_prom.sim.bench import METRICS, format_table, run_bench
+from drs_prom.sim.env import TOLD
 from drs_prom.sim.scenario import load_scenario
 
 
@@ -86,8 +87,9 @@ def test_unavailable_policy_is_skipped_with_its_reason():
 def test_demo_runs_the_paper_scenario_and_says_where_the_plot_is(tmp_path):
     result = CliRunner().invoke(cli, ["demo", "--seeds", "1", "--out", str(tmp_path), "--no-progress"])
     assert result.exit_code == 0, result.output
-    first = result.output.splitlines()[0]
-    assert first.startswith("model: ") or "running the heuristics only" in first
+    first, second = result.output.splitlines()[:2]
+    assert first.startswith("drs is the shipped model drs-v") or "running the heuristics only" in first
+    assert second.startswith("policies: the field's heuristics and the learned ones")  # why the teachers are not here
     assert "scenario drs-paper: 4 nodes, 100 pods x 1 seeds" in result.output
     assert f"plot: {tmp_path / 'bench-drs-paper.png'}" in result.output
     assert (tmp_path / "bench-drs-paper.png").exists()
@@ -112,7 +114,7 @@ def test_a_policy_sees_its_own_scales_but_metrics_stay_on_the_scenarios():
         return DrsScaled() if name == "drs-scaled" else make_policy(name, spec, seed)
 
     sc = load_scenario("drs-paper").truncated(20)
-    report = run_bench(sc, [0], ["round-robin", "drs-scaled"], builder, progress=False)
+    report = run_bench(sc, [0], ["round-robin", "drs-scaled"], builder, progress=False, information=TOLD)
     assert max(seen) == 1.0  # a video pod's 1 core reads as 100 on DRS's x4 CPU scale (0.25 on the scenario's)
     a, b = report.row("round-robin").runs[0], report.row("drs-scaled").runs[0]
     assert a.imbalance == b.imbalance and a.completion_mean == b.completion_mean

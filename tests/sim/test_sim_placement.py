@@ -11,7 +11,7 @@ import pytest
 from drs_prom.constraints import chain
 from drs_prom.policies.contract import choose
 from drs_prom.registry import make_policy
-from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.env import TOLD, SchedulingEnv
 from drs_prom.sim.scenario import Scenario, load_scenario
 from tests.sim.helpers import tiny
 from tests.specs import SPEC
@@ -110,7 +110,7 @@ BEFORE = {
 
 @pytest.mark.parametrize("policy", sorted(BEFORE))
 def test_a_scenario_without_placement_gives_the_same_results(policy):
-    env = SchedulingEnv(load_scenario("drs-paper"), seed=0)
+    env = SchedulingEnv(load_scenario("drs-paper"), seed=0, information=TOLD)  # the pods' usage as BEFORE had it
     result = env.run(make_policy(policy, SPEC, 0))
     assert not env._interpod  # the inter-pod filters are not even consulted
     assert (result.composite, result.completion_mean) == BEFORE[policy]

@@ -37,7 +37,7 @@ def test_summary_ranks_by_composite_against_the_best_baseline():
 
 def test_suite_cli_smoke(tmp_path):
     names = suite_names()
-    assert "drs-paper" in names and "eval-poisson-1" in names and "cluster-500" not in names and len(names) == 25
+    assert "drs-paper" in names and "eval-poisson-1" in names and "cluster-500" not in names and len(names) == 27
     code = "from drs_prom.cli import main; main()"
     args = ["bench", "--suite", "--only", "drs-paper,eval-diurnal-2", "--seeds", "2", "--pods", "8"]
     args += ["--policies", "kube-default,balanced-load,trimaran-tlp", "--out", str(tmp_path), "--no-progress"]

@@ -7,7 +7,7 @@ import pytest
 
 from drs_prom.config import Normalisation
 from drs_prom.registry import make_policy
-from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.env import TOLD, SchedulingEnv
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.trace import journal_rows, run_sim
 from drs_prom.sim.twin import SET_LABEL, TwinError, link_capacity, twin_scenario
@@ -63,7 +63,9 @@ def cluster() -> Scenario:
 @pytest.fixture(scope="module")
 def history():
     sc = cluster()
-    run = run_sim(sc, make_policy("least-loaded", SPEC, 0), seed=4)
+    run = run_sim(
+        sc, make_policy("least-loaded", SPEC, 0), seed=4, information=TOLD
+    )  # told: the journal holds each profile's demand
     run.epoch = 1.7e9
     return sc, run
 

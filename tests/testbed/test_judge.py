@@ -11,7 +11,7 @@ from drs_prom.sim.env import scaled_load
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.testbed import judge
 from drs_prom.testbed.api import scale_scenario
-from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION, WORK_ANNOTATION
+from drs_prom.testbed.kubelet import CREATED_ANNOTATION, FINISHED_ANNOTATION, STARTED_ANNOTATION
 from drs_prom.testbed.schedulers import parse_schedulers
 from drs_prom.testbed.testbed_report import COUNTS, METRICS, bench_twin
 
@@ -59,14 +59,15 @@ def test_steps_missing_a_node_are_left_out_and_coverage_says_so():
 
 
 def test_pod_times_give_completion_and_slowdown_in_simulated_seconds():
-    def pod(name, created, finished, work, phase="Succeeded", node="worker-1"):
-        ann = {CREATED_ANNOTATION: str(created), STARTED_ANNOTATION: str(created + 0.5), WORK_ANNOTATION: str(work)}
+    def pod(name, created, finished, phase="Succeeded", node="worker-1"):
+        ann = {CREATED_ANNOTATION: str(created), STARTED_ANNOTATION: str(created + 0.5)}
         if finished is not None:
             ann[FINISHED_ANNOTATION] = str(finished)
         return {"metadata": {"name": name, "annotations": ann}, "spec": {"nodeName": node}, "status": {"phase": phase}}
 
     times = judge.PodTimes.from_api(
-        [pod("a", 100.0, 106.0, 50.0), pod("b", 101.0, 108.0, 35.0), pod("c", 102.0, None, 10.0, "Pending", None)]
+        [pod("a", 100.0, 106.0), pod("b", 101.0, 108.0), pod("c", 102.0, None, "Pending", None)],
+        {"a": 50.0, "b": 35.0, "c": 10.0},  # the work the workload gives each pod, handed over in process
     )
     s = times.summary(speed=10.0)
     assert (s["pods"], s["bound"], s["completed"]) == (3, 2, 2)

@@ -4,6 +4,8 @@
 #
 # * Binary and Go caches live OUTSIDE the repo:
 #     ${DRS_HELM_CACHE:-$HOME/.cache/drs-prom/helm-<version>}/bin/helm
+#   The Go caches are removed once the binary is built (about 1.7 GB; helm is 64 MB), unless given with
+#   DRS_HELM_GOMODCACHE / DRS_HELM_GOCACHE.
 # * Idempotent: exits at once when the binary for this go.mod/go.sum exists.
 # * Locked: concurrent callers (several pytest sessions, make test) wait for one build.
 # * The LAST line printed on stdout is the binary's path (progress goes to stderr).
@@ -34,5 +36,8 @@ log "building helm $version into $cache/bin (first run: a few minutes)"
    -o "$bin.tmp" helm.sh/helm/v4/cmd/helm) || die "go build of helm $version failed"
 mv "$bin.tmp" "$bin"
 echo "$stamp" > "$cache/bin/.stamp"
+# Nothing reads the Go caches once the binary exists (a later run exits above; a rebuild downloads again).
+[ -n "${DRS_HELM_GOMODCACHE:-}" ] || (cd "$here" && go clean -modcache)
+[ -n "${DRS_HELM_GOCACHE:-}" ] || rm -rf "$GOCACHE"
 log "done in $(( $(date +%s) - start ))s"
 echo "$bin"

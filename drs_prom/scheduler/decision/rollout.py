@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -46,8 +46,23 @@ from drs_prom.stores.journal import Journal, RolloutEvent
 from drs_prom.stores.model_store import ModelStore
 from drs_prom.types import KubeClient
 
-if TYPE_CHECKING:  # the decider builds the rollout: a run-time import would be a cycle
-    from drs_prom.scheduler.decision.decide import Decider
+
+class Deciding(Protocol):
+    """What the watcher reads and does of the scheduler's Decider (decide.Decider, which builds the rollout)."""
+
+    rollout: ArmedDecisions
+
+    @property
+    def policy(self) -> Policy | None: ...
+
+    @property
+    def state_ok(self) -> bool: ...
+
+    @property
+    def model_version(self) -> str | None: ...
+
+    def reload_model_now(self) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +205,7 @@ class RolloutWatcher:
         rollout: RolloutSettings,
         prometheus: PrometheusSettings,
         scheduler: SchedulerSettings,
-        decider: Decider,
+        decider: Deciding,
         metrics: SchedulerMetrics,
         journal: Journal | None,
         query: Callable[[str], float | None],

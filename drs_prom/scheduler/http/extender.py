@@ -32,7 +32,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from drs_prom.config import ServingSettings
 from drs_prom.constraints import chain, placed
 from drs_prom.scheduler.decision.decide import Decider
-from drs_prom.scheduler.decision.pod_features import ObservedUsage, resolve
+from drs_prom.scheduler.decision.pod_demand import DemandResolver
 from drs_prom.scheduler.http.server import BackgroundServer, QuietHandler, RequestRejected
 from drs_prom.scheduler.watch import kube
 from drs_prom.scheduler.watch.cache import ClusterCache
@@ -64,12 +64,14 @@ def scale_scores(scores: np.ndarray) -> list[int]:
 
 class Extender:
     def __init__(
-        self, decider: Decider, cache: ClusterCache | None = None, observed: ObservedUsage | None = None
+        self, decider: Decider, cache: ClusterCache | None = None, demands: DemandResolver | None = None
     ) -> None:
+        """``demands``: the pods' expected load (drs_prom.scheduler.decision.pod_demand); None: annotations and
+        requests only, counted in the decider's registry."""
         self.decider = decider
         self.cache = cache
-        self.observed = observed
         reg = decider.metrics.registry
+        self.demands = demands or DemandResolver(registry=reg)
         self.requests = Counter(
             "drs_extender_requests_total", "Extender calls by verb and result.", ["verb", "result"], registry=reg
         )
@@ -125,8 +127,8 @@ class Extender:
         node_objs, _, _ = self._nodes(args)
         if not node_objs:
             return []
-        demand = resolve(pod, self.observed)
-        req = kube.to_pod_request(pod, demand.demand)
+        demand = self.demands.resolve(pod)
+        req = kube.to_pod_request(pod, demand.demand, demand.source)
         infos = self._infos(node_objs)
         feasible = np.ones(len(infos), dtype=bool)  # kube-scheduler only prioritises nodes that passed filtering
         choice = self.decider.decide(req, demand.demand, infos, feasible)
@@ -171,7 +173,7 @@ class ExtenderServer(BackgroundServer):
     def __init__(
         self, extender: Extender, listen: str, serving: ServingSettings | None = None, api_client: KubeClient = None
     ) -> None:
-        ext = extender
+        ext = self.extender = extender
         registry = extender.decider.metrics.registry
 
         class Handler(QuietHandler):

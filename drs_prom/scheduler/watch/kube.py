@@ -26,6 +26,7 @@ from drs_prom.types import (
     Taint,
     Toleration,
 )
+from drs_prom.usage import owners
 
 PROFILE_ANNOTATION = "drs.io/profile"
 INT64_MAX = 2**63 - 1
@@ -201,15 +202,6 @@ def labels_of(value: Json) -> dict[str, str]:
     return {k: v for k, v in _mapping(value).items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def owner_of(pod: Mapping[str, Any]) -> str | None:
-    """``Kind/name`` of the controlling owner, if any."""
-    refs = [_mapping(r) for r in _list(_mapping(pod.get("metadata")).get("ownerReferences"))]
-    for ref in refs:
-        if ref.get("controller"):
-            return f"{ref.get('kind')}/{ref.get('name')}"
-    return f"{refs[0].get('kind')}/{refs[0].get('name')}" if refs else None
-
-
 def _priority(value: Json) -> int:
     if value is None:
         return 0
@@ -218,8 +210,11 @@ def _priority(value: Json) -> int:
     return value
 
 
-def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = None) -> PodRequest:
-    """ValueError (one line) when ``pod`` is not a JSON object; odd fields inside read as absent."""
+def to_pod_request(
+    pod: Mapping[str, Any], demand: tuple[float, ...] | None = None, demand_source: str = ""
+) -> PodRequest:
+    """ValueError (one line) when ``pod`` is not a JSON object; odd fields inside read as absent. ``demand`` and
+    ``demand_source``: the pod's expected load and where it came from (drs_prom.scheduler.decision.pod_demand)."""
     if not isinstance(pod, Mapping):
         raise ValueError(f"malformed pod: expected an object, got {type(pod).__name__}")
     meta = _mapping(pod.get("metadata"))
@@ -239,7 +234,9 @@ def to_pod_request(pod: Mapping[str, Any], demand: tuple[float, ...] | None = No
         tolerations=_tolerations(spec),
         demand=demand,
         profile=profile if isinstance(profile, str) else None,
-        owner=owner_of(pod),
+        owner=owners.top_owner(pod),
+        image=owners.image_of(pod),
+        demand_source=demand_source,
         labels=labels,
         scalar=kube_terms.scalar_requests(pod, mem_bytes, INT64_MAX),
         ports=kube_terms.host_ports(spec),

@@ -7,7 +7,9 @@
 #
 # Binary and Go caches live OUTSIDE the repo:
 #   ${DRS_PROMTOOL_CACHE:-$HOME/.cache/drs-prom/promtool-<version>}/bin/promtool
-# Idempotent (a no-op once built). The LAST stdout line is the binary's path.
+# The Go caches and the module copy are removed once promtool is built (about 1.5 GB; promtool is 57 MB), unless the
+# caches are given with DRS_PROMTOOL_GOMODCACHE / DRS_PROMTOOL_GOCACHE.
+# Idempotent (a no-op once built) and locked. The LAST stdout line is the binary's path.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 version="$(awk '$1=="require" && $2=="github.com/prometheus/prometheus" {print $3}' "$here/go.mod")"
@@ -15,9 +17,12 @@ version="$(awk '$1=="require" && $2=="github.com/prometheus/prometheus" {print $
 cache="${DRS_PROMTOOL_CACHE:-$HOME/.cache/drs-prom/promtool-$version}"
 bin="$cache/bin/promtool"
 stamp="$(cat "$here/go.mod" "$here/plugins.go.overlay" | sha256sum | cut -d' ' -f1)"
-if [ -x "$bin" ] && [ "$(cat "$cache/bin/.stamp" 2>/dev/null)" = "$stamp" ]; then
-  echo "$bin"; exit 0
-fi
+built() { [ -x "$bin" ] && [ "$(cat "$cache/bin/.stamp" 2>/dev/null)" = "$stamp" ]; }
+if built; then echo "$bin"; exit 0; fi
+mkdir -p "$cache/bin"
+exec 9>"$cache/.build.lock"   # concurrent callers wait for one build (it removes the Go caches at its end)
+flock -w 3600 9 || { echo "[promtool-build] ERROR: timed out waiting for the build lock" >&2; exit 1; }
+if built; then echo "$bin"; exit 0; fi
 command -v go >/dev/null 2>&1 || { echo "[promtool-build] ERROR: go not found (needed to build promtool with kubernetes SD)" >&2; exit 1; }
 export GOMODCACHE="${DRS_PROMTOOL_GOMODCACHE:-$cache/gomod}" GOCACHE="${DRS_PROMTOOL_GOCACHE:-$cache/gocache}"
 export GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
@@ -37,4 +42,8 @@ echo "[promtool-build] building promtool $version (kubernetes SD only; a few min
    -o "$bin.tmp" github.com/prometheus/prometheus/cmd/promtool)
 mv "$bin.tmp" "$bin"
 echo "$stamp" > "$cache/bin/.stamp"
+# Nothing reads these once the binary exists (a later run exits above; a rebuild downloads and copies again).
+rm -rf "$cache/prometheus"
+[ -n "${DRS_PROMTOOL_GOMODCACHE:-}" ] || (cd "$cache/src" && go clean -modcache)
+[ -n "${DRS_PROMTOOL_GOCACHE:-}" ] || rm -rf "$GOCACHE"
 echo "$bin"

@@ -1,4 +1,4 @@
-"""The write side of preemption in the standalone scheduler: nominate a node, mark and delete the victims.
+"""Preemption's evictions in the standalone scheduler: nominate a node, mark and delete the victims.
 
 The scheduling loop makes one call when a pod fits nowhere (``Preemptor.attempt``); the choice itself is
 ``drs_prom.constraints.preemption`` (kube-scheduler's DefaultPreemption as pure functions) on the cache's state. As

@@ -1,0 +1,211 @@
+"""The testbed's pods as a real cluster's: the testbed's Prometheus holds the twin kubelets' cAdvisor series of
+every running pod (with kube-prometheus-stack's kubelet labels, at the pod's simulated usage), and no pod says its
+usage unless the run is told (``--told-usage``); a run that was not told fails when a pod carried a usage annotation.
+
+Short runs of the real kube-scheduler on drs-paper with two of its applications run by Deployments (pods named and
+owned by ReplicaSets) and one by a Job. While a run goes on, a probe (the fault-script hook) follows the simulator's
+per-pod counters and reads Prometheus: a pod that has been scraped for a rate window is compared, rate for rate,
+with what the simulator counted over the same samples. Waits are bounded polls; every process a run starts is
+stopped by it, and the control plane by the fixture.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from drs_prom.sim.scenario import Scenario, load_scenario
+from drs_prom.testbed import process
+from drs_prom.testbed.cadvisor import PAUSE_IMAGE
+from drs_prom.testbed.closed_loop import RunConfig, RunContext, workload_for
+from drs_prom.testbed.closed_loop import Testbed as ClosedLoop  # not Test*: pytest would try to collect it
+from drs_prom.testbed.driver import UsageLeak
+
+pytestmark = pytest.mark.integration
+
+WINDOW = 3.0
+"""Rate window (wall seconds): six scrapes at 0.5 s."""
+CPU = '{{namespace="{ns}",pod="{pod}",container!="",container!="POD"}}'
+
+
+def deployed() -> Scenario:
+    """drs-paper with video and net run by two Deployments each; disk stays one Job."""
+    sc = load_scenario("drs-paper")
+    profiles = sc.model_dump()["profiles"]
+    for name in ("video", "net"):
+        profiles[name]["owners"] = {"count": 2}
+    return sc.with_changes(profiles=profiles)
+
+
+@pytest.fixture(scope="module")
+def testbed(k8s_bins, tmp_path_factory) -> Iterator[ClosedLoop]:
+    running = process.live_processes()  # e.g. the suite's shared control plane: not ours to stop
+    tb = ClosedLoop(
+        deployed(), tmp_path_factory.mktemp("usage-testbed"), RunConfig(speed=5.0, scrape_seconds=0.5), print
+    )
+    try:
+        tb.start()
+        yield tb
+    finally:
+        tb.stop()
+    assert process.live_processes() == running
+
+
+def _poll(fn: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = fn()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+
+
+class Counters:
+    """The simulator's per-pod counters (LiveCluster.pod_counters), sampled every poll: what the pages served."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.live = ctx.live
+        self.t: list[float] = []
+        self.values: list[dict[str, np.ndarray]] = []
+
+    def sample(self) -> dict[str, np.ndarray]:
+        now = {p: v for i in range(len(self.live.nodes)) for p, v in self.live.pod_counters(i).items()}
+        self.t.append(time.time())  # the testbed's LiveCluster runs on time.time, as Prometheus' timestamps
+        self.values.append(now)
+        return now
+
+    def rate(self, pod: str, feature: int, t0: float, t1: float) -> float:
+        """The pod's mean usage over [t0, t1] as the simulator counted it (counters interpolated between samples)."""
+        seen = [(t, v[pod][feature]) for t, v in zip(self.t, self.values) if pod in v]
+        ts, vs = np.array([t for t, _ in seen]), np.array([v for _, v in seen])
+        assert ts[0] <= t0 and t1 <= ts[-1], "the pod was not followed over the whole window"
+        return float((np.interp(t1, ts, vs) - np.interp(t0, ts, vs)) / (t1 - t0))
+
+
+def cadvisor_probe(ctx: RunContext) -> dict[str, Any]:
+    """A pod scraped running for a rate window: its series, labels and rates; then its series ending with it."""
+    try:
+        return _probe(ctx)
+    except Exception:
+        return {"error": traceback.format_exc()}
+
+
+def _probe(ctx: RunContext) -> dict[str, Any]:
+    prom, ns, counters = ctx.prom, ctx.namespace, Counters(ctx)
+    samples = f"count_over_time(container_cpu_usage_seconds_total{CPU}[{WINDOW:g}s])"
+
+    def scraped_long_enough() -> str | None:
+        running = counters.sample()
+        for pod in running:
+            seen = [t for t, v in zip(counters.t, counters.values) if pod in v]
+            if seen[-1] - seen[0] < WINDOW + 1.0:
+                continue
+            got = prom.query(samples.format(ns=ns, pod=pod))
+            if got and float(got[0]["value"][1]) >= WINDOW / 0.5 - 1:  # five or six scrapes in the window
+                return pod
+        return None
+
+    pod = _poll(scraped_long_enough, 90, "a pod scraped running for a rate window")
+    at = time.time()
+    counters.sample()  # the simulator's counters followed past the instant Prometheus is asked at
+    window = f"{WINDOW:g}s"
+    container = prom.query(f"container_cpu_usage_seconds_total{CPU.format(ns=ns, pod=pod)}", at=at)
+    network = prom.query(f'container_network_receive_bytes_total{{namespace="{ns}",pod="{pod}"}}', at=at)
+    memory = prom.query(f'container_memory_working_set_bytes{{namespace="{ns}",pod="{pod}",container="work"}}', at=at)
+    raw = prom.query(f"container_cpu_usage_seconds_total{CPU.format(ns=ns, pod=pod)}[{window}]", at=at)
+    t0, t1 = float(raw[0]["values"][0][0]), float(raw[0]["values"][-1][0])
+    rates = {}
+    for key, feature, expr in (
+        (
+            "cpu",
+            0,
+            f"sum by (pod) (rate(container_cpu_usage_seconds_total{{container!='',container!='POD'}}[{window}]))",
+        ),
+        ("net_rx", 2, f"sum by (pod) (rate(container_network_receive_bytes_total[{window}]))"),
+        ("net_tx", 3, f"sum by (pod) (rate(container_network_transmit_bytes_total[{window}]))"),
+        ("disk_write", 5, f"sum by (pod) (rate(container_fs_writes_bytes_total{{container!=''}}[{window}]))"),
+    ):
+        got = {r["metric"]["pod"]: float(r["value"][1]) for r in prom.query(expr, at=at)}
+        rates[key] = (got.get(pod), counters.rate(pod, feature, t0, t1))
+    cgroup = prom.query(f'container_cpu_usage_seconds_total{{namespace="{ns}",pod="{pod}",container=""}}', at=at)
+    # the pod ends: its series leave the page (stale in Prometheus at the next scrape), its history stays
+    _poll(lambda: pod not in counters.sample(), 120, f"{pod} to end")
+    now = f'container_cpu_usage_seconds_total{{namespace="{ns}",pod="{pod}"}}'
+    _poll(lambda: not prom.query(now), 10, f"{pod}'s series to go stale")
+    kept = prom.query(
+        f'last_over_time(container_cpu_usage_seconds_total{{namespace="{ns}",pod="{pod}",container="work"}}[5m])'
+    )
+    return {
+        "pod": pod,
+        "node": ctx.kubelet.stats.bound_node.get(pod),
+        "image": ctx.owners.of(ctx.owners.rows()[pod]).image,
+        "demand": ctx.kubelet.truth[pod][0],
+        "container": [r["metric"] for r in container],
+        "network": [r["metric"] for r in network],
+        "memory": [float(r["value"][1]) for r in memory],
+        "cgroup": len(cgroup),
+        "rates": rates,
+        "kept": len(kept),
+    }
+
+
+def test_prometheus_holds_the_cadvisor_series_of_running_pods(testbed):
+    wl = workload_for(testbed.scenario, 0, 8)
+    running = process.live_processes()
+    r = testbed.run_one("kube-scheduler", 0, wl, fault_script=cadvisor_probe)
+    assert process.live_processes() == running  # the run stopped its Prometheus and scheduler
+    probe = r["faults"]
+    assert "error" not in probe, probe.get("error")
+    print("\n", {k: v for k, v in probe.items() if k not in ("container", "network")})
+    assert (r["bound"], r["completed"], r["lost"], r["infeasible"]) == (8, 8, 0, 0)
+    assert r["information"] == "estimated" and r["usage_annotated"] == 0  # no pod said its usage
+    kubelet = {"job": "kubelet", "metrics_path": "/metrics/cadvisor", "node": probe["node"], "instance": probe["node"]}
+    pod = {"namespace": r["namespace"], "pod": probe["pod"]}
+    [container] = probe["container"]  # the one container (the pod's cgroup and its sandbox are left out)
+    assert container == {"__name__": "container_cpu_usage_seconds_total", **kubelet, **pod} | {
+        "container": "work",
+        "image": probe["image"],
+    }
+    [network] = probe["network"]
+    assert network == {"__name__": "container_network_receive_bytes_total", **kubelet, **pod} | {
+        "container": "POD",
+        "image": PAUSE_IMAGE,
+        "interface": "eth0",
+    }
+    assert probe["cgroup"] == 1  # cAdvisor's pod-level series (container="") is there too, for queries to leave out
+    assert probe["memory"] == [pytest.approx(probe["demand"][1])]  # memory is held at its demand
+    for key, (promql, simulated) in probe["rates"].items():
+        assert promql is not None, key
+        assert promql == pytest.approx(simulated, rel=0.1, abs=1.0 if key != "cpu" else 0.01), key
+    cpu = probe["rates"]["cpu"][1]
+    assert 0 < cpu <= probe["demand"][0] * 1.001  # the simulator's use of the pod: its demand, less if contended
+    assert probe["kept"] == 1  # the ended pod's history stays in Prometheus
+
+
+def annotate_one(ctx: RunContext) -> dict[str, Any]:
+    """What a run that was not told must catch: a pod of its own that carries a usage annotation all the same."""
+    from kubernetes import client
+
+    name = _poll(lambda: next(iter(ctx.driver.result.created), None), 60, "the driver's first pod")
+    body = {"metadata": {"annotations": {"drs.io/demand": "cpu=1"}}}
+    client.CoreV1Api(ctx.testbed.api).patch_namespaced_pod(name, ctx.namespace, body)
+    return {"annotated": name}
+
+
+def test_pods_say_their_usage_only_when_told_and_a_leak_fails_the_run(testbed):
+    wl = workload_for(testbed.scenario, 1, 3)
+    with pytest.raises(UsageLeak, match="was not told the pods' usage, yet 1 of the 3 pods"):
+        testbed.run_one("kube-scheduler", 1, wl, fault_script=annotate_one)
+    testbed.config.told_usage = True
+    try:
+        told = testbed.run_one("kube-scheduler", 1, wl)
+    finally:
+        testbed.config.told_usage = False
+    assert told["information"] == "told"
+    assert (told["completed"], told["usage_annotated"]) == (3, 3)  # every pod carried drs.io/demand
