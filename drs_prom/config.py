@@ -338,6 +338,20 @@ class UsageSettings(_Section):
         description="A drs.io/demand annotation sets the pod's demand; false: it is ignored and the estimate "
         "answers (pods whose authors cannot be trusted to state their load).",
     )
+    refit: bool = Field(
+        True,
+        description="Refit the usage model on the cluster's stored series at every retraining run "
+        "(drs_prom.ops.usage_refit); a refit is promoted only if it predicts the newest pods at least as well.",
+    )
+    refit_holdout_seconds: float = Field(
+        3600.0, gt=0, description="The newest pods a refit is judged on (not fitted on): those started this long ago."
+    )
+    model_store: str = Field(
+        "",
+        description="Directory of refitted usage models and their 'current' pointer; empty: 'usage' inside "
+        "retrain.model_store. Read by the scheduler (a promoted refit replaces the model in service) unless "
+        "model_path names a fixed model.",
+    )
 
     @field_validator("rate_window")
     @classmethod

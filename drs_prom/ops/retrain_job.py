@@ -7,8 +7,9 @@ a backlog of missed triggers collapses into one run. Nothing escapes ``fire``: a
 crash or a Prometheus outage during retraining is a counted, logged outcome and the
 scheduler keeps binding pods with the model it has.
 
-``build_run`` wires the production run: Prometheus, journal and model store from the settings,
-and the simulator checks (drs_prom.sim.retrain_checks) when the gate or replay asks for them.
+``build_run`` wires the production run: Prometheus, journal and model store from the settings, the usage model's
+refit on the stored series (drs_prom.ops.usage_refit, ``usage.refit``), and the simulator checks
+(drs_prom.sim.retrain_checks) when the gate or replay asks for them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from prometheus_client import CollectorRegistry
 
 from drs_prom.config import RetrainSettings, Settings
 from drs_prom.errors import ConfigError
+from drs_prom.ops.usage_refit import UsageRefitMetrics, refit_usage
 from drs_prom.retrain.outcome import RetrainMetrics, RetrainResult
 from drs_prom.retrain.retrain_run import run_once
 from drs_prom.signals.prometheus import PrometheusSource
@@ -154,11 +156,14 @@ def build_run(settings: Settings, registry: CollectorRegistry | None = None) -> 
 
     rs = settings.retrain
     simulator = SimulatorChecks(settings) if rs.sim_benchmark_pods or rs.sim_replay_episodes or rs.twin else None
+    usage_metrics = UsageRefitMetrics(registry) if settings.usage.refit else None
 
     def run() -> RetrainResult:
         source = PrometheusSource(settings.prometheus)
         journal = Journal(settings.scheduler.journal_path)
         try:
+            if usage_metrics is not None:  # the usage model first: it needs no more than the stored series
+                refit_usage(settings, source, journal, metrics=usage_metrics)
             return run_once(
                 settings,
                 source,

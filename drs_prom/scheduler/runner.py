@@ -84,6 +84,7 @@ def prometheus_source(settings: Settings, node_names: Callable[[], list[str]] | 
 def pod_demands(settings: Settings, registry: CollectorRegistry) -> DemandResolver:
     """Each pending pod's expected load: its annotations, else the estimate from the stored usage of its owner's
     pods, read from Prometheus by a history with a client of its own (``usage.history``; not started here)."""
+    from drs_prom.ops.usage_refit import usage_model_source
     from drs_prom.scheduler.decision.pod_demand import DemandResolver
     from drs_prom.signals.pod_usage import PrometheusUsageHistory
     from drs_prom.signals.prometheus import PrometheusSource
@@ -91,7 +92,7 @@ def pod_demands(settings: Settings, registry: CollectorRegistry) -> DemandResolv
     history = None
     if settings.usage.history:
         history = PrometheusUsageHistory(PrometheusSource(settings.prometheus), settings.usage, registry=registry)
-    return DemandResolver(settings.usage, history, registry=registry)
+    return DemandResolver(settings.usage, history, registry=registry, model=usage_model_source(settings))
 
 
 # CPython hands the GIL over only every 5 ms by default when a thread keeps computing: a pod's watch

@@ -17,7 +17,8 @@ memory overcommit slows pods as swapping would.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -79,8 +80,10 @@ class Nodes:
     def __len__(self) -> int:
         return len(self.names)
 
+    @cached_property
     def infos(self) -> list[NodeInfo]:
-        """The nodes as the filters read them with nothing placed on them (what the NODE-stage filters read)."""
+        """The nodes as the filters read them with nothing placed on them (what the NODE-stage filters read); the
+        cluster's views add what is placed (``Cluster.node_infos``)."""
         return [
             NodeInfo(
                 name=name,
@@ -186,33 +189,17 @@ class Cluster:
     # --- views -----------------------------------------------------------------
     def node_infos(self) -> list[NodeInfo]:
         """Fresh NodeInfo records (requested sums included) for filters and request-based scorers."""
-        nd = self.nodes
+        scalars = self.req_scalar
         return [
-            NodeInfo(
-                name=name,
-                allocatable_cpu_m=acpu,
-                allocatable_mem_bytes=amem,
-                allocatable_pods=apods,
+            replace(
+                base,
                 requested_cpu_m=rcpu,
                 requested_mem_bytes=rmem,
                 pod_count=count,
-                labels=labels,
-                taints=taints,
-                allocatable_scalar={k: int(v[i]) for k, v in nd.alloc_scalar.items()} if nd.alloc_scalar else {},
-                requested_scalar={k: int(v[i]) for k, v in self.req_scalar.items() if v[i]} if self.req_scalar else {},
+                requested_scalar={k: int(v[i]) for k, v in scalars.items() if v[i]} if scalars else {},
             )
-            for i, (name, acpu, amem, apods, rcpu, rmem, count, labels, taints) in enumerate(
-                zip(
-                    nd.names,
-                    nd.alloc_cpu_m.tolist(),
-                    nd.alloc_mem.tolist(),
-                    nd.alloc_pods.tolist(),
-                    self.req_cpu_m.tolist(),
-                    self.req_mem.tolist(),
-                    self.pod_count.tolist(),
-                    nd.labels,
-                    nd.taints,
-                )
+            for i, (base, rcpu, rmem, count) in enumerate(
+                zip(self.nodes.infos, self.req_cpu_m.tolist(), self.req_mem.tolist(), self.pod_count.tolist())
             )
         ]
 

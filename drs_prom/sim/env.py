@@ -284,7 +284,7 @@ class SchedulingEnv:
         self.ctx: DecisionContext | None = None
         # the value of ctx.load at which each node's resource is full (cpu/mem are fractions of the node)
         self._full = full_matrix(self.nodes.capacity[:, 2:], scales(self.norm))
-        self._static = chain.StaticMasks(self.nodes.infos())  # nodes never change within a scenario
+        self._static = chain.StaticMasks(self.nodes.infos)  # nodes never change within a scenario
         self._interpod = False
 
     @property

@@ -48,16 +48,10 @@ from drs_prom.testbed.schedulers import (
     scheduler_name_for,
     start_scheduler,
 )
+from drs_prom.testbed.stored_usage import run_pod_table
 
 log = logging.getLogger(__name__)
 
-SCHEDULER_COUNTERS = {
-    "fallback_decisions": ("drs_fallback_decisions_total", "reason"),
-    "decisions_by_policy": ("drs_decisions_total", "policy"),
-    "usage_estimates": ("drs_usage_estimates_total", "source"),  # where each pod's usage estimate came from
-    "extender_calls": ("drs_extender_requests_total", "verb"),  # kube-scheduler+drs: the calls drs-prom served
-}
-"""What a run reads of drs-prom's /metrics: report key -> (counter, the label it is summed by)."""
 
 DRS_METRICS_JOB = "drs-scheduler"
 
@@ -215,6 +209,7 @@ class Testbed:
                 replicas=cfg.replicas,
                 model_path=cfg.model_path,
                 metrics_ports=ports,
+                speed=cfg.speed,
             )
             marks, truth = TESTBED_TAINT if self.kubeconfig else None, owners.truth(wl)
             kubelet = TwinKubelet(self.api, ns, live, node_marks=marks, truth=truth, containers=cadvisor.containers)
@@ -326,10 +321,7 @@ class Testbed:
             ctx.prom, self.nodes.names, ctx.started, min(end, last), cfg.scrape_seconds, window
         )
         nodes = judge.node_metrics(series, self.nodes, self.scenario.norm)
-        counted = {  # drs-prom's own counters over the run, by label (none for kube-scheduler alone)
-            key: judge.counter_by(ctx.prom, metric, label, end, end - ctx.started + 5) if ctx.sched.metrics_urls else {}
-            for key, (metric, label) in SCHEDULER_COUNTERS.items()
-        }
+        counted = judge.scheduler_counters(ctx.prom, end, end - ctx.started + 5, bool(ctx.sched.metrics_urls))
         st = ctx.kubelet.stats
         in_api = {p["metadata"]["name"] for p in pods}
         lost = sorted(
@@ -337,11 +329,13 @@ class Testbed:
             | {p.name for p in times.pods if p.name in names_created and p.phase not in ("Succeeded", "Failed")}
         )
         lost += ctx.driver.result.errors
+        stored = run_pod_table(ctx.prom.url, ctx.namespace, wl, ctx.owners, ctx.started, end)  # usage_accuracy.py
         return {
             "scheduler": scheduler,
             "seed": seed,
             "namespace": ctx.namespace,
             "information": TOLD if cfg.told_usage else ESTIMATED,
+            "pod_usage": stored,
             "usage_annotated": annotated,  # pods the driver created that carried a usage annotation (told: all)
             "pods": len(wl),
             "imbalance": nodes["imbalance"],

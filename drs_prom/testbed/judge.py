@@ -219,3 +219,21 @@ def counter_by(prom: PrometheusProc, metric: str, label: str, end: float, second
     rng = f"{max(1, math.ceil(seconds))}s"
     expr = f"sum by ({label}) (max_over_time({metric}[{rng}]))"
     return {r["metric"].get(label, "?"): float(r["value"][1]) for r in prom.query(expr, at=end)}
+
+
+SCHEDULER_COUNTERS = {
+    "fallback_decisions": ("drs_fallback_decisions_total", "reason"),
+    "decisions_by_policy": ("drs_decisions_total", "policy"),
+    "usage_estimates": ("drs_usage_estimates_total", "source"),  # where each pod's usage estimate came from
+    "extender_calls": ("drs_extender_requests_total", "verb"),  # kube-scheduler+drs: the calls drs-prom served
+}
+"""What a run reads of drs-prom's /metrics: report key -> (counter, the label it is summed by)."""
+
+
+def scheduler_counters(prom: PrometheusProc, end: float, span: float, served: bool) -> dict[str, dict[str, float]]:
+    """drs-prom's own counters over a run, by label (``SCHEDULER_COUNTERS``); empty where no drs-prom process served
+    /metrics (kube-scheduler alone)."""
+    return {
+        key: counter_by(prom, metric, label, end, span) if served else {}
+        for key, (metric, label) in SCHEDULER_COUNTERS.items()
+    }

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from drs_prom.errors import ConfigError
 from drs_prom.testbed.build import ControlPlaneError
 from drs_prom.testbed.controlplane import ControlPlane
 from drs_prom.testbed.process import LOOPBACK, ManagedProcess, free_port, wait_http
+from drs_prom.usage.estimator import save_usage_model, shipped_usage_model
 
 KUBE = "kube-scheduler"
 KUBE_EXTENDER = "kube-scheduler+drs"
@@ -121,8 +122,16 @@ def _drs_config(
     model_path: str | None,
     port: int,
     lease: str = "",
+    speed: float = 1.0,
 ) -> tuple[Path, str]:
     window = f"{max(1, round(4 * scrape_seconds * 1000))}ms"  # 4 scrapes, the documented minimum
+    # the loop's time runs ``speed`` times faster than a cluster's: the usage model's time (how long a pod must be
+    # seen to count fully) shrinks with it, and the stored usage of an owner is read again every two scrapes
+    shipped = shipped_usage_model()
+    usage_model = save_usage_model(
+        replace(shipped, full_weight_seconds=shipped.full_weight_seconds / max(speed, 1e-9)),
+        workdir / f"usage-{tag}.json",
+    )
     cfg: dict[str, Any] = {
         "prometheus": {
             "url": prometheus_url,
@@ -131,6 +140,7 @@ def _drs_config(
             "max_sample_age_seconds": max(3.0, 12 * scrape_seconds),
         },
         "normalisation": norm.model_dump(),
+        "usage": {"refresh_seconds": max(0.5, 2 * scrape_seconds), "model_path": str(usage_model)},
         "retrain": {"model_store": str(workdir / "model-store")},
         "scheduler": {
             "scheduler_name": DRS_SCHEDULER_NAME,
@@ -166,6 +176,7 @@ def start_scheduler(
     model_path: str | None = None,
     metrics_ports: Sequence[int] = (),
     timeout: float = 300.0,
+    speed: float = 1.0,
 ) -> RunningScheduler:
     """Start ``scheduler`` against ``cp``; returns once it is ready (/healthz).
 
@@ -182,7 +193,7 @@ def start_scheduler(
         if scheduler == KUBE_EXTENDER:
             port = ports[0]
             cfg_path, _ = _drs_config(
-                workdir, "extender", prometheus_url, norm, scrape_seconds, False, model_path, free_port()
+                workdir, "extender", prometheus_url, norm, scrape_seconds, False, model_path, free_port(), speed=speed
             )
             ext = ManagedProcess(
                 "drs-extender",
@@ -208,6 +219,7 @@ def start_scheduler(
                 model_path if scheduler == DRS else None,
                 ports[i],
                 lease=workdir.name,
+                speed=speed,
             )
             proc = ManagedProcess(
                 f"drs-prom-{tag}",

@@ -60,8 +60,10 @@ class Case:
 
 def replay(table: PodTable, lag: float = 1.0) -> list[Case]:
     """Each pod of ``table`` at its start: its owner's and its image's other pods as far as they had been seen by
-    then (a pod counts once it has run ``lag`` seconds, with its life's mean: a pod's usage is taken as steady)."""
+    then (a pod counts once it has run ``lag`` seconds, with its life's mean: a pod's usage is taken as steady). A pod
+    whose stored usage is broken (NaN, negative: a counter reset, a bad series) is no case: it says nothing."""
     n = len(table)
+    sound = np.isfinite(table.mean).all(axis=1) & (table.mean >= 0).all(axis=1)
     if n == 0:
         return []
     groups: dict[tuple[str, str], list[int]] = {}
@@ -71,7 +73,7 @@ def replay(table: PodTable, lag: float = 1.0) -> list[Case]:
         if table.image[i]:
             images.setdefault((table.namespace[i], table.image[i]), []).append(i)
     out = []
-    for i in range(n):
+    for i in np.flatnonzero(sound).tolist():
         t = float(table.start[i])
 
         def seen(rows: Iterable[int], t: float = t) -> PodUsage:

@@ -414,3 +414,94 @@ def test_bad_usage_settings_stop_at_load_naming_the_field(usage, message):
         load_settings(None, {f"usage.{k}": v for k, v in usage.items()})
     good = 'job="kubelet", metrics_path!~"/metrics/(resource|probes)",'
     assert load_settings(None, {"usage.cadvisor_selector": good}).usage.cadvisor_selector == good
+
+
+# -- the usage model refitted on these stored series (drs_prom.ops.usage_refit) -----------------------------------
+
+OWNERS = {"web": "Deployment/web", "web-api": "Deployment/web-api", "report": "CronJob/report", "odd": "Deployment/odd"}
+
+
+def _journalled(pods: list[StoredPod], journal_path) -> Any:
+    """The decision journal of the pods drs-prom placed: their names, top owners and requests."""
+    from drs_prom.stores.journal import Decision, Journal
+
+    journal = Journal(journal_path)
+    for p in pods:
+        owner = next(o for prefix, o in sorted(OWNERS.items(), key=lambda kv: -len(kv[0])) if p.name.startswith(prefix))
+        journal.append(
+            Decision(
+                pod_uid="u-" + p.name,
+                pod_name=p.name,
+                namespace="shop",
+                pod_features=[0.0] * 6,
+                candidates=["node-1"],
+                feasible=[True],
+                chosen="node-1",
+                scores=[0.0],
+                policy="drs",
+                ts=p.start,
+                owner=owner,
+                pod_cpu_m=1000,
+                pod_mem_bytes=512 * MI,
+            )
+        )
+    return journal
+
+
+@pytest.mark.integration
+def test_the_usage_model_is_refitted_on_the_stored_pods_judged_on_the_newest_and_served_when_better(stored, tmp_path):
+    from drs_prom.config import load_settings
+    from drs_prom.ops.usage_refit import journalled, pod_table, refit_usage, usage_model_source
+    from drs_prom.stores.model_store import ModelStore
+
+    pods, start, prom = stored["pods"], stored["start"], stored["prom"]
+    now = start + 4 * HOUR
+    journal = _journalled(pods, tmp_path / "journal.db")
+    settings = load_settings(
+        None,
+        {
+            "prometheus.url": prom.url,
+            "retrain.model_store": str(tmp_path / "store"),
+            "usage.history_seconds": 5 * HOUR,
+            "usage.refit_holdout_seconds": 2.5 * HOUR,  # judged on the pods that started at 1.5 h and later
+        },
+    )
+    source = PrometheusSource(settings.prometheus)
+    try:
+        table, missing = pod_table(journalled(journal.since(0.0)), source, settings.usage, now, 5 * HOUR)
+        assert missing == 0 and len(table) == len(pods)
+        rows = [i for i, o in enumerate(table.owner) if o == "Deployment/web-api"]
+        assert {table.image[i] for i in rows} == {"docker.io/library/api:2.0"}
+        api = [p.usage for p in pods if p.name.startswith("web-api-")]
+        assert sorted(table.mean[rows, 0]) == pytest.approx(sorted(u[0] for u in api), rel=0.05)
+        assert sorted(table.mean[rows, 2]) == pytest.approx(sorted(u[2] for u in api), rel=0.05)
+        assert table.start.min() == pytest.approx(start, abs=2 * STEP)
+
+        result = refit_usage(settings, source, journal, now=now)
+        # judged on the 4 pods started within the holdout; fitted on the older ones but the two broken odd pods
+        assert result.refit is not None and result.refit.judged_pods == 4 and result.refit.fitted_pods == len(pods) - 6
+        store = ModelStore(tmp_path / "store" / "usage")
+        assert result.outcome == ("promoted" if result.refit.promote else "kept")
+        if result.outcome == "promoted":
+            assert store.current() == result.version
+            assert usage_model_source(settings, check_seconds=0.0)() == result.refit.candidate
+        else:
+            assert store.current() is None and store.get(result.version).status == "rejected"
+            assert usage_model_source(settings, check_seconds=0.0)() == shipped_usage_model()
+        # the refit learnt this cluster's requests-to-use ratio and traffic, which the shipped model cannot know
+        assert result.refit.candidate.io_per_pod != (0.0, 0.0, 0.0, 0.0)
+
+        empty = _journalled([], tmp_path / "empty.db")
+        assert refit_usage(settings, source, empty, now=now).outcome == "no_history"
+        empty.close()
+    finally:
+        source.close()
+        journal.close()
+    down = load_settings(None, {"prometheus.url": "http://127.0.0.1:9", "retrain.model_store": str(tmp_path / "s2")})
+    unreachable = PrometheusSource(down.prometheus)
+    journal = _journalled(pods[:2], tmp_path / "j2.db")
+    try:
+        assert refit_usage(down, unreachable, journal, now=now).outcome == "error"
+    finally:
+        unreachable.close()
+        journal.close()

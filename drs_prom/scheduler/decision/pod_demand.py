@@ -168,12 +168,16 @@ class DemandResolver:
         history: UsageHistory | None = None,
         *,
         registry: CollectorRegistry | None = None,
-        model: UsageModel | None = None,
+        model: UsageModel | Callable[[], UsageModel] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings or UsageSettings()
         self.history = history
-        self.model = model if model is not None else usage_model(self.settings)
+        if model is None or isinstance(model, UsageModel):
+            fixed = usage_model(self.settings) if model is None else model
+            self._model: Callable[[], UsageModel] = lambda: fixed
+        else:
+            self._model = model
         self.clock = clock
         self.estimates = Counter(
             "drs_usage_estimates_total",
@@ -183,7 +187,12 @@ class DemandResolver:
         )
         for source in DEMAND_SOURCES:
             self.estimates.labels(source)
-        self._memo: dict[tuple[int, int, int, int], tuple[PodUsage | None, PodUsage | None, float, PodDemand]] = {}
+        self._memo: dict[tuple[int, ...], tuple[PodUsage | None, PodUsage | None, float, PodDemand]] = {}
+
+    @property
+    def model(self) -> UsageModel:
+        """The usage model in service (a promoted refit replaces it: ``model`` given as a call)."""
+        return self._model()
 
     def resolve(self, pod: Mapping[str, Any]) -> PodDemand:
         """``resolve`` with this resolver's settings, history and model, counted by source."""
@@ -198,11 +207,12 @@ class DemandResolver:
     def _estimate(self, cpu_m: int, mem: int, own: PodUsage | None, similar: PodUsage | None, at: float) -> PodDemand:
         """``estimate``, remembered per requests and stored usage (the very objects the history answered) for
         MEMO_SECONDS: the pending pods of one owner share one estimate, computed once."""
-        key = (cpu_m, mem, id(own), id(similar))
+        model = self._model()
+        key = (cpu_m, mem, id(own), id(similar), id(model))
         hit = self._memo.get(key)
         if hit is not None and hit[0] is own and hit[1] is similar and at - hit[2] < MEMO_SECONDS:
             return hit[3]
-        est = estimate(cpu_m, mem, own, similar, self.model, at)
+        est = estimate(cpu_m, mem, own, similar, model, at)
         got = PodDemand(est.demand, est.source)
         if len(self._memo) >= MEMO_SIZE:
             self._memo.clear()
