@@ -9,10 +9,11 @@ estimator (the shipped usage model), requests as usage, Koordinator's requests x
 recommender's owner p90 (CPU and memory only).
 
     python benchmarks/usage_accuracy.py --seeds 3
-    python benchmarks/usage_accuracy.py --pods-json out/testbed/pods-<scenario>-<seed>.json
+    python benchmarks/usage_accuracy.py --testbed out/testbed/testbed-<scenario>.json
 
-``--pods-json`` scores a pod table written by a testbed run instead (its Prometheus' per-pod series, the same
-table the retraining job reads).
+``--testbed`` scores the pods of a testbed report's runs instead: what its real Prometheus stored of each pod (the
+per-pod recording rules over the twin kubelets' cAdvisor series, the table the retraining job's refit reads), each
+run replayed on its own.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -44,8 +46,19 @@ def scenario_cases(job: tuple[str, int]) -> list[Case]:
     return replay(pod_table(env.cluster), lag=max(MIN_SEEN_SECONDS, sc.metric_window_seconds))
 
 
-def table_from_json(path: str) -> PodTable:
-    data = json.loads(Path(path).read_text())
+def testbed_tables(path: str) -> tuple[list[PodTable], float]:
+    """The pod table of every run of a testbed report, and the report's speed (simulated seconds per wall second)."""
+    report = json.loads(Path(path).read_text())
+    tables = [
+        table_from_json(run["pod_usage"])
+        for sched in report["schedulers"].values()
+        for run in sched["runs"]
+        if run.get("pod_usage")
+    ]
+    return tables, float(report.get("speed", 1.0))
+
+
+def table_from_json(data: dict) -> PodTable:
     return PodTable(
         namespace=tuple(data["namespace"]),
         owner=tuple(data["owner"]),
@@ -62,19 +75,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--pods-json", default="", help="score a testbed run's pod table instead of the suite")
-    ap.add_argument("--lag", type=float, default=30.0, help="with --pods-json: seconds before a pod is stored")
+    ap.add_argument("--testbed", default="", help="score a testbed report's pods instead of the suite")
+    ap.add_argument("--lag", type=float, default=1.0, help="with --testbed: wall seconds before a pod is stored")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    if args.pods_json:
-        cases = replay(table_from_json(args.pods_json), lag=args.lag)
-        where = args.pods_json
+    model = shipped_usage_model()
+    if args.testbed:
+        tables, speed = testbed_tables(args.testbed)
+        cases = [c for table in tables for c in replay(table, lag=args.lag)]
+        where = f"{len(tables)} testbed runs ({args.testbed}), usage stored by their Prometheus"
+        # the loop runs ``speed`` times faster: the model's time scales as the testbed's drs-prom scales it
+        model = replace(model, full_weight_seconds=model.full_weight_seconds / speed)
     else:
         jobs = [(name, seed) for name in suite_names() for seed in range(args.seeds)]
         with ProcessPoolExecutor(max_workers=args.workers) as pool:
             cases = [c for part in pool.map(scenario_cases, jobs) for c in part]
         where = f"the suite's {len(suite_names())} scenarios x {args.seeds} seeds, placed by kube-default"
-    model = shipped_usage_model()
     print(f"{len(cases)} pods of {where}; usage model: {model.fitted_on or 'default parameters'}")
     print(format_comparison(compare(cases, anchor_estimators(model))))
     print(f"{time.perf_counter() - t0:.0f} s")

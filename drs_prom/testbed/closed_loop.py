@@ -26,7 +26,7 @@ import numpy as np
 
 from drs_prom.errors import ConfigError
 from drs_prom.scheduler.write.kube_response import drained
-from drs_prom.signals import link_capacity
+from drs_prom.signals import link_capacity, promql
 from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.env import ESTIMATED, TOLD
 from drs_prom.sim.live_cluster import LiveCluster, SimExporter
@@ -40,7 +40,7 @@ from drs_prom.testbed.heartbeat import NodeHeartbeat
 from drs_prom.testbed.kubelet import TwinKubelet
 from drs_prom.testbed.pod_owners import PodOwners, pod_owners
 from drs_prom.testbed.process import free_port
-from drs_prom.testbed.prom_server import RULES, PrometheusProc, start_prometheus, wait_until
+from drs_prom.testbed.prom_server import PrometheusProc, start_prometheus, wait_until
 from drs_prom.testbed.schedulers import (
     RunningScheduler,
     metrics_ports_needed,
@@ -256,8 +256,10 @@ class Testbed:
                     "static_configs": [{"targets": [f"127.0.0.1:{p}" for p in drs_ports]}],
                 }
             )
+        rules = rundir / "drs.rules.yml"  # the project's rules, the per-pod ones evaluated at every scrape: the
+        rules.write_text(promql.rules_yaml(promql.RuleParams(usage_interval=interval)))  # pods live seconds here
         prom = start_prometheus(
-            rundir / "prometheus", extra_config={"scrape_configs": scrape}, rule_files=[RULES], scrape_interval=interval
+            rundir / "prometheus", extra_config={"scrape_configs": scrape}, rule_files=[rules], scrape_interval=interval
         )
         n = len(self.nodes)
         try:
