@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
@@ -498,7 +497,8 @@ def _seeds(value: str | int) -> int | None:
 @click.option(
     "--policies",
     default=None,
-    help="Comma-separated (default: all heuristics, drs, drs-original).",
+    help="Comma-separated (default: all heuristics and teachers, drs, drs-original; with --trace also the GPU "
+    "clusters' baselines most-allocated-gpu, best-fit-gpu and fgd).",
 )
 @click.option(
     "--out",
@@ -525,6 +525,22 @@ def _seeds(value: str | int) -> int | None:
     default=None,
     help="With --trace: comma-separated used/requested levels (CPU and memory); ranks the policies at each.",
 )
+@click.option(
+    "--fill",
+    default=None,
+    help="With --trace: the FGD paper's protocol instead of a replay: the trace's pods arrive, never ending, until "
+    "their requests of --fill-resource reach this share of its capacity (e.g. 1.3); reports the share each policy "
+    "allocated, at 100 %% and at the target, and the fragmentation rate.",
+)
+@click.option(
+    "--fill-resource",
+    default="nvidia.com/gpu",
+    show_default=True,
+    help="With --fill: the resource whose requests fill the cluster (an extended resource, cpu or memory).",
+)
+@click.option(
+    "--fill-step", default="0.05", show_default=True, help="With --fill: the allocation curve's step, a share."
+)
 def bench_cmd(
     scenario: str | None,
     suite: bool,
@@ -549,6 +565,9 @@ def bench_cmd(
     usage_spread: float,
     told_usage: bool,
     usage_sweep: str | None,
+    fill: str | None,
+    fill_resource: str,
+    fill_step: str,
 ) -> None:
     """Benchmark schedulers on the simulator: composite score, imbalance, utilisation, completion vs kube-default."""
     from drs_prom.sim.bench_command import BenchRequest, run_bench_command
@@ -569,6 +588,9 @@ def bench_cmd(
         trace=None if trace is None else replace(trace, usage=(usage_cpu, usage_mem, usage_spread)),
         usage_sweep=usage_sweep,
         information="told" if told_usage else "estimated",
+        fill=fill,
+        fill_resource=fill_resource,
+        fill_step=fill_step,
     )
     run_bench_command(request, click.echo)
 
@@ -759,50 +781,14 @@ def report_cmd(
 ) -> None:
     """HTML report of the rollout: decisions per arm, agreement, imbalance/hot nodes with
     promotion, rollback and guardrail markers, fallback reasons."""
-    import time as _time
-
-    from drs_prom.config import duration_seconds, load_settings
-    from drs_prom.errors import ConfigError
-    from drs_prom.ops.cluster_report import build, gather, prometheus_range
-    from drs_prom.scheduler.decision.guardrails import signals
-    from drs_prom.stores.journal import Journal
-    from drs_prom.stores.model_store import ModelStore
+    from drs_prom.config import load_settings
+    from drs_prom.ops.cluster_report import report_since
 
     settings = load_settings(
         config_path,
         {"scheduler.journal_path": journal_path, "prometheus.url": prom_url, "retrain.model_store": store_path},
     )
-    span = duration_seconds(since)
-    if span <= 0:
-        raise ConfigError(f"--since must be a positive duration such as 30m or 6h, got {since!r}")
-    if not Path(settings.scheduler.journal_path).is_file():
-        raise ConfigError(f"journal not found: {settings.scheduler.journal_path}")
-    until = _time.time()
-    start = until - span
-    journal = Journal(settings.scheduler.journal_path)
-    source = None
-    try:
-        query = None
-        if not no_prometheus:
-            from drs_prom.signals.prometheus import PrometheusSource
-
-            source = PrometheusSource(settings.prometheus)
-            query = prometheus_range(source)
-        sig = signals(settings.rollout.guardrails, settings.prometheus)
-        data = gather(
-            journal,
-            start,
-            until,
-            ModelStore(settings.retrain.model_store).history(),
-            query,
-            {"imbalance (stddev/mean cpu)": sig["imbalance"], "hot node (any node > hot_cpu)": sig["hot_node"]},
-            step=max(1.0, span / 600),
-        )
-        page = build(data, out_dir)
-    finally:
-        journal.close()
-        if source is not None:
-            source.close()
+    page, data = report_since(settings, since, out_dir, with_prometheus=not no_prometheus)
     click.echo(f"wrote {page} ({len(data.decisions)} decisions, {len(data.events)} rollout events)")
     if data.prometheus_error:
         click.echo(f"warning: no cluster plot: {data.prometheus_error}", err=True)

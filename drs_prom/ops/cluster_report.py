@@ -28,7 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from drs_prom.config import Settings, duration_seconds
+from drs_prom.errors import ConfigError
+from drs_prom.signals import promql
 from drs_prom.stores.journal import Decision, Journal, RolloutEvent
+from drs_prom.stores.model_store import ModelStore
 
 MARKERS = {
     "promote": ("tab:green", "promotion"),
@@ -306,3 +310,39 @@ def build(data: ReportData, out_dir: str | Path) -> Path:
     numbers = collect(data)
     (out / "numbers.json").write_text(json.dumps(numbers, indent=1, default=str) + "\n")
     return write_html(numbers, plot(data, out), out)
+
+
+def report_since(settings: Settings, since: str, out_dir: str | Path, with_prometheus: bool = True) -> tuple[Path, Any]:
+    """``drs-prom report``: the page for the last ``since`` (a duration such as 6h) from the settings' journal,
+    model store and (``with_prometheus``) Prometheus; ConfigError (one line) for a bad duration or no journal."""
+    span = duration_seconds(since)
+    if span <= 0:
+        raise ConfigError(f"--since must be a positive duration such as 30m or 6h, got {since!r}")
+    if not Path(settings.scheduler.journal_path).is_file():
+        raise ConfigError(f"journal not found: {settings.scheduler.journal_path}")
+    until = time.time()
+    journal = Journal(settings.scheduler.journal_path)
+    source = None
+    try:
+        query = None
+        if with_prometheus:
+            from drs_prom.signals.prometheus import PrometheusSource
+
+            source = PrometheusSource(settings.prometheus)
+            query = prometheus_range(source)
+        g, p = settings.rollout.guardrails, settings.prometheus
+        sig = promql.guardrail_signals(p.window, g.hot_cpu, p.node_selector, g.scheduler_job)
+        data = gather(
+            journal,
+            until - span,
+            until,
+            ModelStore(settings.retrain.model_store).history(),
+            query,
+            {"imbalance (stddev/mean cpu)": sig["imbalance"], "hot node (any node > hot_cpu)": sig["hot_node"]},
+            step=max(1.0, span / 600),
+        )
+        return build(data, out_dir), data
+    finally:
+        journal.close()
+        if source is not None:
+            source.close()
