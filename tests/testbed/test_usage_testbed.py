@@ -5,7 +5,9 @@ usage unless the run is told (``--told-usage``); a run that was not told fails w
 Short runs of the real kube-scheduler on drs-paper with two of its applications run by Deployments (pods named and
 owned by ReplicaSets) and one by a Job. While a run goes on, a probe (the fault-script hook) follows the simulator's
 per-pod counters and reads Prometheus: a pod that has been scraped for a rate window is compared, rate for rate,
-with what the simulator counted over the same samples. Waits are bounded polls; every process a run starts is
+with what the simulator counted over the same samples; another reads, with the live scheduler's own reader and
+queries, the stored usage of a Deployment's pods once one has ended (by owner, by image, and by image less the
+owner's own pods). Waits are bounded polls; every process a run starts is
 stopped by it, and the control plane by the fixture.
 """
 
@@ -19,6 +21,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from drs_prom.config import PrometheusSettings, UsageSettings
+from drs_prom.signals.pod_usage import IMAGE, OWNER, PrometheusUsageHistory
+from drs_prom.signals.prometheus import PrometheusSource
 from drs_prom.sim.scenario import Scenario, load_scenario
 from drs_prom.testbed import process
 from drs_prom.testbed.cadvisor import PAUSE_IMAGE
@@ -188,6 +193,59 @@ def test_prometheus_holds_the_cadvisor_series_of_running_pods(testbed):
     assert probe["kept"] == 1  # the ended pod's history stays in Prometheus
 
 
+def estimator_probe(ctx: RunContext) -> dict[str, Any]:
+    """What the live scheduler's estimator reads of a Deployment's pods from this Prometheus, once one has ended."""
+    try:
+        return _estimator_probe(ctx)
+    except Exception:
+        return {"error": traceback.format_exc()}
+
+
+def _estimator_probe(ctx: RunContext) -> dict[str, Any]:
+    counters, rows = Counters(ctx), ctx.owners.rows()
+    seen: set[str] = set()
+
+    def an_ended_deployment_pod() -> str | None:
+        running = counters.sample()
+        seen.update(running)
+        ended = [p for p in seen - set(running) if ctx.owners.of(rows[p]).owner.startswith("Deployment/")]
+        return ended[0] if ended else None
+
+    pod = _poll(an_ended_deployment_pod, 120, "a Deployment's pod to run and end")
+    controller = ctx.owners.of(rows[pod])
+    source = PrometheusSource(PrometheusSettings(url=ctx.prom.url, timeout_seconds=10.0))
+    history = PrometheusUsageHistory(source, UsageSettings())  # the scheduler's own reader and queries
+    owner_key = (OWNER, ctx.namespace, controller.owner, "")
+    image_key = (IMAGE, ctx.namespace, "", controller.image)  # any owner's pods that ran the image
+    others_key = (IMAGE, ctx.namespace, controller.owner, controller.image)  # the owner's own pods left out
+
+    def matched(key: tuple[str, str, str, str]) -> set[str]:
+        return {labels["pod"] for labels, _ in source.samples(history.query(key))}
+
+    try:
+        # the rules' series of the ended pod follow its cAdvisor series by an evaluation: read until it is there
+        def with_pod() -> set[str] | None:
+            got = matched(owner_key)
+            return got if pod in got else None
+
+        names = _poll(with_pod, 30, f"{pod} in {controller.owner}")
+        owner = history.read(owner_key)
+        return {
+            "pod": pod,
+            "owner": controller.owner,
+            "names": sorted(names),
+            "members": sorted(p for p, i in rows.items() if ctx.owners.of(i).owner == controller.owner),
+            "demand": ctx.kubelet.truth[pod][0],
+            "mean": owner.mean.tolist(),
+            "seconds": owner.seconds.tolist(),
+            "image": sorted(matched(image_key)),
+            "others": sorted(matched(others_key)),
+            "read": len(owner),
+        }
+    finally:
+        source.close()
+
+
 def annotate_one(ctx: RunContext) -> dict[str, Any]:
     """What a run that was not told must catch: a pod of its own that carries a usage annotation all the same."""
     from kubernetes import client
@@ -209,3 +267,22 @@ def test_pods_say_their_usage_only_when_told_and_a_leak_fails_the_run(testbed):
         testbed.config.told_usage = False
     assert told["information"] == "told"
     assert (told["completed"], told["usage_annotated"]) == (3, 3)  # every pod carried drs.io/demand
+
+
+def test_the_estimators_queries_read_a_deployments_pods_from_the_testbeds_prometheus(testbed):
+    wl = workload_for(testbed.scenario, 2, 12)
+    r = testbed.run_one("kube-scheduler", 2, wl, fault_script=estimator_probe)
+    probe = r["faults"]
+    assert "error" not in probe, probe.get("error")
+    print("\n", probe)
+    names, members = set(probe["names"]), set(probe["members"])
+    assert probe["pod"] in names <= members  # the owner's pods by name: the ended one among them, no other owner's
+    assert 1 <= probe["read"] <= len(names)  # a row per pod seen long enough for a duration
+    cpu, memory = probe["demand"][0], probe["demand"][1]
+    rows = [m for m in probe["mean"] if m[1] == pytest.approx(memory, rel=1e-3)]
+    assert rows, (probe["mean"], memory)  # the ended pod's row: memory held at its demand
+    assert all(0 < m[0] <= cpu * 1.05 for m in rows)  # cpu at its demand, less if contended
+    assert all(s > 0 for s in probe["seconds"])
+    image, others = set(probe["image"]), set(probe["others"])
+    assert names <= image  # by image: the owner's pods and any other owner's that ran it
+    assert others <= image and not others & members  # similar pods: the image's, the owner's own left out
