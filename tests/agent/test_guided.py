@@ -130,14 +130,17 @@ def test_inputs_outside_the_training_range_read_as_its_nearest_edge(tmp_path):
 
 def test_training_options_widen_the_generated_clusters_and_refuse_bad_input():
     from drs_prom.errors import ConfigError
-    from drs_prom.sim.generator import GeneratorParams
+    from drs_prom.sim.generator import TRAINING_OWNER_PROBABILITY, GeneratorParams
     from drs_prom.training.guided_options import guided_config
     from drs_prom.training.guided_run import FLOOR
 
     default = guided_config(48, 0, "0.4,0.9", "1,5,15,30", "", 0)
-    assert default.generator() is None  # the generator's own ranges: the shipped run's clusters
+    # the generator's own ranges, with owners on most profiles: the shipped run's clusters
+    assert default.generator() == GeneratorParams(owner_probability=TRAINING_OWNER_PROBABILITY)
     wide = guided_config(48, 0, "0.4,1.3", "1,5,15,30,60", "kube-default", 1)
-    assert wide.generator() == GeneratorParams(load=(0.4, 1.3), metric_windows=(1.0, 5.0, 15.0, 30.0, 60.0))
+    assert wide.generator() == GeneratorParams(
+        load=(0.4, 1.3), metric_windows=(1.0, 5.0, 15.0, 30.0, 60.0), owner_probability=TRAINING_OWNER_PROBABILITY
+    )
     assert wide.label_arms == (FLOOR, "kube-default")  # the floor is always an arm
     assert wide.dagger_rounds == 1
     for bad in (("1.3,0.4", "30"), ("0.4", "30"), ("x,1", "30"), ("0.4,1", "-1")):
