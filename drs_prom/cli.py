@@ -256,6 +256,45 @@ def run_cmd(
     run_scheduler(settings, kubeconfig, policy=policy)
 
 
+@cli.command("rebalance")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML.")
+@click.option(
+    "--kubeconfig", default=None, envvar="KUBECONFIG", help="Kubeconfig (default: in-cluster, then ~/.kube/config)."
+)
+@click.option("--prometheus", "url", default=None, help="Prometheus base URL.")
+@click.option(
+    "--mode",
+    type=click.Choice(["dry-run", "evict"]),
+    default=None,
+    help="dry-run: journal what would move, evict nothing (default: rebalance.mode, dry-run); evict: evict.",
+)
+@click.option("--metrics-listen", default=None, help="host:port for /metrics, /healthz, /readyz.")
+@click.option("--once", is_flag=True, help="Run one round and exit (no /metrics server).")
+@_log_format_option
+@_verbose_option(expose=True)
+def rebalance_cmd(
+    config_path: str | None,
+    kubeconfig: str | None,
+    url: str | None,
+    mode: str | None,
+    metrics_listen: str | None,
+    once: bool,
+    log_format: str,
+    verbose: bool,
+) -> None:
+    """Move pods off nodes that stay hot: evict the pod whose move helps most, where its scheduler would place its
+    replacement on a clearly better node (PDB-safe, budgeted, dry-run by default)."""
+    from drs_prom.config import load_settings
+    from drs_prom.rebalance.loop import run_rebalancer
+
+    configure_logging(log_format, verbose)
+    settings = load_settings(
+        config_path,
+        {"prometheus.url": url, "rebalance.mode": mode, "rebalance.metrics_listen": metrics_listen},
+    )
+    run_rebalancer(settings, kubeconfig, once=once)
+
+
 @cli.command("extender")
 @click.option("--listen", default="0.0.0.0:8888", show_default=True, help="host:port (':8888' = all interfaces).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Settings YAML.")

@@ -677,6 +677,128 @@ class ObjectiveSettings(_Section):
         }
 
 
+class RebalanceSettings(_Section):
+    """The rebalancer, ``drs-prom rebalance`` (drs_prom.rebalance; its decisions are drs_prom.moves, which the
+    simulator runs too): every ``interval_seconds`` it finds the nodes hot for a sustained ``window``, picks the pod
+    whose move relieves each most, checks with the filters and the policy of the scheduler that owns the pod that a
+    clearly better node would take its replacement, and evicts it through the Eviction API (PodDisruptionBudgets
+    hold). Shadow first: in ``dry-run`` it logs, counts and journals what it would move and evicts nothing.
+
+    A node is hot, per signal against its own capacity (cpu, memory, network and disk, as the objectives' hot
+    fraction), when the ``quantile`` of the signal over ``window`` is above ``hot_above`` on some signal, and stays
+    hot until every signal's quantile is below ``cool_below`` (hysteresis). ``guardrails`` are the scheduler's
+    PromQL limits (by default imbalance and stuck pods): one breached for ``breach_window_seconds`` while the
+    rebalancer evicts stops its evictions (it goes on in dry-run) until the process restarts.
+    """
+
+    mode: str = Field(
+        "dry-run",
+        pattern="^(dry-run|evict)$",
+        description="dry-run: log, count and journal the moves, evict nothing (shadow); evict: evict them.",
+    )
+    interval_seconds: float = Field(60.0, gt=0, description="How often the rebalancer looks (seconds).")
+    window: str = Field(
+        "10m", description="How long a node must stay hot: the range its signals' quantiles are taken over."
+    )
+    step: str = Field("30s", description="Resolution of the window's samples (PromQL subquery step).")
+    quantile: float = Field(
+        0.5,
+        gt=0,
+        lt=1,
+        description="Quantile of each signal over the window that must pass the thresholds: 0.5 = more than half of "
+        "the window; lower is stricter (0.2: hot for 80 % of the window).",
+    )
+    hot_above: float = Field(
+        0.8, gt=0, le=4, description="A node becomes hot when a signal's quantile exceeds this share of its capacity."
+    )
+    cool_below: float = Field(
+        0.7, gt=0, le=4, description="A hot node stops being hot once every signal's quantile is below this share."
+    )
+    margin: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="A move's target, with the pod on it, must stay at least this share of its capacity below "
+        "hot_above and below the hot node's bottleneck: a clearly better node.",
+    )
+    max_per_node: int = Field(2, ge=0, description="Evictions per hot node per interval.")
+    max_moves_to_cool: int = Field(
+        3,
+        ge=1,
+        description="A hot node is relieved only if moving at most this many of its movable pods would bring it "
+        "below hot_above; a node hot with load nothing may move (Jobs, DaemonSets, other tenants) is left alone, "
+        "since moving pods off it would only spread the heat.",
+    )
+    max_per_namespace: int = Field(2, ge=0, description="Evictions per namespace per interval.")
+    max_per_interval: int = Field(5, ge=0, description="Evictions in the whole cluster per interval.")
+    cooldown_seconds: float = Field(
+        300.0, ge=0, description="No pod of an owner (a Deployment, StatefulSet, Job) is moved again within this."
+    )
+    min_age_seconds: float = Field(600.0, ge=0, description="Pods younger than this are never moved.")
+    allow_local_storage: bool = Field(
+        False, description="Move pods with an emptyDir volume (its data is lost with the pod)."
+    )
+    move_jobs: bool = Field(
+        False,
+        description="Move pods of Jobs too; by default they are left to end (their load goes with them, and an "
+        "evicted Job pod starts its work again).",
+    )
+    max_priority: int = Field(
+        1_000_000_000,
+        description="Pods of a higher priority are never moved; system-node-critical and system-cluster-critical "
+        "(2000001000, 2000000000) never are, whatever this says.",
+    )
+    namespaces: list[str] = Field(default_factory=list, description="Only move pods of these namespaces; empty: all.")
+    exclude_namespaces: list[str] = Field(
+        default_factory=lambda: ["kube-system"], description="Never move pods of these namespaces."
+    )
+    drs_policy: str = Field(
+        "drs",
+        description="Policy that predicts where scheduler.scheduler_name puts a replacement (the model; "
+        "scheduler.fallback when it cannot be loaded).",
+    )
+    other_policy: str = Field(
+        "kube-default",
+        description="Policy that predicts where any other scheduler (kube-scheduler) puts a replacement.",
+    )
+    taint_hot_nodes: bool = Field(
+        False,
+        description="Put a PreferNoSchedule taint on a hot node while it stays hot (kube-scheduler then prefers "
+        "other nodes for replacements and new pods); off by default.",
+    )
+    taint_key: str = Field("drs.io/hot", description="Key of that taint.")
+    journal_path: str = Field(
+        "drs-rebalance-journal.sqlite", description="SQLite journal of the moves made or, in dry-run, proposed."
+    )
+    metrics_listen: str = Field("0.0.0.0:10260", description="host:port for /metrics, /healthz, /readyz.")
+    guardrails: GuardrailSettings = Field(
+        default_factory=lambda: GuardrailSettings(enabled=True, rules=["imbalance", "stuck_pods"])
+    )
+
+    @field_validator("window", "step")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not re.fullmatch(r"(\d+(ms|s|m|h))+", value) or duration_seconds(value) <= 0:
+            raise ValueError("must be a Prometheus duration longer than zero, such as 10m")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RebalanceSettings:
+        if self.cool_below >= self.hot_above:
+            raise ValueError("cool_below must be below hot_above (the hysteresis)")
+        if duration_seconds(self.step) > duration_seconds(self.window):
+            raise ValueError("step must not be longer than window")
+        return self
+
+    @property
+    def window_seconds(self) -> float:
+        return duration_seconds(self.window)
+
+    @property
+    def step_seconds(self) -> float:
+        return duration_seconds(self.step)
+
+
 class Settings(_Section):
     prometheus: PrometheusSettings = PrometheusSettings()
     normalisation: Normalisation = Normalisation()
@@ -687,6 +809,7 @@ class Settings(_Section):
     rollout: RolloutSettings = RolloutSettings()
     serving: ServingSettings = ServingSettings()
     objectives: ObjectiveSettings = ObjectiveSettings()
+    rebalance: RebalanceSettings = RebalanceSettings()
 
 
 ENV_PREFIX = "DRS_PROM_"

@@ -7,8 +7,9 @@ how long a policy remembers its own binds), the cluster's normalisation and the 
 file. Whatever a caller may read of a policy afterwards (drs_prom.policies.contract.Policy) is set
 here, so no module falls back to defaults of its own.
 
-The heuristics (drs_prom.policies.baselines, drs_prom.policies.load_aware) and the teachers (drs_prom.policies.teachers) are registered at
-import. The learned policies (``drs``, ``drs-original``) load their model file only when such a policy
+The heuristics (drs_prom.policies.baselines, drs_prom.policies.load_aware), the GPU clusters' baselines
+(drs_prom.policies.device_fit, drs_prom.policies.fragmentation) and the teachers (drs_prom.policies.teachers) are
+registered at import. The learned policies (``drs``, ``drs-original``) load their model file only when such a policy
 is asked for: importing ``drs_prom.agent`` is cheap (no TensorFlow), loading a model is not.
 A new model-backed policy registers a factory with ``register`` (or, for a new kind of
 model file, adds a branch to drs_prom.agent.persistence.LoadedModel.policy).
@@ -30,6 +31,8 @@ from drs_prom.config import Normalisation, Settings, load_settings
 from drs_prom.errors import ConfigError
 from drs_prom.policies.baselines import BalancedLoad, KubeDefault, LeastLoaded, RandomPolicy, RoundRobin
 from drs_prom.policies.contract import Policy
+from drs_prom.policies.device_fit import BestFitGpu, MostAllocatedGpu
+from drs_prom.policies.fragmentation import FragmentationGradientDescent
 from drs_prom.policies.load_aware import (
     CapacityBalancedLoad,
     CapacityBalancedOverload,
@@ -110,6 +113,14 @@ never a judging baseline."""
 _REGISTRY["capacity-balanced-resident"] = _heuristic(CapacityBalancedResident)
 _REGISTRY["capacity-balanced-room"] = _heuristic(CapacityBalancedRoom)
 _REGISTRY["capacity-balanced-peak"] = _heuristic(CapacityBalancedPeak)
+
+DEVICE_HEURISTICS: tuple[str, ...] = ("most-allocated-gpu", "best-fit-gpu", "fgd")
+"""The field's placements for GPU clusters (drs_prom.policies.device_fit, drs_prom.policies.fragmentation): baselines
+of the trace benchmark and the fill protocol (drs_prom.sim.fill), not of the CPU suite, whose verdicts judge against
+HEURISTICS only. Built by name like every other policy."""
+_REGISTRY["most-allocated-gpu"] = _heuristic(MostAllocatedGpu)
+_REGISTRY["best-fit-gpu"] = _heuristic(BestFitGpu)
+_REGISTRY["fgd"] = _heuristic(FragmentationGradientDescent)
 
 LEARNED: tuple[str, ...] = ("drs", "drs-original")
 

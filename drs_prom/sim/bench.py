@@ -26,6 +26,8 @@ from drs_prom.registry import HEURISTICS, LEARNED, TEACHERS, PolicySpec, make_po
 from drs_prom.sim.bench_plots import plot_report
 from drs_prom.sim.bench_results import METRICS, REFERENCE, BenchReport, PolicyRow, json_default
 from drs_prom.sim.env import ESTIMATED, TOLD, EpisodeResult, SchedulingEnv, policy_norm, scenario_spec
+from drs_prom.sim.rebalance_report import pairs_text
+from drs_prom.sim.rebalancer import SimRebalancer, rebalance_settings
 from drs_prom.sim.scenario import Scenario, load_scenario
 from drs_prom.sim.table import format_columns
 
@@ -97,12 +99,19 @@ def run_bench(
                         bar.update(scenario.n_pods)
                         row.runs.append(result)
                         continue
-                    policy = builder(row.policy, seed, sspec)
+                    base, suffix = split_rebalance(row.policy)
+                    policy = builder(base, seed, sspec)
                     # a learned policy sees load on the scales it was trained with; metrics stay on the scenario's
                     env = SchedulingEnv(
-                        scenario, seed=seed, norm=policy_norm(policy, scenario), information=information
+                        scenario,
+                        seed=seed,
+                        norm=policy_norm(policy, scenario),
+                        information=information,
+                        rebalancer=sim_rebalancer(scenario, suffix),
                     )
                     result = env.run(policy, seed=seed, on_step=lambda _info: bar.update(1))
+                    if suffix:
+                        result = replace(result, policy=row.policy)
                 except DrsError as exc:
                     row.skipped = str(exc)
                     row.runs.clear()
@@ -171,6 +180,7 @@ def format_table(report: BenchReport) -> str:
     out.append(f"lower is better in every column but {higher}")
     out.append(composite_definition(ObjectiveSettings()))
     out.append(TERMS)
+    out.extend(pairs_text(report))
     if report.migration_floor is not None:
         ref = report.row(REFERENCE)
         r = report.migration_floor / ref.mean("imbalance") if ref is not None and ref.runs else math.nan
@@ -210,14 +220,39 @@ def model_builder(model_path: str | None) -> PolicyBuilder:
     return build
 
 
+REBALANCE_SUFFIXES = ("+rebalance", "+rebalance-taint")
+"""``<policy>+rebalance``: the policy places, and the rebalancer (drs_prom.sim.rebalancer) moves pods during the
+episode, their replacements placed by the same policy (the scheduler that owns them); ``+rebalance-taint``: the same
+with ``taint_hot_nodes`` (kube-scheduler's preference against the PreferNoSchedule taint on hot nodes)."""
+
+
+def split_rebalance(name: str) -> tuple[str, str]:
+    """(the placing policy's name, its REBALANCE_SUFFIXES entry, "" when no rebalancer runs beside it)."""
+    for suffix in REBALANCE_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)], suffix
+    return name, ""
+
+
+def sim_rebalancer(scenario: Scenario, suffix: str) -> SimRebalancer | None:
+    """The rebalancer a policy name's suffix asks for on ``scenario`` (sim.rebalancer.rebalance_settings)."""
+    if not suffix:
+        return None
+    settings = rebalance_settings(scenario)
+    if suffix.endswith("-taint"):
+        settings = settings.model_copy(update={"taint_hot_nodes": True})
+    return SimRebalancer(settings, scenario)
+
+
 def parse_policies(text: str | None) -> list[str]:
-    """Comma-separated names (default: every heuristic and both learned policies); ConfigError on unknown."""
+    """Comma-separated names (default: every heuristic and both learned policies); ConfigError on unknown.
+    ``<policy>+rebalance`` runs the rebalancer beside a known policy."""
     if not text:
         return [*HEURISTICS, *TEACHERS, *LEARNED]
     names = [p.strip() for p in text.split(",") if p.strip()]
     known = policies_by_name()
     for n in names:
-        if n not in known and n not in _REFERENCES:
+        if split_rebalance(n)[0] not in known and n not in _REFERENCES:
             raise ConfigError(f"unknown policy {n!r}; known: {', '.join(sorted([*known, *_REFERENCES]))}")
     if REFERENCE not in names:
         names.insert(0, REFERENCE)  # ratios need the reference

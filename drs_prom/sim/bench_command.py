@@ -1,4 +1,4 @@
-"""``drs-prom bench``'s modes as one call: a scenario, the suite, or a trace replay, from the command's options.
+"""``drs-prom bench``'s modes as one call: a scenario, the suite, a trace replay or a trace's fill, from the options.
 
 The command line (drs_prom.cli) parses the options into a ``BenchRequest`` and prints what ``run_bench_command``
 says through ``echo``; which mode runs, what it checks of the options and what it writes are decided here, in the
@@ -7,14 +7,20 @@ package that owns the benchmark.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from drs_prom.errors import ConfigError
+from drs_prom.registry import DEVICE_HEURISTICS, HEURISTICS
 from drs_prom.sim.bench import format_table, model_builder, parse_policies, shipped_model, write_report
 from drs_prom.sim.env import ESTIMATED
+from drs_prom.sim.fill import run_fills
+from drs_prom.sim.fill_report import FillReport, format_fill, write_fill
+from drs_prom.sim.fill_sequence import FillSpec
 from drs_prom.sim.generator import resolve_scenario
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.suite import format_scenario, format_suite, run_suite, suite_names, summarise, write_suite
@@ -94,6 +100,20 @@ class BenchRequest:
     information: str = ESTIMATED
     """What the policies are told of each pod's usage (sim.env.INFORMATION): the stored series' estimate, or the
     workload's expected usage with ``--told-usage``."""
+    fill: str | None = None
+    """``--fill SHARE``: the FGD paper's protocol on the trace (drs_prom.sim.fill) instead of a replay."""
+    fill_resource: str = "nvidia.com/gpu"
+    fill_step: str = "0.05"
+
+
+def trace_policies(text: str | None) -> list[str]:
+    """``--policies`` of a trace's replay or fill: the names given, or the default list with the GPU clusters'
+    baselines (registry.DEVICE_HEURISTICS) after the field's heuristics."""
+    names = parse_policies(text)
+    if text:
+        return names
+    at = max(names.index(h) for h in HEURISTICS) + 1
+    return [*names[:at], *(d for d in DEVICE_HEURISTICS if d not in names), *names[at:]]
 
 
 def run_bench_command(request: BenchRequest, echo: Echo) -> None:
@@ -105,10 +125,13 @@ def run_bench_command(request: BenchRequest, echo: Echo) -> None:
     seed_list = None if r.seeds is None else list(range(r.seeds))
     if "drs" in names_run:
         echo(f"drs is the model {Path(r.model_path).stem} ({r.model_path})" if r.model_path else shipped_model()[1])
+    if r.fill is not None:
+        _fill(r, echo)
+        return
     if r.trace is not None:
         if r.scenario or r.suite:
             raise ConfigError("--trace builds its own scenario; give either --trace or --scenario/--suite")
-        _trace_bench(r.trace.scenario(r.pods), r, parse_policies(r.policies), echo)
+        _trace_bench(r.trace.scenario(r.pods), r, trace_policies(r.policies), echo)
         return
     if r.suite:
         if r.scenario:
@@ -137,7 +160,7 @@ def run_bench_command(request: BenchRequest, echo: Echo) -> None:
         data = sc.model_dump(exclude_none=True)
         if r.pods:
             data["trace"]["max_pods"] = r.pods
-        _trace_bench(trace_scenario(data), r, parse_policies(r.policies), echo)
+        _trace_bench(trace_scenario(data), r, trace_policies(r.policies), echo)
         return
     if r.usage_sweep:
         raise ConfigError("--usage-sweep needs a trace (--trace or a scenario with a trace: section)")
@@ -179,3 +202,52 @@ def _trace_bench(sc: Scenario, r: BenchRequest, policies: list[str], echo: Echo)
     echo(format_table(report))
     echo(format_scenario(summarise(report).to_json()))
     echo(f"wrote {json_path} and {png_path} ({report.wall_seconds:.1f} s)")
+
+
+def _share(text: str, option: str) -> float:
+    """A share of capacity given on the command line (``1.3``); one line when it is not a number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{option} {text!r} is not a number (a share of capacity, e.g. 1.3)") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{option} {text!r} must be a share of capacity above 0, e.g. 1.3")
+    return value
+
+
+def _fill(r: BenchRequest, echo: Echo) -> None:
+    """bench with ``--fill``: the FGD paper's protocol on the trace's cluster, every policy on every seed."""
+    assert r.fill is not None
+    spec = FillSpec(_share(r.fill, "--fill"), r.fill_resource.strip(), _share(r.fill_step, "--fill-step"))
+    if r.suite or r.usage_sweep:
+        raise ConfigError("--fill is a protocol of its own; give it with --trace, not with --suite or --usage-sweep")
+    if r.seeds is None:
+        raise ConfigError("--seeds auto is for scenarios; the fill takes a count of sampling seeds (--seeds N)")
+    if r.pods:
+        raise ConfigError("--pods does not apply to --fill: its pods arrive until their requests reach --fill")
+    if r.trace is not None:
+        if r.scenario:
+            raise ConfigError("--trace builds its own scenario; give either --trace or --scenario")
+        sc = r.trace.scenario()
+    elif r.scenario:
+        sc = resolve_scenario(r.scenario)
+    else:
+        raise ConfigError("--fill needs a trace: --trace DIR, or --scenario with a trace: section")
+    trace = sc.trace
+    if trace is None:
+        raise ConfigError(f"--fill needs a trace; scenario {sc.name} has no trace: section")
+    if trace.window != (0.0, 1.0) or trace.max_pods or trace.compression != 1.0 or trace.load_factor != 1.0:
+        raise ConfigError(
+            "--fill draws from the whole pod list and has no time: --trace-window, --trace-max-pods, "
+            "--compression and --load-factor do not apply"
+        )
+    t0 = time.perf_counter()
+    seeds = list(range(r.seeds))
+    policies = trace_policies(r.policies)
+    stats, runs, skipped = run_fills(
+        sc, seeds, policies, spec, model_builder(r.model_path), r.information, echo=echo, progress=r.progress
+    )
+    report = FillReport(sc.name, spec, seeds, stats, runs, skipped, r.information, time.perf_counter() - t0)
+    path = write_fill(report, r.out_dir)
+    echo(format_fill(report))
+    echo(f"wrote {path} ({report.wall_seconds:.1f} s)")

@@ -111,7 +111,12 @@ class BenchReport:
                 "slowdown_mean": float(np.mean([r.slowdown_mean for r in row.runs])),
                 "max_queue": int(max(r.max_queue for r in row.runs)),
                 "runs": [
-                    {k: v for k, v in asdict(r).items() if not k.startswith("series_")} | {"summary": r.summary()}
+                    {
+                        k: v
+                        for k, v in asdict(r).items()
+                        if not k.startswith("series_") and (k, v) != ("rebalance", None)
+                    }
+                    | {"summary": r.summary()}
                     for r in row.runs
                 ],
                 "series_seed": row.runs[0].seed,

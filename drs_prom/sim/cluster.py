@@ -1,5 +1,8 @@
 """The simulated cluster: nodes with capacities, running pods, and exact load integrals.
 
+Over 400 lines because the rates, their integrals and every change to the running set (bind, completion, eviction,
+a step of the pods' usage profile) are one state that must stay consistent.
+
 Event-driven, not ticked: between two events (an arrival, a bind, a completion) every
 rate is constant, so the simulator jumps straight to the next event and integrates
 load exactly. A 100-pod episode is a few hundred numpy steps instead of thousands of
@@ -225,7 +228,7 @@ class Cluster:
         n = len(self.nodes)
         idx = self.running
         where = self.node_of[idx]
-        dem = self.workload.demand[idx]
+        dem = self._pod_demand(idx)
         total = self.nodes.idle.copy()
         for f in range(N_FEATURES):
             total[:, f] += np.bincount(where, weights=dem[:, f], minlength=n)
@@ -242,6 +245,22 @@ class Cluster:
         self._pod_used = scaled
         self._rates = (speed, used, total)
         return self._rates
+
+    def _pod_demand(self, idx: np.ndarray) -> np.ndarray:
+        """Full-speed demand of pods ``idx`` now: the workload's, times its usage profile where it has one."""
+        wl = self.workload
+        if wl.usage_times is None or wl.usage_factor is None:
+            return wl.demand[idx]
+        k = int(np.searchsorted(wl.usage_times, self.t, side="right"))
+        return wl.demand[idx] * wl.usage_factor[idx, k]
+
+    def next_change(self) -> float:
+        """When the pods' usage next changes (a step of the workload's usage profile); inf without one."""
+        times = self.workload.usage_times
+        if times is None:
+            return float("inf")
+        k = int(np.searchsorted(times, self.t, side="right"))
+        return float(times[k]) if k < len(times) else float("inf")
 
     def used(self) -> np.ndarray:
         """Instantaneous used load per node, absolute units (n, N_FEATURES)."""
@@ -314,8 +333,10 @@ class Cluster:
             raise ValueError("nothing runs: advancing to infinity would never end")
         speed, used, _ = self._compute_rates()
         t_done = self.next_completion()
-        completes = t_done <= t_end
-        t_next = t_done if completes else t_end
+        t_change = self.next_change()  # inf without a usage profile: then exactly as before
+        limit = t_change if t_change < t_end else t_end
+        completes = t_done <= limit
+        t_next = t_done if completes else limit
         dt = max(0.0, t_next - self.t)
         done = np.zeros(0, dtype=np.int64)
         if dt > 0:
@@ -329,6 +350,8 @@ class Cluster:
             self._record_history()
         else:
             self.t = max(self.t, t_next)
+        if t_change <= self.t:  # the usage profile stepped: the rates change
+            self._rates = None
         if len(self.running):
             rem = self.remaining[self.running]
             finished = rem <= _EPS * np.maximum(1.0, self.workload.work[self.running])
@@ -338,6 +361,29 @@ class Cluster:
                 done = self.running[finished]
                 self._release(done, self.running[~finished])
         return done
+
+    def evict(self, pod: int, extra_seconds: float = 0.0, lose_progress: bool = False) -> int:
+        """Take running ``pod`` off its node (an eviction); returns the node. Its replacement still has to do the
+        work left (all of it when ``lose_progress``: its state is lost) plus ``extra_seconds`` (starting again), and
+        waits unbound until placed. Its stored usage starts again with the replacement, as a new pod's series do."""
+        node = int(self.node_of[pod])
+        if node < 0 or pod not in self.running:
+            raise ValueError(f"pod {self.workload.names[pod]} is not running")
+        wl = self.workload
+        self.req_cpu_m[node] -= wl.cpu_m[pod]
+        self.req_mem[node] -= wl.mem_bytes[pod]
+        self.pod_count[node] -= 1
+        if wl.scalar is not None:
+            for name, amount in wl.scalar[pod]:
+                self.req_scalar[name][node] -= amount
+        left = wl.work[pod] if lose_progress else self.remaining[pod]
+        self.remaining[pod] = float(left) + float(extra_seconds)
+        self.node_of[pod] = -1
+        self.start[pod] = np.nan
+        self.pod_cum[pod] = 0.0
+        self.running = self.running[self.running != pod]
+        self._rates = None
+        return node
 
     def _release(self, pods: np.ndarray, still_running: np.ndarray) -> None:
         self.remaining[pods] = 0.0

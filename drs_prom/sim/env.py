@@ -33,11 +33,13 @@ that its anti-affinity, spread or host port keeps off every node waits the same 
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
+from typing import Protocol
 
 import numpy as np
 
@@ -74,6 +76,18 @@ ESTIMATED, TOLD = "estimated", "told"
 INFORMATION: tuple[str, ...] = (ESTIMATED, TOLD)
 """What a policy is told of a pod's usage: ``estimated`` from the stored series (what a live scheduler can know;
 the default behind every published number), or ``told`` the workload's expected usage (a labelled oracle)."""
+
+
+class Rebalancing(Protocol):
+    """What moves running pods while an episode runs (drs_prom.sim.rebalancer): called every ``step_seconds`` of
+    simulated time with the env, from the episode's start; it may evict pods (``SchedulingEnv.evict``), whose
+    replacements the policy then places like any pending pod."""
+
+    step_seconds: float
+
+    def reset(self, env: SchedulingEnv) -> None: ...
+
+    def tick(self, env: SchedulingEnv) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -170,6 +184,7 @@ class EpisodeResult:
     series_utilisation: list[float] = field(default_factory=list)
     objectives: EpisodeObjectives | None = None
     composite: float = float("nan")  # objectives.composite with the env's ObjectiveSettings; lower is better
+    rebalance: dict[str, float] | None = None  # with a rebalancer: its evictions and where replacements went
 
     def objective_dict(self) -> dict[str, float]:
         """The episode's objectives by name; every episode the env finishes has them."""
@@ -267,7 +282,9 @@ class SchedulingEnv:
         objectives: ObjectiveSettings | None = None,
         information: str = ESTIMATED,
         usage_model: UsageModel | None = None,
+        rebalancer: Rebalancing | None = None,
     ) -> None:
+        """``rebalancer``: what moves running pods during each episode (drs_prom.sim.rebalancer); None: nothing."""
         if information not in INFORMATION:
             raise ValueError(f"information must be one of {', '.join(INFORMATION)}, got {information!r}")
         self.scenario = scenario
@@ -286,6 +303,11 @@ class SchedulingEnv:
         self._full = full_matrix(self.nodes.capacity[:, 2:], scales(self.norm))
         self._static = chain.StaticMasks(self.nodes.infos)  # nodes never change within a scenario
         self._interpod = False
+        self.rebalancer = rebalancer
+        self.deciding: Policy | None = None
+        """The policy ``run`` decides with (what a rebalancer asks where a replacement would go)."""
+        self.prefer_not: np.ndarray | None = None
+        """(n,) True on nodes carrying a PreferNoSchedule taint a rebalancer put there (None: none)."""
 
     @property
     def n_nodes(self) -> int:
@@ -326,6 +348,14 @@ class SchedulingEnv:
         self._current = -1
         self.decisions = 0
         self.max_queue = 0
+        self.evictions: list[tuple[float, int, int]] = []  # (t, pod, node it left)
+        self.landed: list[tuple[int, int, int]] = []  # (pod, node it left, node its replacement went to)
+        self._evicted_from: dict[int, int] = {}
+        self.prefer_not = None
+        self._next_tick = float("inf")
+        if self.rebalancer is not None:
+            self.rebalancer.reset(self)
+            self._next_tick = self.rebalancer.step_seconds
         ctx = self._advance_to_decision()
         if ctx is None:  # pragma: no cover - scenarios always have >= 1 pod
             raise RuntimeError("scenario produced no decisions")
@@ -361,6 +391,10 @@ class SchedulingEnv:
         pod = self._current
         c = self.cluster
         c.bind(pod, action)
+        if self._evicted_from:
+            left = self._evicted_from.pop(pod, None)
+            if left is not None:
+                self.landed.append((pod, left, action))
         self.resident.add(pod, self.node_names[action], ctx.pod_load[action])
         self.decisions += 1
         requested = np.stack([c.req_cpu_m / self.nodes.alloc_cpu_m, c.req_mem / self.nodes.alloc_mem], axis=1)
@@ -420,14 +454,16 @@ class SchedulingEnv:
         )
         return replace(req, demand=got.demand, demand_source=got.source)
 
-    def _context(self, pod: int) -> DecisionContext | None:
+    def _context(self, pod: int, cluster: Cluster | None = None) -> DecisionContext | None:
+        """The decision for ``pod`` on the cluster (``cluster``: another state of it, a rebalancer's what-if)."""
+        c = self.cluster if cluster is None else cluster
         req = self.pod_request(pod)
-        near, hints = self._placed()
-        mask = chain.feasible(req, self._static, self.cluster.arrays(), near, hints)
+        near, hints = self._placed(c)
+        mask = chain.feasible(req, self._static, c.arrays(), near, hints)
         if not mask.any():
             return None
-        nodes = self.cluster.node_infos()
-        snap = self.source.snapshot()
+        nodes = c.node_infos()
+        snap = (self.source if cluster is None else SimSource(c)).snapshot()
         load = node_matrix(snap.features, self.norm)  # SimSource frames are in node order
         assert req.demand is not None
         pod_load = pod_matrix(req.demand, self.nodes.capacity[:, 0], self.nodes.capacity[:, 1], self.norm)
@@ -441,14 +477,39 @@ class SchedulingEnv:
             full=self._full,
             resident=self.resident.matrix(self.node_names),
             ended=self.resident.ended(self.node_names, self.cluster.t),
+            soft_scores=None if self.prefer_not is None else np.where(self.prefer_not, 0.0, 100.0),
         )
 
-    def _placed(self) -> tuple[Callable[[], Neighbours], ClusterHints]:
+    def what_if_evicted(self, pod: int, before: Sequence[tuple[int, int]] = ()) -> DecisionContext | None:
+        """The decision the policy would face for ``pod``'s replacement if it were evicted now, after the pods of
+        ``before`` were moved to the nodes given with them (None: no node would take it)."""
+        look = self.cluster.copy()
+        resident = self.resident
+        self.resident = _without(resident, [pod, *(other for other, _ in before)], look.t)
+        for other, node in before:
+            look.evict(other)
+            look.bind(other, node)
+        look.evict(pod)
+        try:
+            return self._context(pod, look)
+        finally:
+            self.resident = resident
+
+    def evict(self, pod: int, extra_seconds: float = 0.0, lose_progress: bool = False) -> int:
+        """Evict running ``pod`` (its replacement waits to be placed, first in line); returns the node it left."""
+        node = self.cluster.evict(pod, extra_seconds, lose_progress)
+        self.resident.drop(pod, self.cluster.t)
+        self.evictions.append((self.cluster.t, pod, node))
+        self._evicted_from[pod] = node
+        self._pending.append(pod)
+        return node
+
+    def _placed(self, cluster: Cluster | None = None) -> tuple[Callable[[], Neighbours], ClusterHints]:
         """The running pods as the PLACED-stage filters read them (interpod ones: only pods of a profile with a
         ``Placement`` carry labels, ports, terms or claims), and whether one of them has required anti-affinity."""
         if not self._interpod:
             return lambda: EMPTY, chain.NO_HINTS
-        c = self.cluster
+        c = self.cluster if cluster is None else cluster
         near = sim_neighbours(self.workload, c.running, c.node_of, self.node_names, self._storage)
         return lambda: near, ClusterHints(near.has_anti_affinity())
 
@@ -472,7 +533,7 @@ class SchedulingEnv:
                     raise RuntimeError(f"{len(self._queue)} pods can never be placed")
                 self._current, self.ctx = -1, None
                 return None
-            done = c.advance(t_arr, self.recorder)
+            done = c.advance(min(t_arr, self._next_tick), self.recorder)
             if len(done):
                 for p in done:
                     if not self.scheduled[p]:
@@ -492,6 +553,9 @@ class SchedulingEnv:
                     )
                 self._pending.extend(self._queue)  # retry waiting pods first, oldest first
                 self._queue.clear()
+            while self._next_tick <= c.t + 1e-12 and self.rebalancer is not None:
+                self.rebalancer.tick(self)
+                self._next_tick += self.rebalancer.step_seconds
             while self._next_arrival < len(wl) and wl.arrival[self._next_arrival] <= c.t + 1e-12:
                 if self._pinned is not None and self._pinned[self._next_arrival] >= 0:
                     c.bind(self._next_arrival, int(self._pinned[self._next_arrival]))  # background: no decision
@@ -508,6 +572,7 @@ class SchedulingEnv:
     ) -> EpisodeResult:
         """Run one whole episode with ``policy`` (via policy.choose) and summarise it."""
         wall0 = time.perf_counter()
+        self.deciding = policy
         ctx: DecisionContext | None = self.reset(seed)
         policy_s = 0.0
         while ctx is not None:
@@ -555,7 +620,33 @@ class SchedulingEnv:
             series_utilisation=list(rec.util),
             objectives=objectives,
             composite=composite(objectives, self.objective_settings),
+            rebalance=None if self.rebalancer is None else self._rebalance_stats(),
         )
+
+    def _rebalance_stats(self) -> dict[str, float]:
+        """The evictions of the episode (per node-hour of the simulated time), and where the replacements went."""
+        node_hours = self.n_nodes * self._own_recorder.total / 3600.0
+        back = sum(1 for _, left, went in self.landed if left == went)
+        return {
+            "evictions": float(len(self.evictions)),
+            "evictions_per_node_hour": len(self.evictions) / node_hours if node_hours > 0 else 0.0,
+            "landed_back": float(back),
+            "landed_back_share": back / len(self.landed) if self.landed else 0.0,
+        }
+
+
+def _without(resident: ResidentLoad, pods: Sequence[int], at: float) -> ResidentLoad:
+    """A copy of ``resident`` in which ``pods`` ended at ``at`` (as a scheduler's memory drops an evicted pod: its load
+    still fades out of the metrics); the running sums' maps copied, the memory of ended pods deep-copied (small),
+    the rest shared: a deep copy of all costs more than the decision it serves."""
+    state = resident.__getstate__()
+    for name, value in state.items():
+        state[name] = dict(value) if isinstance(value, dict) else copy.deepcopy(value)
+    out = ResidentLoad.__new__(ResidentLoad)
+    out.__setstate__(state)
+    for pod in pods:
+        out.drop(pod, at)
+    return out
 
 
 _SHIPPED: list[UsageModel] = []

@@ -4,6 +4,8 @@ A scenario names node types (capacities, allocatable, idle load), pod profiles (
 absolute units, work in seconds at full speed, owners) and arrival phases. ``load_scenario("drs-paper")`` reads the
 packaged file ``drs_prom/sim/scenarios/drs-paper.yaml``; a path reads any file. Every validation error is one line
 naming the file and the field.
+
+Over 400 lines because every section of a scenario is validated here, each field with its unit and reason.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from drs_prom.config import Normalisation
+from drs_prom.config import Normalisation, RebalanceSettings
 from drs_prom.errors import ConfigError
+from drs_prom.sim.drift_spec import Restart, UsageDrift
 from drs_prom.sim.owner_spec import Owners
 from drs_prom.sim.placement import Placement
 from drs_prom.sim.trace_spec import ReplayPods, TraceSpec
@@ -207,6 +210,8 @@ class Profile(_Quantities):
     tolerations: tuple[TolerationSpec, ...] = ()
     placement: Placement = Placement()
     owners: Owners | None = Field(None, description="Owners with usage of their own (default: one owner).")
+    drift: UsageDrift | None = Field(None, description="How the pods' usage moves after placement (default: stays).")
+    restart: Restart | None = Field(None, description="What an eviction costs a pod (default: Restart()).")
 
 
 class BackgroundLoad(_Quantities):
@@ -263,6 +268,9 @@ class Scenario(_M):
         None, description="Replay a production trace (drs_prom.sim.trace_sample fills nodes, profiles and arrivals)."
     )
     replay: ReplayPods | None = Field(None, description="The replayed pods, filled by drs_prom.sim.trace_sample.")
+    rebalance: RebalanceSettings | None = Field(
+        None, description="The rebalancer on this scenario's time scale (bench's +rebalance); default: configured."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

@@ -13,7 +13,8 @@ interval relative to the best heuristic, the seeds used, and the "harm" and "inf
 Scenarios run in parallel processes with ``jobs`` > 1 (each process builds its own
 policies; results come back through the pool). cluster-500 (a speed scenario, 5000 pods
 on 500 nodes) and constraints (hard constraints, where the constraints alone set every policy's
-completion times) are left out of the suite; pass them to ``bench --scenario`` on their own.
+completion times) are left out of the suite; pass them to ``bench --scenario`` on their own. So are the drifting
+scenarios of the rebalancer (``REBALANCING``).
 """
 
 from __future__ import annotations
@@ -43,10 +44,15 @@ LEFT_OUT = ("cluster-500", "constraints")
 """Packaged scenarios the suite skips: a pure speed test (minutes per policy), and the hard-constraint scenario,
 which tests feasibility, not placement quality."""
 
+REBALANCING = ("drift-steps", "drift-daily", "drift-neighbours", "drift-leak", "drift-hetero", "drift-mixed")
+"""Packaged scenarios whose load moves after placement (hours of long-lived services): they judge a rebalancer
+beside a policy (``bench --scenario drift-steps --policies kube-default,kube-default+rebalance``,
+docs/rebalance.md), not placement alone, and the suite leaves them out too."""
+
 
 def suite_names(only: Sequence[str] | None = None) -> list[str]:
     """Packaged scenarios (minus LEFT_OUT) then the 20 evaluation clusters, or ``only`` (checked)."""
-    every = [n for n in scenario_names() if n not in LEFT_OUT] + list(EVAL_CLUSTERS)
+    every = [n for n in scenario_names() if n not in LEFT_OUT and n not in REBALANCING] + list(EVAL_CLUSTERS)
     if not only:
         return every
     for name in only:

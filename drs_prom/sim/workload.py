@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.features import N_FEATURES
+from drs_prom.sim.drift import factor_at, usage_profile
 from drs_prom.sim.placement import Placement, claim_name
 from drs_prom.sim.scenario import GPU_MODEL_LABEL, GPU_RESOURCE, Profile, Scenario
 from drs_prom.sim.trace_spec import ReplayPods
@@ -56,6 +57,8 @@ class Workload:
     owner: np.ndarray | None = None  # (P,) index into owner_names; None = one owner per profile (Job/<profile>)
     owner_names: tuple[str, ...] = ()  # ``Kind/name`` of each owner
     owner_images: tuple[str, ...] = ()  # the image each owner runs (its profile's: the application)
+    usage_times: np.ndarray | None = None  # (K,) when the pods' usage changes (sim.drift); None = it never does
+    usage_factor: np.ndarray | None = None  # (P, K + 1, N_FEATURES) each pod's factor on demand between the changes
 
     def __len__(self) -> int:
         return len(self.names)
@@ -184,7 +187,20 @@ def generate(scenario: Scenario, seed: int) -> Workload:
     )
     if any(p.owners is not None for p in profs):
         wl = _with_owners(wl, scenario, seed)
+    if any(p.drift is not None for p in profs):
+        wl = _with_drift(wl, scenario, seed)
     return _with_background(wl, scenario, seed) if scenario.background else wl
+
+
+def _with_drift(wl: Workload, scenario: Scenario, seed: int) -> Workload:
+    """Give the pods of the profiles that declare ``drift`` their usage profile over time (sim.drift); what a policy
+    is told of a pod (``estimate``) is its usage at its arrival."""
+    drawn = usage_profile(scenario, wl.profiles, wl.arrival, wl.work, seed)
+    if drawn is None:
+        return wl
+    times, factor = drawn
+    estimate = wl.estimate if wl.estimate is not None else wl.demand
+    return replace(wl, estimate=estimate * factor_at(times, factor, wl.arrival), usage_times=times, usage_factor=factor)
 
 
 def _fits_at_most(scenario: Scenario, profile: Profile) -> tuple[np.ndarray, int, int]:
@@ -322,7 +338,16 @@ def _with_background(wl: Workload, scenario: Scenario, seed: int) -> Workload:
         placement=None if wl.placement is None else tuple([*wl.placement, *([Placement()] * nb)][i] for i in order),
         volume_zone=None if wl.volume_zone is None else tuple([*wl.volume_zone, *([""] * nb)][i] for i in order),
         **_background_owners(wl, nb, order),
+        **_background_drift(wl, nb, order),
     )
+
+
+def _background_drift(wl: Workload, nb: int, order: np.ndarray) -> dict[str, Any]:
+    """The usage profile of ``wl`` with ``nb`` background pods (whose usage stays put) merged in ``order``."""
+    if wl.usage_times is None or wl.usage_factor is None:
+        return {}
+    flat = np.ones((nb, *wl.usage_factor.shape[1:]))
+    return {"usage_times": wl.usage_times, "usage_factor": np.concatenate([wl.usage_factor, flat])[order]}
 
 
 def _background_owners(wl: Workload, nb: int, order: np.ndarray) -> dict[str, Any]:

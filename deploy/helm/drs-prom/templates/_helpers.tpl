@@ -40,6 +40,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $_ := set $retrain "model_store" "/var/lib/drs/models" -}}
 {{- $_ := set $s "retrain" $retrain -}}
 {{- $_ := set $s "serving" (include "drs.serving" . | fromYaml) -}}
+{{- $reb := $s.rebalance | default dict -}}
+{{- $_ := set $reb "journal_path" "/var/lib/drs/rebalance-journal.sqlite" -}}
+{{- $_ := set $reb "metrics_listen" "0.0.0.0:10260" -}}
+{{- $_ := set $s "rebalance" $reb -}}
 {{- range $k, $v := $s }}{{ if not $v }}{{ $_ := unset $s $k }}{{ end }}{{ end -}}
 {{- toYaml $s -}}
 {{- end -}}

@@ -1,0 +1,141 @@
+"""The rebalancer in the simulator: drs_prom.moves on the simulated cluster's stored series, as the live one runs it.
+
+Every ``step`` of simulated time it samples what a Prometheus would store of each node (the metrics' window mean,
+``Cluster.observed``, as shares of the node's own capacity) and of each pod (its usage integral); every
+``interval_seconds`` it takes each signal's quantile over the last ``window`` of samples, updates the hot set
+(drs_prom.moves.hot), and plans this round's moves (drs_prom.moves.plan) with the policy under test as the placer:
+the replacement of a pod goes where that policy would put it, as it does under the scheduler that owns the pod. The
+pods the plan moves are evicted (``SchedulingEnv.evict``): a replacement redoes the work left, or all of it for a
+profile whose state is lost, plus the profile's start penalty (drs_prom.sim.drift_spec.Restart), and is placed by the
+policy like any pending pod, wherever it then chooses.
+
+With ``taint_hot_nodes`` and a policy that stands for kube-scheduler (``other_policy``), the hot nodes carry a
+PreferNoSchedule taint: every decision while they are hot gets kube-scheduler's TaintToleration preference for the
+other nodes (``SchedulingEnv.prefer_not``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+import numpy as np
+
+from drs_prom.config import RebalanceSettings, load_settings
+from drs_prom.moves.eligibility import PodFacts
+from drs_prom.moves.hot import capacity_shares, hot_nodes, quantiles
+from drs_prom.moves.plan import Candidate, Cooldowns, Move, Placement, plan
+from drs_prom.policies.contract import choose
+from drs_prom.sim.drift_spec import Restart
+from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.scenario import Scenario
+
+CONTROLLER_OF = {"Deployment": "ReplicaSet", "ReplicaSet": "ReplicaSet", "StatefulSet": "StatefulSet", "Job": "Job"}
+"""The controller kind of a simulated pod, from its top owner's kind (a Deployment's pods belong to a ReplicaSet);
+any other kind (``Pod/...``: the pinned background pods) has none."""
+
+NAMESPACE = "default"
+
+
+def rebalance_settings(scenario: Scenario, configured: RebalanceSettings | None = None) -> RebalanceSettings:
+    """The rebalancer's settings on ``scenario``: its own ``rebalance`` section (its time scale), else ``configured``,
+    else the configuration's (``DRS_PROM_REBALANCE_*`` environment, then the defaults)."""
+    if scenario.rebalance is not None:
+        return scenario.rebalance
+    return configured or load_settings().rebalance
+
+
+class SimRebalancer:
+    """A ``Rebalancing`` for SchedulingEnv (module docstring)."""
+
+    def __init__(self, settings: RebalanceSettings, scenario: Scenario) -> None:
+        self.settings = settings
+        self.scenario = scenario
+        self.step_seconds = settings.step_seconds
+        self.every = max(1, round(settings.interval_seconds / self.step_seconds))
+        self.reset_state()
+
+    def reset_state(self) -> None:
+        k = max(1, round(self.settings.window_seconds / self.step_seconds))
+        self.samples: deque[np.ndarray] = deque(maxlen=k)
+        self.pod_cum: deque[tuple[float, np.ndarray]] = deque(maxlen=k + 1)
+        self.hot: frozenset[str] = frozenset()
+        self.cooldowns = Cooldowns()
+        self.ticks = 0
+        self.rounds = 0
+        self.skipped: dict[str, int] = {}
+
+    def reset(self, env: SchedulingEnv) -> None:
+        self.reset_state()
+
+    def tick(self, env: SchedulingEnv) -> None:
+        c = env.cluster
+        cap = env.nodes.capacity
+        self.samples.append(capacity_shares(c.observed(), cap[:, 2:]))
+        self.pod_cum.append((c.t, c.pod_cum.copy()))
+        self.ticks += 1
+        if self.ticks % self.every or len(self.samples) < (self.samples.maxlen or 1):
+            return  # not a round yet, or not a whole window seen
+        self.rounds += 1
+        s = self.settings
+        shares = quantiles(np.stack(list(self.samples)), s.quantile)
+        self.hot = hot_nodes(env.node_names, shares, self.hot, s.hot_above, s.cool_below)
+        policy = env.deciding
+        if s.taint_hot_nodes and policy is not None and policy.name == s.other_policy:
+            env.prefer_not = np.array([n in self.hot for n in env.node_names]) if self.hot else None
+        if not self.hot or policy is None:
+            return
+        decided = policy
+
+        index = {n: i for i, n in enumerate(env.node_names)}
+
+        def place(candidate: Candidate, _shares: np.ndarray, planned: Sequence[Move]) -> Placement:
+            before = [(int(m.pod.key), index[m.target]) for m in planned]
+            ctx = env.what_if_evicted(int(candidate.facts.key), before)
+            if ctx is None:
+                return Placement(-1, np.zeros(env.n_nodes, dtype=bool))
+            node, _ = choose(decided, ctx, bind=False)
+            return Placement(node, ctx.feasible)
+
+        now = c.t
+        self.cooldowns.forget(now, s.cooldown_seconds)
+        got = plan(env.node_names, shares, cap, self.hot, self._candidates(env), s, self.cooldowns, now, place)
+        for reason, n in got.skipped.items():
+            self.skipped[reason] = self.skipped.get(reason, 0) + n
+        for move in got.moves:
+            pod = int(move.pod.key)
+            restart = self._restart(env, pod)
+            env.evict(pod, restart.penalty_seconds, restart.state == "lost")
+            self.cooldowns.record(move.pod.owner, now)
+
+    def _restart(self, env: SchedulingEnv, pod: int) -> Restart:
+        prof = self.scenario.profiles.get(env.workload.profiles[pod])
+        return prof.restart if prof is not None and prof.restart is not None else Restart()
+
+    def _candidates(self, env: SchedulingEnv) -> list[Candidate]:
+        """The running pods placed by the policy, with their usage over the window from the per-pod integrals."""
+        c, wl = env.cluster, env.workload
+        t0, cum0 = self.pod_cum[0]
+        index, owners, _ = wl.owners
+        out = []
+        for pod in c.running.tolist():
+            if not env.scheduled[pod]:
+                continue
+            start = float(c.start[pod])
+            owner = owners[int(index[pod])]
+            kind = owner.split("/", 1)[0]
+            if start > t0:  # started within the window: its whole life so far
+                seen, used = c.t - start, c.pod_cum[pod]
+            else:
+                seen, used = c.t - t0, c.pod_cum[pod] - cum0[pod]
+            usage = used / seen if seen > 0 else np.full(len(used), np.nan)
+            facts = PodFacts(
+                key=str(pod),
+                namespace=NAMESPACE,
+                node=env.node_names[int(c.node_of[pod])],
+                owner_kind=CONTROLLER_OF.get(kind, ""),
+                owner=owner,
+                age_seconds=c.t - start,
+            )
+            out.append(Candidate(facts, int(c.node_of[pod]), usage))
+        return out

@@ -1,0 +1,120 @@
+"""The rebalancer's harness: a real kube-apiserver and kube-controller-manager (disruption and ReplicaSet
+controllers), four fake nodes whose load ``MetricsTwin`` serves, and a real Prometheus scraping it with the per-pod
+recording rules; all on loopback, all stopped after the module."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from drs_prom.config import Settings, load_settings
+from drs_prom.signals import promql
+from drs_prom.signals.prometheus import PrometheusSource
+from drs_prom.testbed.prom_server import PrometheusProc, start_prometheus
+from tests.rebalance.twin import CPUS, MetricsTwin
+from tests.waiting import wait_for
+
+LABEL = "drs.io/rebalance-harness"
+"""On the harness's nodes; every pod of the tests selects it, so no other test's node is a target."""
+
+
+@dataclass
+class Harness:
+    nodes: list[str]
+    twin: MetricsTwin
+    prometheus: PrometheusProc
+    api: Any
+
+    def settings(self, namespace: str, **rebalance: Any) -> Settings:
+        """Settings on the harness's time scale: a 20 s window of 1 s samples, this test's namespace only."""
+        base = {"window": "20s", "step": "1s", "min_age_seconds": 60, "namespaces": [namespace]}
+        base["guardrails"] = {"enabled": False}
+        prometheus = {"url": self.prometheus.url, "window": "10s", "max_sample_age_seconds": 30}
+        return Settings.model_validate({"prometheus": prometheus, "rebalance": base | rebalance})
+
+    def source(self, settings: Settings) -> PrometheusSource:
+        return PrometheusSource(settings.prometheus)
+
+
+@pytest.fixture(scope="module")
+def harness(control_plane, controller_manager, tmp_path_factory) -> Iterator[Harness]:
+    from kubernetes import client
+
+    tag = uuid.uuid4().hex[:5]
+    nodes = [f"rb-{tag}-{i}" for i in range(4)]
+    core = client.CoreV1Api(control_plane.admin_client)
+    for n in nodes:
+        control_plane.create_fake_node(n, cpu=str(CPUS), memory="32Gi", labels={LABEL: "yes"})
+    twin = MetricsTwin(nodes).start()
+    for n in nodes:
+        twin.set_extra(n, 0.2)
+    tmp = tmp_path_factory.mktemp("rebalance-prom")
+    rules = tmp / "pod-usage.rules.yml"
+    usage = load_settings().usage
+    group = {
+        "name": "drs-pod-usage",
+        "interval": "1s",
+        "rules": promql.pod_usage_rules(usage.rate_window, usage.cadvisor_selector),
+    }
+    rules.write_text(yaml.safe_dump({"groups": [group]}, sort_keys=False))
+    prom = None
+    try:
+        prom = start_prometheus(Path(tmp), extra_config={"scrape_configs": twin.scrape_configs()}, rule_files=[rules])
+        wait_for(lambda: len(prom.query('up{job="node"} == 1')) == len(nodes), 30, "Prometheus to scrape the twin")
+        yield Harness(nodes, twin, prom, control_plane.admin_client)
+    finally:
+        if prom is not None:
+            prom.stop()
+        twin.stop()
+        for n in nodes:
+            try:
+                core.delete_node(n)
+            except client.ApiException:
+                pass
+
+
+@pytest.fixture
+def namespace(control_plane) -> str:
+    ns = f"rb-{uuid.uuid4().hex[:6]}"
+    control_plane.create_namespace(ns)
+    return ns
+
+
+def started(seconds_ago: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - seconds_ago))
+
+
+def running(core: Any, ns: str, name: str, seconds_ago: float = 3600) -> None:
+    status = {
+        "phase": "Running",
+        "startTime": started(seconds_ago),
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }
+    core.patch_namespaced_pod_status(name, ns, {"status": status})
+
+
+def pod_body(name: str, node: str, labels: dict[str, str], owner: dict[str, Any] | None = None, **spec: Any) -> dict:
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if owner is not None:
+        meta["ownerReferences"] = [owner | {"controller": True, "blockOwnerDeletion": True}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "nodeName": node,
+            "nodeSelector": {LABEL: "yes"},
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "500m"}}}
+            ],
+            **spec,
+        },
+    }

@@ -1,0 +1,401 @@
+"""``drs-prom rebalance`` on real parts: a real kube-apiserver with the real disruption and ReplicaSet controllers,
+a real Prometheus storing what the fake nodes and their pods use (tests.rebalance.twin), the Eviction API.
+
+No fakes: every verdict comes from the apiserver (a PodDisruptionBudget's 429, a ReplicaSet recreating its pod) or
+from series Prometheus stored and the rebalancer queried. Waits are bounded polls of those real parts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+from kubernetes import client
+
+from drs_prom.moves.hot import bottlenecks, capacity_shares, hot_nodes
+from drs_prom.rebalance import actions
+from drs_prom.rebalance.cluster import read_cluster
+from drs_prom.rebalance.loop import MOVE_EVENT, Rebalancer
+from drs_prom.rebalance.metrics import RebalanceMetrics
+from drs_prom.rebalance.reads import node_quantiles, pod_usage
+from drs_prom.registry import PolicySpec, make_policy
+from drs_prom.stores.journal import Journal
+from tests.rebalance.conftest import LABEL, Harness, pod_body, running
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+WINDOW = 20.0
+
+
+def shares(h: Harness, settings) -> dict[str, float]:
+    """Each harness node's bottleneck share over the window, as the rebalancer reads it."""
+    state = read_cluster(h.api, settings, 0.0)
+    src = h.source(settings)
+    try:
+        raw = node_quantiles(src, settings, state.names)
+    finally:
+        src.close()
+    peak = bottlenecks(capacity_shares(raw, state.link))
+    return {n: float(p) for n, p in zip(state.names, peak) if n in h.nodes}
+
+
+def replica_set(
+    h: Harness, ns: str, name: str, placement: list[tuple[str, float]], budget: int | None = None
+) -> list[str]:
+    """A ReplicaSet whose pods run on the given nodes with the given cores (the twin serves their usage): the pods
+    are made first, then the ReplicaSet adopts them (the controller sets itself as their owner)."""
+    apps = client.AppsV1Api(h.api)
+    core = client.CoreV1Api(h.api)
+    labels = {"app": name}
+    names = []
+    for i, (node, cores) in enumerate(placement):
+        pod = f"{name}-{i}"
+        core.create_namespaced_pod(ns, pod_body(pod, node, labels))
+        running(core, ns, pod)
+        h.twin.add_pod(ns, pod, node, cores)
+        names.append(pod)
+    template = {
+        "metadata": {"labels": labels},
+        "spec": {
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            "terminationGracePeriodSeconds": 0,
+            "nodeSelector": {LABEL: "yes"},
+        },
+    }
+    body = {"metadata": {"name": name}, "spec": {"replicas": len(names), "selector": {"matchLabels": labels}}}
+    body["spec"]["template"] = template
+    apps.create_namespaced_replica_set(ns, body)
+
+    def adopted() -> bool:
+        pods = [core.read_namespaced_pod(p, ns) for p in names]
+        return all(
+            any(r.kind == "ReplicaSet" and r.controller for r in p.metadata.owner_references or []) for p in pods
+        )
+
+    wait_for(adopted, 30, f"the ReplicaSet {name} to adopt its pods")
+    if budget is not None:
+        policy = client.PolicyV1Api(h.api)
+        pdb = {"metadata": {"name": name}, "spec": {"minAvailable": budget, "selector": {"matchLabels": labels}}}
+        policy.create_namespaced_pod_disruption_budget(ns, pdb)
+        wait_for(
+            lambda: (
+                (st := policy.read_namespaced_pod_disruption_budget(name, ns).status) is not None
+                and st.current_healthy == len(placement)
+                and st.disruptions_allowed == max(0, len(placement) - budget)
+            ),
+            30,
+            "the disruption controller to count the budget",
+        )
+    return names
+
+
+def rebalancer(h: Harness, settings, journal: Journal | None = None) -> Rebalancer:
+    """Replacements predicted by least-loaded (deterministic: kube-default breaks ties at random, as kube-scheduler)."""
+    policy = make_policy("least-loaded", PolicySpec.from_settings(settings))
+    return Rebalancer(settings, h.api, h.source(settings), RebalanceMetrics(), journal, own=policy, other=policy)
+
+
+def wait_hot(h: Harness, settings, hot: set[str], cool: set[str] = frozenset()) -> None:
+    """Until the window shows ``hot`` above hot_above and ``cool`` below cool_below (bounded)."""
+    r = settings.rebalance
+
+    def ok() -> dict[str, float] | None:
+        got = shares(h, settings)
+        fine = all(got.get(n, 0) > r.hot_above for n in hot) and all(got.get(n, 1) < r.cool_below for n in cool)
+        return got if fine else None
+
+    wait_for(ok, 3 * WINDOW + 30, f"nodes {sorted(hot)} hot and {sorted(cool)} cool over the window")
+
+
+@pytest.fixture
+def clean(harness):
+    """Each test starts on nodes whose whole window reads cool, and leaves the twin as it found it."""
+    wait_cool(harness)
+    yield
+    for name in list(harness.twin.pods):
+        harness.twin.remove_pod(name)
+    for n in harness.nodes:
+        harness.twin.set_extra(n, 0.2)
+
+
+def wait_cool(h: Harness) -> None:
+    """Until every harness node's window reads below 0.1 (after Prometheus starts, the first rate window of a new
+    series reads high: rate() extrapolates over its start)."""
+    s = h.settings("default")
+    wait_for(lambda: all(v < 0.1 for v in shares(h, s).values()), 3 * WINDOW + 30, "the harness's nodes to read cool")
+
+
+def pod_json(h: Harness, ns: str, name: str) -> dict[str, Any] | None:
+    core = client.CoreV1Api(h.api)
+    try:
+        return json.loads(core.read_namespaced_pod(name, ns, _preload_content=False).data)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def events(h: Harness, ns: str, reason: str) -> list[Any]:
+    core = client.CoreV1Api(h.api)
+    return [e for e in core.list_namespaced_event(ns).items if e.reason == reason]
+
+
+def test_hysteresis_on_stored_series(harness, namespace, clean):
+    h = harness
+    a, b = h.nodes[0], h.nodes[1]
+    s = h.settings(namespace, hot_above=0.8, cool_below=0.5)  # a wide band: the loaded host jitters the rates
+    r = s.rebalance
+
+    def hot_now(was: set[str]) -> frozenset[str]:
+        got = shares(h, s)
+        return hot_nodes(h.nodes, np.array([[got[n]] + [0] * 5 for n in h.nodes]), was, r.hot_above, r.cool_below)
+
+    h.twin.set_extra(a, 0.95 * 8)
+    h.twin.set_extra(b, 0.65 * 8)  # between the thresholds, never hot before: not hot
+    wait_hot(h, s, {a})
+    hot = hot_now(set())
+    assert a in hot and b not in hot
+    h.twin.set_extra(a, 0.65 * 8)  # a cools into the band: still hot, it was hot
+    wait_for(lambda: abs(shares(h, s)[a] - 0.65) < 0.08, 3 * WINDOW, "a's window to settle at 0.65")
+    assert hot_now({a}) == {a} and hot_now(set()) == set()
+    h.twin.set_extra(a, 0.3 * 8)
+    wait_for(lambda: shares(h, s)[a] < r.cool_below - 0.1, 3 * WINDOW, "a to cool below the lower threshold")
+    assert hot_now({a}) == set()
+
+
+def test_dry_run_journals_what_it_would_move_and_evicts_nothing(harness, namespace, clean, tmp_path):
+    h = harness
+    a = h.nodes[0]
+    pods = replica_set(h, namespace, "web", [(a, 2.0), (a, 2.0), (a, 2.5)])
+    s = h.settings(namespace, mode="dry-run")
+    wait_hot(h, s, {a}, {h.nodes[3]})
+    journal = Journal(tmp_path / "journal.sqlite")
+    try:
+        rb = rebalancer(h, s, journal)
+        got = rb.run_once()
+        assert a in got.hot and [o for _, o, _ in got.outcomes] == [actions.DRY_RUN]
+        move = got.outcomes[0][0]
+        assert move.source == a and move.pod.key.startswith(f"{namespace}/web-") and move.target != a
+        rows = journal.events(kind=MOVE_EVENT)
+        assert len(rows) == 1 and rows[0].detail["outcome"] == "dry_run" and rows[0].detail["source"] == a
+        assert rows[0].detail["source_before"] > 0.8 and rows[0].detail["mode"] == "dry-run"
+        assert rb.metrics.registry.get_sample_value("drs_rebalance_evictions_total", {"outcome": "dry_run"}) == 1
+        assert rb.metrics.registry.get_sample_value("drs_rebalance_evicting") == 0
+    finally:
+        journal.close()
+    for p in pods:  # nothing was evicted: every pod is there, none terminating, no event
+        got_pod = pod_json(h, namespace, p)
+        assert got_pod is not None and not got_pod["metadata"].get("deletionTimestamp")
+    assert not events(h, namespace, "Rebalanced")
+
+
+def test_an_eviction_moves_the_pod_its_owner_recreates_it_and_an_event_says_why(harness, namespace, clean):
+    h = harness
+    a = h.nodes[1]
+    pods = replica_set(h, namespace, "api", [(a, 3.0), (a, 3.5)])
+    s = h.settings(namespace, mode="evict")
+    wait_hot(h, s, {a}, {h.nodes[3]})
+    rb = rebalancer(h, s)
+    got = rb.run_once()
+    assert [o for _, o, _ in got.outcomes] == [actions.EVICTED]
+    moved = got.outcomes[0][0].pod.key.split("/", 1)[1]
+    assert moved == "api-1"  # the bigger pod relieves the node most
+    gone = pod_json(h, namespace, moved)
+    assert gone is None or gone["metadata"].get("deletionTimestamp")
+    core = client.CoreV1Api(h.api)
+    wait_for(
+        lambda: [
+            p
+            for p in core.list_namespaced_pod(namespace).items
+            if p.metadata.name not in pods and not p.metadata.deletion_timestamp
+        ],
+        30,
+        "the ReplicaSet to create a replacement",
+    )
+    ev = wait_for(lambda: events(h, namespace, "Rebalanced"), 10, "the Rebalanced event")
+    assert ev[0].involved_object.name == moved and "% of its capacity" in ev[0].message and a in ev[0].message
+    assert rb.metrics.registry.get_sample_value("drs_rebalance_evictions_total", {"outcome": "evicted"}) == 1
+
+
+def test_a_budget_that_allows_no_disruption_blocks_the_eviction_and_it_is_not_retried(harness, namespace, clean):
+    h = harness
+    a = h.nodes[2]
+    pods = replica_set(h, namespace, "guarded", [(a, 3.0), (a, 3.5)], budget=2)
+    s = h.settings(namespace, mode="evict")
+    wait_hot(h, s, {a}, {h.nodes[3]})
+    rb = rebalancer(h, s)
+    got = rb.run_once()
+    assert [o for _, o, _ in got.outcomes] == [actions.PDB]
+    assert "disruption budget" in got.outcomes[0][2].lower()
+    for p in pods:
+        still = pod_json(h, namespace, p)
+        assert still is not None and not still["metadata"].get("deletionTimestamp")
+    assert wait_for(lambda: events(h, namespace, "RebalanceBlocked"), 10, "the RebalanceBlocked event")
+    again = rb.run_once()  # the owner is cooling down: not asked again at every round
+    assert not again.outcomes and again.plan is not None and again.plan.skipped["cooldown"] >= 1
+    assert rb.metrics.registry.get_sample_value("drs_rebalance_evictions_total", {"outcome": "pdb"}) == 1
+
+
+def test_daemonset_and_bare_pods_are_never_chosen(harness, namespace, clean):
+    h = harness
+    a = h.nodes[0]
+    apps = client.AppsV1Api(h.api)
+    core = client.CoreV1Api(h.api)
+    ds_body = {
+        "metadata": {"name": "agent"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {
+                "metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+    ds = apps.create_namespaced_daemon_set(namespace, ds_body)
+    owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": ds.metadata.uid}
+    core.create_namespaced_pod(namespace, pod_body("agent-x", a, {"app": "agent"}, owner))
+    core.create_namespaced_pod(namespace, pod_body("lonely", a, {"app": "lonely"}))
+    for p in ("agent-x", "lonely"):
+        running(core, namespace, p)
+        h.twin.add_pod(namespace, p, a, 2.8)
+    replica_set(h, namespace, "small", [(a, 1.2)])
+    s = h.settings(namespace, mode="evict")
+    wait_hot(h, s, {a}, {h.nodes[3]})
+    rb = rebalancer(h, s)
+    got = rb.run_once()
+    moved = [m.pod.key for m, _, _ in got.outcomes]
+    assert f"{namespace}/agent-x" not in moved and f"{namespace}/lonely" not in moved
+    assert moved == [f"{namespace}/small-0"]
+    assert got.plan is not None and got.plan.skipped["daemonset"] == 1 and got.plan.skipped["no_controller"] == 1
+    for p in ("agent-x", "lonely"):
+        assert not pod_json(h, namespace, p)["metadata"].get("deletionTimestamp")
+
+
+def test_budgets_and_cooldown_hold_under_a_burst_of_hot_nodes(harness, namespace, clean):
+    h = harness
+    hot = h.nodes[:3]
+    for n in hot:
+        h.twin.set_extra(n, 2.0)  # load nothing may move, beside two pods of two owners on each node
+    placement = [(n, 2.6) for n in hot] + [(n, 2.4) for n in hot]
+    replica_set(h, namespace, "burst-a", placement[:3])
+    replica_set(h, namespace, "burst-b", placement[3:])
+    s = h.settings(namespace, mode="evict", max_per_interval=2, max_per_node=1, max_per_namespace=5)
+    wait_hot(h, s, set(hot), {h.nodes[3]})
+    rb = rebalancer(h, s)
+    got = rb.run_once()
+    done = [m for m, o, _ in got.outcomes if o == actions.EVICTED]
+    assert len(got.outcomes) == 2 and len(done) == 2  # the round's budget, though three nodes are hot
+    assert len({m.source for m in done}) == 2 and len({m.pod.owner for m in done}) == 2  # one per node, per owner
+    assert got.plan is not None and got.plan.skipped["budget_cluster"] >= 1
+    again = rb.run_once()  # both owners cool down: nothing of theirs moves again
+    assert not again.outcomes and again.plan is not None and again.plan.skipped["cooldown"] >= 1
+
+
+def test_pod_usage_is_read_from_the_stored_series(harness, namespace, clean):
+    h = harness
+    replica_set(h, namespace, "usage", [(h.nodes[3], 1.5)])
+    s = h.settings(namespace)
+    src = h.source(s)
+    try:
+        got = wait_for(
+            lambda: (u := pod_usage(src, s).get((namespace, "usage-0"))) is not None and u[0] > 1.3 and u.tolist(),
+            3 * WINDOW,
+            "the pod's usage in the stored series",
+        )
+    finally:
+        src.close()
+    assert got[0] == pytest.approx(1.5, rel=0.15) and got[1] == pytest.approx(2**30, rel=0.01)
+
+
+KS = "rb-kube-scheduler"
+"""The real kube-scheduler's profile in the test below: only its own pods, so no other test's pod is placed."""
+
+
+def _replacement(h: Harness, ns: str, app: str, gone: set[str]) -> dict[str, Any] | None:
+    core = client.CoreV1Api(h.api)
+    pods = json.loads(core.list_namespaced_pod(ns, label_selector=f"app={app}", _preload_content=False).data)["items"]
+    for p in pods:
+        if (
+            p["metadata"]["name"] not in gone
+            and not p["metadata"].get("deletionTimestamp")
+            and p["spec"].get("nodeName")
+        ):
+            return p
+    return None
+
+
+def test_kube_scheduler_puts_a_replacement_back_on_the_hot_node_unless_it_is_tainted(
+    harness, namespace, clean, control_plane
+):
+    """Measured on the real kube-scheduler: it scores by requests, and once the pod is evicted its node has the most
+    room, so the replacement lands back on the hot node; with the rebalancer's PreferNoSchedule taint it goes
+    elsewhere."""
+    h = harness
+    a, others = h.nodes[0], h.nodes[1:]
+    core = client.CoreV1Api(h.api)
+    apps = client.AppsV1Api(h.api)
+    for i, n in enumerate(others):  # requests fill the cool nodes (they use nothing): kube-scheduler sees them full
+        body = pod_body(f"filler-{i}", n, {"app": "filler"})
+        body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "4"}}
+        core.create_namespaced_pod(namespace, body)
+        running(core, namespace, f"filler-{i}")
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {
+            "schedulerName": KS,
+            "nodeSelector": {LABEL: "yes"},
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "3"}}}
+            ],
+        },
+    }
+    first = pod_body("web-0", a, {"app": "web"}, schedulerName=KS)
+    first["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    core.create_namespaced_pod(namespace, first)
+    running(core, namespace, "web-0")
+    rs = {"metadata": {"name": "web"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}}}
+    rs["spec"]["template"] = template
+    apps.create_namespaced_replica_set(namespace, rs)
+    h.twin.set_extra(a, 3.5)  # load nothing may move (another tenant's), beside the pod
+    h.twin.add_pod(namespace, "web-0", a, 3.5)
+    scheduler = control_plane.start_kube_scheduler(f"profiles: [{{schedulerName: {KS}}}]")
+    try:
+        s = h.settings(namespace, mode="evict")
+        wait_hot(h, s, {a}, {h.nodes[3]})
+        got = rebalancer(h, s).run_once()  # least-loaded predicts a cool node; kube-scheduler decides
+        assert [(m.pod.key, o) for m, o, _ in got.outcomes] == [(f"{namespace}/web-0", actions.EVICTED)]
+        back = wait_for(
+            lambda: _replacement(h, namespace, "web", {"web-0"}), 60, "kube-scheduler to bind the replacement"
+        )
+        assert back["spec"]["nodeName"] == a  # landed back on the hot node
+        name = back["metadata"]["name"]
+        running(core, namespace, name)
+        h.twin.remove_pod("web-0")
+        h.twin.add_pod(namespace, name, a, 3.5)
+        wait_hot(h, s, {a}, {h.nodes[3]})
+        src = h.source(s)
+        try:  # the replacement's own series: its usage is what the plan moves
+            wait_for(
+                lambda: (u := pod_usage(src, s).get((namespace, name))) is not None and u[0] > 3.0,
+                3 * WINDOW,
+                "the replacement's stored usage",
+            )
+        finally:
+            src.close()
+        tainting = h.settings(namespace, mode="evict", taint_hot_nodes=True)
+        got = rebalancer(h, tainting).run_once()
+        assert [o for _, o, _ in got.outcomes] == [actions.EVICTED], got.plan
+        node = json.loads(core.read_node(a, _preload_content=False).data)
+        assert {"key": "drs.io/hot", "value": "true", "effect": "PreferNoSchedule"} in node["spec"]["taints"]
+        moved = wait_for(
+            lambda: _replacement(h, namespace, "web", {"web-0", name}), 60, "kube-scheduler to bind the next one"
+        )
+        assert moved["spec"]["nodeName"] in others  # the taint sent it elsewhere
+    finally:
+        scheduler.stop()
+        if scheduler in control_plane.schedulers:
+            control_plane.schedulers.remove(scheduler)
+        actions.sync_taints(h.api, "drs.io/hot", (), h.nodes)

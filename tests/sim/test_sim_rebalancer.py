@@ -1,0 +1,110 @@
+"""The rebalancer in the simulator: drs_prom.moves on the simulated series, evictions, and the bench's pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from drs_prom.errors import ConfigError
+from drs_prom.policies.contract import DecisionContext, PolicyBase
+from drs_prom.sim.bench import format_table, parse_policies, run_bench
+from drs_prom.sim.env import SchedulingEnv
+from drs_prom.sim.rebalance_report import pair_stats
+from drs_prom.sim.rebalancer import SimRebalancer, rebalance_settings
+from drs_prom.sim.scenario import parse_scenario
+
+SCENARIO = """
+name: hot-later
+metric_window_seconds: 0
+sample_interval_seconds: 10
+nodes:
+  - {name: n, count: 2, cpu_cores: 4, mem_bytes: 8Gi, net_rx_bytes: 1e8, net_tx_bytes: 1e8, disk_read_bytes: 1e8,
+     disk_write_bytes: 1e8, idle: {cpu: 0, mem: 0}}
+profiles:
+  svc:
+    demand: {cpu_cores: 0.5, mem_bytes: 256Mi}
+    requests: {cpu_m: 500, mem_bytes: 256Mi}
+    work_seconds: 1000
+    work_jitter: 0
+    owners: {count: 4}
+    drift:
+      steps: [{at_seconds: 200, factor: 2.0, signals: [cpu]}]
+    restart: {penalty_seconds: 25, state: kept}
+arrivals:
+  - {pods: 4, rate_per_second: 10, process: uniform}
+rebalance: {interval_seconds: 10, window: 60s, step: 10s, min_age_seconds: 30, cooldown_seconds: 100, %s}
+"""
+
+
+class EarlyPacker(PolicyBase):
+    """Packs every pod on the first node for its first 100 s, then places by load (least loaded)."""
+
+    name = "early-packer"
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        if ctx.now < 100:
+            return -np.arange(len(ctx.nodes), dtype=float)
+        return -np.nan_to_num(ctx.load, nan=1.0).max(axis=1)
+
+
+def episode(extra: str = "mode: evict", rebalance: bool = True):
+    sc = parse_scenario(SCENARIO % extra)
+    env = SchedulingEnv(sc, seed=0, rebalancer=SimRebalancer(rebalance_settings(sc), sc) if rebalance else None)
+    return env, env.run(EarlyPacker(), seed=0)
+
+
+def test_the_hot_node_is_relieved_by_moving_its_pods_to_the_cool_one():
+    env, res = episode()
+    _, calm = episode(rebalance=False)
+    assert res.rebalance is not None and calm.rebalance is None
+    assert res.rebalance["evictions"] == 2  # 100 % -> 75 % (still hot: hysteresis) -> 50 %
+    assert [node for _, _, node in env.evictions] == [0, 0] and [went for _, _, went in env.landed] == [1, 1]
+    assert res.rebalance["landed_back_share"] == 0.0
+    assert res.objective_dict()["hot_time"] < calm.objective_dict()["hot_time"]
+    first = env.evictions[0][0]
+    assert 200 + 30 <= first <= 200 + 60  # hot for more than half the window (the median): not at once
+    moved = [p for _, p, _ in env.evictions]
+    wl, c = env.workload, env.cluster
+    slow = (c.finish - wl.arrival) / wl.work
+    assert np.all(slow[moved] >= (1000 + 25) / 1000 - 1e-9)  # the start penalty is paid
+
+
+def test_young_pods_jobs_and_a_cooldown_keep_pods_in_place():
+    _, res = episode("mode: evict, min_age_seconds: 5000")
+    assert res.rebalance["evictions"] == 0
+    _, res = episode("mode: evict, cooldown_seconds: 10000, max_per_node: 5")
+    assert 1 <= res.rebalance["evictions"] <= 4  # one per owner at most
+
+
+def test_the_bench_ranks_a_policy_with_and_without_the_rebalancer():
+    sc = parse_scenario(SCENARIO % "mode: evict")
+    assert parse_policies("kube-default,drs+rebalance") == ["kube-default", "drs+rebalance"]
+    with pytest.raises(ConfigError, match="unknown policy 'nope\\+rebalance'"):
+        parse_policies("nope+rebalance")
+    report = run_bench(sc, [0, 1], ["kube-default", "kube-default+rebalance"], progress=False)
+    row = report.row("kube-default+rebalance")
+    assert row is not None and [r.policy for r in row.runs] == ["kube-default+rebalance"] * 2
+    stats = pair_stats(report, "kube-default")
+    assert stats is not None and stats["seeds"] == 2
+    assert "kube-default+rebalance vs kube-default (2 paired seeds): hot-node time" in format_table(report)
+    data = report.to_json()["policies"]
+    assert "rebalance" in data["kube-default+rebalance"]["runs"][0]
+    assert "rebalance" not in data["kube-default"]["runs"][0]  # runs without it write what they always wrote
+
+
+def test_the_prefer_no_schedule_taint_follows_the_hot_set_for_kube_schedulers_pods():
+    sc = parse_scenario(SCENARIO % "mode: evict, taint_hot_nodes: true, other_policy: early-packer")
+    rebalancer = SimRebalancer(rebalance_settings(sc), sc)
+    env = SchedulingEnv(sc, seed=0, rebalancer=rebalancer)
+    seen = []
+    tick = rebalancer.tick
+
+    def watch(e):
+        tick(e)
+        seen.append(None if e.prefer_not is None else e.prefer_not.tolist())
+
+    rebalancer.tick = watch
+    env.run(EarlyPacker(), seed=0)
+    assert [True, False] in seen  # the hot first node carried the taint while it was hot
+    assert seen[-1] is None  # and lost it once it cooled
+    assert parse_policies("kube-default+rebalance-taint") == ["kube-default", "kube-default+rebalance-taint"]
