@@ -152,6 +152,11 @@ def run_testbed(
                                 f"bound {r['bound']}/{r['pods']} done {r['completed']} lost {r['lost']} "
                                 f"infeasible {r['infeasible']} ({r['wall_seconds']:.0f}s wall)"
                             )
+                            if r["device_pods"]:
+                                echo(
+                                    f"  {r['device_pods']} pods ask for devices: start delay p95 "
+                                    f"{r['device_start_delay_p95']:.1f}s, misplaced {r['extended_misplaced']}"
+                                )
                     if faults:
                         from drs_prom.testbed.faults import run_faults
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from drs_prom.config import Normalisation
 from drs_prom.features import FEATURES
+from drs_prom.policies.device_stage import is_device
 from drs_prom.signals import promql
 from drs_prom.signals.state import scales
 from drs_prom.sim.cluster import Nodes
@@ -111,6 +112,8 @@ class PodOutcome:
     started: float | None
     finished: float | None
     work: float
+    devices: bool = False
+    """Whether the pod asks for a device (an extended resource such as ``nvidia.com/gpu``) in its spec."""
 
 
 @dataclass
@@ -137,6 +140,7 @@ class PodTimes:
                     started=num(STARTED_ANNOTATION),
                     finished=num(FINISHED_ANNOTATION),
                     work=float(work.get(pod["metadata"]["name"], math.nan)),
+                    devices=asks_for_devices(pod),
                 )
             )
         return cls(out)
@@ -148,6 +152,10 @@ class PodTimes:
         # creation -> running on a node (scheduling + bind + the twin kubelet), simulated seconds: what the
         # closed loop adds to completion times that bench does not have
         delay = np.array([(p.started - p.created) * speed for p in done if p.started])  # type: ignore[operator]
+        # the same for the pods that ask for devices: on a GPU cluster, what fragmentation costs is their wait
+        device_delay = np.array(
+            [(p.started - p.created) * speed for p in done if p.started and p.devices]  # type: ignore[operator]
+        )
         return {
             "pods": len(self.pods),
             "bound": sum(p.node is not None for p in self.pods),
@@ -159,6 +167,9 @@ class PodTimes:
             "slowdown_p95": float(np.percentile(slow, 95)) if len(slow) else math.nan,
             "start_delay_mean": float(delay.mean()) if len(delay) else math.nan,
             "start_delay_p95": float(np.percentile(delay, 95)) if len(delay) else math.nan,
+            "device_pods": sum(p.devices for p in self.pods),
+            "device_start_delay_mean": float(device_delay.mean()) if len(device_delay) else math.nan,
+            "device_start_delay_p95": float(np.percentile(device_delay, 95)) if len(device_delay) else math.nan,
             "makespan": float(max(p.finished for p in done) - min(p.created for p in done)) * speed  # type: ignore[type-var,operator]
             if done
             else math.nan,
@@ -189,6 +200,17 @@ def list_nodes(api: Any, names: Sequence[str]) -> list[dict[str, Any]]:
     wanted = set(names)
     items = json.loads(client.CoreV1Api(api).list_node(_preload_content=False).data)["items"]
     return [n for n in items if n["metadata"]["name"] in wanted]
+
+
+def asks_for_devices(pod: Mapping[str, Any]) -> bool:
+    """Whether any container of ``pod`` (an apiserver Pod) asks for a device (drs_prom.policies.device_stage.is_device)
+    in its limits or requests."""
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        resources = container.get("resources") or {}
+        for kind in ("limits", "requests"):
+            if any(is_device(name) for name in resources.get(kind) or {}):
+                return True
+    return False
 
 
 def extended_misplaced(pods: Sequence[Mapping[str, Any]], nodes: Nodes) -> list[str]:

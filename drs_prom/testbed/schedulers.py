@@ -1,6 +1,8 @@
 """The schedulers under test, each started as its own process for one run and stopped after it.
 
 * ``kube-scheduler``: the real binary with its default profile (``default-scheduler``).
+* ``kube-scheduler-most-allocated``: the same binary with the profile GPU clusters configure
+  (``most_allocated_profile``): NodeResourcesFit's ``MostAllocated`` strategy over cpu, memory and ``nvidia.com/gpu``.
 * ``kube-scheduler+drs``: the Helm chart's ``mode: kube-scheduler``: a second kube-scheduler (the same binary)
   whose one profile is ``drs-scheduler``, every kube-scheduler filter on, and ``drs-prom extender`` beside it for
   prioritize only (``second_scheduler_config``, the chart's defaults; tests/helm checks they agree).
@@ -28,6 +30,7 @@ from drs_prom.testbed.process import LOOPBACK, ManagedProcess, free_port, wait_h
 from drs_prom.usage.estimator import save_usage_model, shipped_usage_model
 
 KUBE = "kube-scheduler"
+KUBE_MOST_ALLOCATED = "kube-scheduler-most-allocated"
 KUBE_EXTENDER = "kube-scheduler+drs"
 DRS = "drs"
 KUBE_SCHEDULER_NAME = "default-scheduler"
@@ -36,9 +39,14 @@ DRS_CLI = (sys.executable, "-c", "from drs_prom.cli import main; main()")
 
 
 def known_schedulers() -> list[str]:
-    from drs_prom.registry import HEURISTICS, TEACHERS
+    from drs_prom.registry import DEVICE_HEURISTICS, HEURISTICS, TEACHERS
 
-    return [KUBE, KUBE_EXTENDER, DRS, *HEURISTICS, *TEACHERS]
+    return [KUBE, KUBE_MOST_ALLOCATED, KUBE_EXTENDER, DRS, *HEURISTICS, *DEVICE_HEURISTICS, *TEACHERS]
+
+
+def real_kube_scheduler(scheduler: str) -> bool:
+    """Whether ``scheduler`` is the real kube-scheduler alone (no drs-prom process beside it)."""
+    return scheduler in (KUBE, KUBE_MOST_ALLOCATED)
 
 
 def parse_schedulers(text: str) -> list[str]:
@@ -55,7 +63,31 @@ def parse_schedulers(text: str) -> list[str]:
 
 def scheduler_name_for(scheduler: str) -> str:
     """The ``spec.schedulerName`` pods get in a run of ``scheduler``."""
-    return KUBE_SCHEDULER_NAME if scheduler == KUBE else DRS_SCHEDULER_NAME
+    return KUBE_SCHEDULER_NAME if real_kube_scheduler(scheduler) else DRS_SCHEDULER_NAME
+
+
+def most_allocated_profile() -> dict[str, Any]:
+    """The KubeSchedulerConfiguration (without its client) of a GPU cluster's kube-scheduler: the default profile
+    with NodeResourcesFit scoring by ``MostAllocated`` over cpu (weight 1), memory (1) and ``nvidia.com/gpu`` (2, the
+    weights Volcano's binpack plugin documents for GPUs), as the simulator's ``most-allocated-gpu`` scores
+    (drs_prom.policies.device_fit). The scheduler skips a resource a pod does not request, so a pod without GPUs is
+    packed by cpu and memory."""
+    strategy = {
+        "type": "MostAllocated",
+        "resources": [
+            {"name": "cpu", "weight": 1},
+            {"name": "memory", "weight": 1},
+            {"name": "nvidia.com/gpu", "weight": 2},
+        ],
+    }
+    return {
+        "profiles": [
+            {
+                "schedulerName": KUBE_SCHEDULER_NAME,
+                "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": strategy}}],
+            }
+        ]
+    }
 
 
 def second_scheduler_config(extender_url: str) -> dict[str, Any]:
@@ -77,7 +109,7 @@ def second_scheduler_config(extender_url: str) -> dict[str, Any]:
 
 def metrics_ports_needed(scheduler: str, replicas: int = 1) -> int:
     """How many /metrics ports of drs-prom processes a run of ``scheduler`` has (0 for plain kube-scheduler)."""
-    if scheduler == KUBE:
+    if real_kube_scheduler(scheduler):
         return 0
     return 1 if scheduler == KUBE_EXTENDER else replicas
 
@@ -189,6 +221,9 @@ def start_scheduler(
     try:
         if scheduler == KUBE:
             run.procs.append(cp.start_kube_scheduler(f"profiles: [{{schedulerName: {KUBE_SCHEDULER_NAME}}}]\n"))
+            return run
+        if scheduler == KUBE_MOST_ALLOCATED:
+            run.procs.append(cp.start_kube_scheduler(yaml.safe_dump(most_allocated_profile())))
             return run
         if scheduler == KUBE_EXTENDER:
             port = ports[0]

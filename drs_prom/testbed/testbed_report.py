@@ -23,7 +23,7 @@ from drs_prom.sim.bench_results import json_default
 from drs_prom.sim.env import ESTIMATED, TOLD
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.table import format_columns
-from drs_prom.testbed.schedulers import KUBE, KUBE_EXTENDER
+from drs_prom.testbed.schedulers import KUBE, KUBE_EXTENDER, KUBE_MOST_ALLOCATED
 
 METRICS: tuple[tuple[str, str, str], ...] = (
     # key, column title (in full: the table wraps it), which direction is better
@@ -43,7 +43,16 @@ COUNT_TITLES = (
     "constraint violations",
 )
 """Column titles of COUNTS, in order."""
-EXTRA = ("completion_mean", "slowdown_mean", "start_delay_mean", "makespan")
+EXTRA = (
+    "completion_mean",
+    "slowdown_mean",
+    "start_delay_mean",
+    "makespan",
+    "device_start_delay_mean",
+    "device_start_delay_p95",
+)
+"""Means over seeds kept in the JSON beside METRICS; the device pods' start delays are NaN where no pod asks for a
+device (a CPU scenario)."""
 COUNTS = ("bound", "completed", "lost", "double_bound", "infeasible", "violations")
 """Summed over seeds; ``violations`` are testbed.violations' hard-constraint breaches (anti-affinity pairs, spread
 skew, extended resources over capacity, host port pairs), counted from the apiserver after each run."""
@@ -64,6 +73,8 @@ def bench_twin(scheduler: str) -> str | None:
     """The simulator policy that stands for ``scheduler`` in bench (None: no twin)."""
     if scheduler == KUBE:
         return "kube-default"
+    if scheduler == KUBE_MOST_ALLOCATED:
+        return "most-allocated-gpu"
     if scheduler == KUBE_EXTENDER:
         return None
     return scheduler

@@ -74,6 +74,29 @@ def test_pod_times_give_completion_and_slowdown_in_simulated_seconds():
     assert s["completion_mean"] == pytest.approx(65.0)  # (60 + 70) / 2 simulated seconds
     assert s["start_delay_p95"] == pytest.approx(5.0)  # 0.5 wall seconds at 10x
     assert s["slowdown_p95"] == pytest.approx(np.percentile([60 / 50, 70 / 35], 95))
+    assert s["device_pods"] == 0 and math.isnan(s["device_start_delay_p95"])  # no pod asks for a device
+
+
+def test_the_start_delay_of_the_pods_that_ask_for_devices_is_counted_apart():
+    def pod(name, created, started, gpus):
+        ann = {
+            CREATED_ANNOTATION: str(created),
+            STARTED_ANNOTATION: str(started),
+            FINISHED_ANNOTATION: str(started + 1),
+        }
+        resources = {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {"requests": {"cpu": "1", "memory": "1Gi"}}
+        spec = {"nodeName": "n", "containers": [{"name": "c", "resources": resources}]}
+        return {"metadata": {"name": name, "annotations": ann}, "spec": spec, "status": {"phase": "Succeeded"}}
+
+    pods = [pod("cpu", 100.0, 100.1, 0), pod("one-gpu", 100.0, 100.2, 1), pod("eight-gpus", 100.0, 103.0, 8)]
+    assert [judge.asks_for_devices(p) for p in pods] == [False, True, True]
+    hugepages = {"spec": {"containers": [{"resources": {"limits": {"hugepages-2Mi": "4Mi", "cpu": "1"}}}]}}
+    assert not judge.asks_for_devices(hugepages)
+    s = judge.PodTimes.from_api(pods, {}).summary(speed=10.0)
+    assert s["device_pods"] == 2
+    assert s["device_start_delay_mean"] == pytest.approx(16.0)  # (2 + 30) / 2 simulated seconds
+    assert s["device_start_delay_p95"] == pytest.approx(np.percentile([2.0, 30.0], 95))
+    assert s["start_delay_p95"] == pytest.approx(np.percentile([1.0, 2.0, 30.0], 95))
 
 
 def test_scale_scenario_keeps_node_types_in_proportion():
@@ -92,6 +115,8 @@ def test_scheduler_names_are_checked_and_have_bench_twins():
     with pytest.raises(ConfigError, match="unknown scheduler 'nope'"):
         parse_schedulers("kube-scheduler,nope")
     assert bench_twin("kube-scheduler") == "kube-default"
+    assert bench_twin("kube-scheduler-most-allocated") == "most-allocated-gpu"
+    assert parse_schedulers("kube-scheduler-most-allocated,fgd") == ["kube-scheduler-most-allocated", "fgd"]
     assert bench_twin("kube-scheduler+drs") is None
     assert bench_twin("least-loaded") == "least-loaded"
 

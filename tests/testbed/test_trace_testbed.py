@@ -1,4 +1,5 @@
-"""`testbed --trace`: a replayed trace on the real kube-apiserver and kube-scheduler, one control plane per
+"""`testbed --trace`: a replayed trace on the real kube-apiserver and kube-scheduler (its default profile and a GPU
+cluster's MostAllocated one), one control plane per
 sampling seed, GPUs requested and offered as ``nvidia.com/gpu``.
 
 The trace is a tiny generic-CSV directory written here: two CPU-only nodes and two GPU nodes of
@@ -107,7 +108,7 @@ def test_testbed_replays_a_trace_with_gpus_on_the_real_scheduler(k8s_bins, tmp_p
         seeds=[0, 1],
         pods=None,
         speed=20.0,
-        schedulers=["kube-scheduler", "drs"],
+        schedulers=["kube-scheduler", "kube-scheduler-most-allocated", "drs"],
         out_dir=tmp_path / "out",
         workdir=tmp_path / "work",
         echo=lines.append,
@@ -121,7 +122,10 @@ def test_testbed_replays_a_trace_with_gpus_on_the_real_scheduler(k8s_bins, tmp_p
         assert [r["seed"] for r in row["runs"]] == [0, 1], name
         assert [r["extended_misplaced"] for r in row["runs"]] == [0, 0], name
         assert all(r["nodes_with_metrics"] == 4 for r in row["runs"]), name
+        # half the pods ask for GPUs (read from their specs); each one's start delay is in the run's
+        assert [r["device_pods"] for r in row["runs"]] == [6, 6], name
+        assert all(np.isfinite(r["device_start_delay_p95"]) for r in row["runs"]), name
     # the bench comparison replays the same trace per seed, as bench --trace does
-    assert set(report["bench_agreement"]["policies"]) == {"kube-scheduler", "drs"}
+    assert set(report["bench_agreement"]["policies"]) == {"kube-scheduler", "kube-scheduler-most-allocated", "drs"}
     assert np.isfinite(report["schedulers"]["drs"]["imbalance"])
     assert process.live_processes() == running

@@ -1,0 +1,121 @@
+"""The device stage: before a balancing policy chooses, keep only the nodes where the bind strands fewest devices.
+
+Devices (extended resources such as ``nvidia.com/gpu``) are indivisible and not contended like cpu: what hurts is a
+node left with too few free for the pods to come. A policy that balances cpu, memory, network and disk spreads GPU
+pods over every GPU node, so a pod asking for a whole 8-GPU node finds none free and waits (docs/traces.md, slice A;
+the fill protocol's 8-GPU pods). FGD's measure says what a bind costs in devices
+(drs_prom.policies.fragmentation: the growth of the node's free devices that a typical pod of the recent mix could
+not use there), and balance cannot: so the device stage decides the devices and leaves the rest to the balance.
+
+Per decision, on a cluster where some node advertises a device resource:
+
+- per feasible node, the fragmentation growth the bind causes (``fragmentation_growth`` over the shapes of the last
+  pods bound and the pod itself, as ``fgd`` computes it); a pod asking for no device is judged by the same measure,
+  since its cpu and memory on a GPU node can leave that node's GPUs unusable;
+- keep the nodes whose growth is within ``band`` devices of the least (``within_band``); the policy then chooses
+  among them by its own scores. With several device resources, each narrows in turn (sorted by name).
+
+On a cluster where no node advertises a device, ``narrow`` returns the context itself and ``record`` keeps nothing,
+so the policy decides exactly as without the stage (the CPU suite's numbers are unchanged to the last digit).
+
+Which resources are devices: the extended resources of NodeResourcesFit, named ``vendor/name`` outside the
+``kubernetes.io`` domains (``nvidia.com/gpu``, ``amd.com/gpu``, ``aws.amazon.com/neuron``); ephemeral-storage,
+hugepages-* and attachable-volumes-* are quantities of bytes or slots, not devices.
+
+The stage is in the shipped ``drs`` (drs_prom.agent.guided.GuidedPolicy) and its teacher ``capacity-balanced-peak``
+(drs_prom.policies.teachers), so the network and the teacher see the same nodes, and the live scheduler, the
+extender and the simulator run the same code through the policy. The memory of shapes is kept by ``record``
+(a policy's ``bound``), never by ``narrow``: scoring stays pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from drs_prom.policies.contract import DecisionContext
+from drs_prom.policies.device_fit import pod_devices
+from drs_prom.policies.fragmentation import DEFAULT_SHAPES, TIE, RecentDeviceShapes, fragmentation_growth, free_of
+from drs_prom.types import NodeInfo
+
+DEVICE_BAND = 0.02
+"""How much more fragmentation than the least (in devices, expected) a node may cost and stay a candidate. Set from
+the measure's arithmetic, not tuned on any benchmark: on openb's pod mix binding a 1-GPU pod to a whole free 8-GPU node
+costs about 0.05 more than binding it to a partly used one, and taking one of 4 free GPUs about 0.01 more, so 0.02
+keeps whole 8-GPU nodes for the pods that need them while leaving the balance a choice among the partly used nodes."""
+
+
+def is_device(resource: str) -> bool:
+    """Whether ``resource`` is an extended resource (``vendor/name`` outside the ``kubernetes.io`` domains)."""
+    domain, slash, _ = resource.partition("/")
+    return bool(slash) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
+def device_resources(nodes: Sequence[NodeInfo]) -> tuple[str, ...]:
+    """The device resources some node of ``nodes`` advertises (allocatable above 0), sorted; () on a CPU cluster."""
+    found = {name for x in nodes for name, amount in x.allocatable_scalar.items() if amount > 0}
+    return tuple(sorted(name for name in found if is_device(name)))
+
+
+def within_band(growth: np.ndarray, feasible: np.ndarray, band: float) -> np.ndarray:
+    """The feasible nodes whose ``growth`` is at most the least feasible growth plus ``band`` (ties within TIE)."""
+    feasible = np.asarray(feasible, bool)
+    if not feasible.any():
+        return feasible
+    least = float(np.min(growth[feasible]))
+    return np.asarray(feasible & (growth <= least + band + TIE))
+
+
+class DeviceStage:
+    """Narrows a decision to the nodes whose device fragmentation grows least (see the module docstring).
+
+    One per policy: its memory of the recent pods' shapes (per device resource) is that policy's, filled by
+    ``record`` from the policy's ``bound``.
+    """
+
+    def __init__(self, band: float = DEVICE_BAND, size: int = DEFAULT_SHAPES) -> None:
+        if band < 0:
+            raise ValueError(f"band must not be negative, got {band}")
+        self.band = band
+        self.size = size
+        self._shapes: dict[str, RecentDeviceShapes] = {}
+
+    def _memory(self, resource: str) -> RecentDeviceShapes:
+        if resource not in self._shapes:
+            self._shapes[resource] = RecentDeviceShapes(self.size, resource)
+        return self._shapes[resource]
+
+    def keep(self, ctx: DecisionContext, resources: Sequence[str]) -> np.ndarray:
+        """The feasible nodes of ``ctx`` within the band of the least fragmentation growth, for each of
+        ``resources`` in turn."""
+        pod = ctx.pod
+        keep = np.asarray(ctx.feasible, bool)
+        for resource in resources:
+            growth = fragmentation_growth(
+                free_of(ctx, resource),
+                self._memory(resource).mix(ctx),
+                pod_devices(pod, resource),
+                int(pod.cpu_m),
+                int(pod.mem_bytes),
+            )
+            keep = within_band(growth, keep, self.band)
+        return keep
+
+    def narrow(self, ctx: DecisionContext) -> DecisionContext:
+        """``ctx`` with ``feasible`` narrowed to the band; ``ctx`` itself where no node has devices or the band keeps
+        every feasible node. Records nothing."""
+        resources = device_resources(ctx.nodes)
+        if not resources:
+            return ctx
+        keep = self.keep(ctx, resources)
+        if np.array_equal(keep, np.asarray(ctx.feasible, bool)):
+            return ctx
+        return replace(ctx, feasible=keep)
+
+    def record(self, ctx: DecisionContext) -> None:
+        """Remember the shape of ``ctx``'s pod (decided, on the nodes the filters found feasible: ``ctx`` as the
+        policy was given it, not narrowed); nothing on a cluster without devices."""
+        for resource in device_resources(ctx.nodes):
+            self._memory(resource).record(ctx)

@@ -1,0 +1,114 @@
+"""The device stage (drs_prom.policies.device_stage) on hand-worked nodes, and in the shipped ``drs`` and its teacher.
+
+The fragmentation growths below are worked out by hand in tests/test_device_baselines.py (FGD_NODES); here they decide
+which nodes the stage keeps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from drs_prom.features import N_FEATURES
+from drs_prom.policies.contract import DecisionContext, choose
+from drs_prom.policies.device_stage import DeviceStage, device_resources, is_device, within_band
+from drs_prom.registry import make_policy
+from drs_prom.types import NodeInfo
+from tests.specs import SPEC
+from tests.test_device_baselines import FGD_NODES, GI, ctx, node, pod
+
+
+def test_extended_resources_outside_the_kubernetes_domains_are_devices():
+    assert is_device("nvidia.com/gpu") and is_device("amd.com/gpu") and is_device("aws.amazon.com/neuron")
+    for name in ("cpu", "memory", "ephemeral-storage", "hugepages-2Mi", "kubernetes.io/batch-cpu", "x.kubernetes.io/y"):
+        assert not is_device(name), name
+    # a device counts where some node advertises it (allocatable above 0)
+    nodes = [
+        NodeInfo("a", 1000, GI, allocatable_scalar={"nvidia.com/gpu": 0, "hugepages-2Mi": 4}),
+        NodeInfo("b", 1000, GI, allocatable_scalar={"amd.com/gpu": 2}),
+    ]
+    assert device_resources(nodes) == ("amd.com/gpu",)
+    assert device_resources(nodes[:1]) == ()
+
+
+def test_the_band_keeps_the_feasible_nodes_near_the_least_growth():
+    growth = np.array([0.0, 0.01, 0.03, -0.5, 5.0])
+    feasible = np.array([True, True, True, False, True])
+    # the infeasible node's -0.5 does not set the least: 0.0 does, so 0.0 and 0.01 are within 0.02
+    assert within_band(growth, feasible, 0.02).tolist() == [True, True, False, False, False]
+    assert within_band(growth, feasible, 0.0).tolist() == [True, False, False, False, False]
+    assert not within_band(growth, np.zeros(5, bool), 0.02).any()
+    with pytest.raises(ValueError):
+        DeviceStage(band=-0.1)
+
+
+def test_without_devices_the_stage_hands_the_context_on_untouched():
+    cpu_nodes = [node("a", 32000, 128, used_cpu_m=16000, used_gi=64), node("b", 32000, 128)]
+    stage = DeviceStage()
+    c = ctx(cpu_nodes, pod(1000, 1))
+    assert stage.narrow(c) is c
+    stage.record(c)
+    assert stage._shapes == {}  # nothing remembered on a CPU cluster
+
+
+def test_the_stage_keeps_only_the_nodes_where_the_bind_strands_fewest_gpus():
+    # remembered: a pod of 8 GPUs + 8 cores; deciding 1 GPU + 1 core: growth A +2.5, B +3.5, C -0.5 (hand-worked in
+    # test_device_baselines): only C is within the band of the least
+    stage = DeviceStage()
+    stage.record(ctx(FGD_NODES, pod(8000, 8, gpus=8)))
+    c = ctx(FGD_NODES, pod(1000, 1, gpus=1))
+    narrowed = stage.narrow(c)
+    assert narrowed.feasible.tolist() == [False, False, True]
+    assert c.feasible.tolist() == [True, True, True]  # narrowing is pure: the caller's context is not changed
+    # a wide band keeps every node, and the stage then returns the context itself
+    assert DeviceStage(band=10.0).narrow(c) is c
+
+
+def _gpu_decision() -> DecisionContext:
+    """Two 8-GPU nodes: ``part`` has 4 GPUs and half its cpu and memory requested, and runs hot (60 % cpu);
+    ``whole`` is empty and cold. A 1-GPU pod, after an 8-GPU pod was bound."""
+    nodes = [
+        node("part", 64000, 256, gpus=8, used_cpu_m=32000, used_gi=128, used_gpus=4),
+        node("whole", 64000, 256, gpus=8),
+    ]
+    load = np.zeros((2, N_FEATURES))
+    load[0, 0] = 0.6
+    return DecisionContext(
+        pod=pod(4000, 16, gpus=1),
+        nodes=nodes,
+        feasible=np.ones(2, bool),
+        load=load,
+        pod_load=np.zeros((2, N_FEATURES)),
+    )
+
+
+@pytest.mark.parametrize("name", ["drs", "capacity-balanced-peak"])
+def test_drs_and_its_teacher_keep_a_whole_gpu_node_for_the_pods_that_need_it(name):
+    # balance alone sends the pod to the empty, cold node (capacity-balanced-overload has no device stage); the
+    # stage keeps the whole 8-GPU node free: taking one of its GPUs strands it for the 8-GPU shape (growth 7 * 0.5
+    # = 3.5), taking one of part's four costs 4 * 0.5 - 3 * 0.5 = -0.5
+    remembered = ctx(_gpu_decision().nodes, pod(8000, 8, gpus=8))
+    balance = make_policy("capacity-balanced-overload", SPEC, 2)
+    balance.bound(remembered, 0)
+    assert choose(balance, _gpu_decision())[0] == 1
+    policy = make_policy(name, SPEC, 2)
+    policy.bound(remembered, 0)
+    decision = _gpu_decision()
+    scores = policy.score(decision)
+    assert np.isneginf(scores[1]) and np.isfinite(scores[0])
+    assert choose(policy, decision)[0] == 0
+
+
+def test_drs_decides_a_cpu_cluster_as_without_the_stage():
+    # the same scores with and without the stage on a cluster with no devices, decision after decision
+    nodes = [node("a", 32000, 128, used_cpu_m=8000, used_gi=32), node("b", 16000, 64), node("c", 32000, 128)]
+    with_stage = make_policy("drs", SPEC, 3)
+    without = make_policy("drs", SPEC, 3)
+    without.devices = DeviceStage(band=float("inf"))  # keeps every node: the network's own choice
+    for cpu in (500, 2000, 4000, 1000):
+        c = ctx(nodes, pod(cpu, 2))
+        a, b = with_stage.score(c), without.score(c)
+        assert np.array_equal(a, b)
+        node_chosen = int(np.argmax(a))
+        with_stage.bound(c, node_chosen)
+        without.bound(c, node_chosen)
