@@ -60,8 +60,26 @@ def test_the_stage_keeps_only_the_nodes_where_the_bind_strands_fewest_gpus():
     narrowed = stage.narrow(c)
     assert narrowed.feasible.tolist() == [False, False, True]
     assert c.feasible.tolist() == [True, True, True]  # narrowing is pure: the caller's context is not changed
-    # a wide band keeps every node, and the stage then returns the context itself
-    assert DeviceStage(band=10.0).narrow(c) is c
+    # a wide band keeps every node by the measure; best fit on the GPUs then keeps C (1 left, against 6 and 7)
+    assert DeviceStage(band=10.0).narrow(c).feasible.tolist() == [False, False, True]
+    # a pod asking for no GPU goes where fewest are free: the CPU-only node, else the GPU node with fewest free
+    with_cpu_node = [*FGD_NODES, node("d", 32000, 128)]
+    assert DeviceStage(band=10.0).narrow(ctx(with_cpu_node, pod(1000, 1))).feasible.tolist() == [0, 0, 0, 1]
+    assert DeviceStage(band=10.0).narrow(ctx(FGD_NODES, pod(1000, 1))).feasible.tolist() == [0, 0, 1]
+    # where the stage keeps every feasible node, it returns the context itself
+    even = [node("x", 32000, 128, gpus=4), node("y", 32000, 128, gpus=4)]
+    c = ctx(even, pod(1000, 1, gpus=1))
+    assert DeviceStage().narrow(c) is c
+
+
+def test_a_whole_node_stays_whole_before_any_pod_that_needs_it_was_seen():
+    # only 1-GPU pods remembered: every node has room for the typical pod before and after, so the measure's growth
+    # is 0 on both 8-GPU nodes; best fit on the GPUs keeps the partly used one (3 left, against 7)
+    nodes = [node("part", 64000, 256, gpus=8, used_cpu_m=8000, used_gpus=4), node("whole", 64000, 256, gpus=8)]
+    stage = DeviceStage()
+    for _ in range(3):
+        stage.record(ctx(nodes, pod(1000, 1, gpus=1)))
+    assert stage.narrow(ctx(nodes, pod(1000, 1, gpus=1))).feasible.tolist() == [True, False]
 
 
 def _gpu_decision() -> DecisionContext:

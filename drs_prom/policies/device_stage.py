@@ -12,8 +12,17 @@ Per decision, on a cluster where some node advertises a device resource:
 - per feasible node, the fragmentation growth the bind causes (``fragmentation_growth`` over the shapes of the last
   pods bound and the pod itself, as ``fgd`` computes it); a pod asking for no device is judged by the same measure,
   since its cpu and memory on a GPU node can leave that node's GPUs unusable;
-- keep the nodes whose growth is within ``band`` devices of the least (``within_band``); the policy then chooses
-  among them by its own scores. With several device resources, each narrows in turn (sorted by name).
+- keep the nodes whose growth is within ``band`` devices of the least (``within_band``);
+- keep of those the nodes where the bind leaves fewest devices free (best fit on the devices, the field's GPU
+  packing): a GPU pod goes to the partly used node it fills most, a pod asking for none to a node without free
+  devices (a CPU-only node, a full GPU node) where one is left. The measure alone cannot keep whole nodes for a
+  shape the recent pods do not show: on openb a pod asking for 8 GPUs comes once in thousands, and until one is
+  among the recent pods a 1-GPU bind, or a CPU pod's cores, cost nothing by the measure on a whole free 8-GPU node;
+  packing keeps the whole node whole whatever the recent mix, and the measure, applied first, keeps the packing
+  from stranding devices behind cpu for the shapes it knows (the FGD paper's measure and its packing baseline, one
+  after the other);
+- the policy then chooses among the nodes left by its own scores. With several device resources, each narrows in
+  turn (sorted by name).
 
 On a cluster where no node advertises a device, ``narrow`` returns the context itself and ``record`` keeps nothing,
 so the policy decides exactly as without the stage (the CPU suite's numbers are unchanged to the last digit).
@@ -93,14 +102,13 @@ class DeviceStage:
         pod = ctx.pod
         keep = np.asarray(ctx.feasible, bool)
         for resource in resources:
+            free = free_of(ctx, resource)
+            asked = pod_devices(pod, resource)
             growth = fragmentation_growth(
-                free_of(ctx, resource),
-                self._memory(resource).mix(ctx),
-                pod_devices(pod, resource),
-                int(pod.cpu_m),
-                int(pod.mem_bytes),
+                free, self._memory(resource).mix(ctx), asked, int(pod.cpu_m), int(pod.mem_bytes)
             )
             keep = within_band(growth, keep, self.band)
+            keep = within_band(free.gpus - asked, keep, 0.0)  # best fit on the devices: fewest left free
         return keep
 
     def narrow(self, ctx: DecisionContext) -> DecisionContext:
