@@ -217,7 +217,8 @@ def promql_queries(config_path: str | None) -> None:
     "--policy",
     "policy_name",
     default=None,
-    help="Decide with this heuristic (e.g. balanced-load) instead of the model; for comparisons (drs-prom testbed).",
+    help="Decide with this policy instead of the model: a heuristic (e.g. balanced-load) for comparisons (drs-prom "
+    "testbed), or drs+devices (the model behind the device stage, for GPU clusters).",
 )
 @_log_format_option
 @_verbose_option(expose=True)

@@ -32,6 +32,7 @@ from drs_prom.errors import ConfigError
 from drs_prom.policies.baselines import BalancedLoad, KubeDefault, LeastLoaded, RandomPolicy, RoundRobin
 from drs_prom.policies.contract import Policy
 from drs_prom.policies.device_fit import BestFitGpu, MostAllocatedGpu
+from drs_prom.policies.device_stage import DEVICES_SUFFIX, DeviceStaged
 from drs_prom.policies.fragmentation import FragmentationGradientDescent
 from drs_prom.policies.load_aware import (
     CapacityBalancedLoad,
@@ -143,6 +144,21 @@ def _learned(name: str) -> PolicyFactory:
 
 for _name in LEARNED:
     _REGISTRY.setdefault(_name, _learned(_name))
+
+STAGED: tuple[str, ...] = ("drs" + DEVICES_SUFFIX,)
+"""``drs`` behind the device stage (drs_prom.policies.device_stage): an option for GPU clusters whose pods ask for
+whole nodes, not the default (docs/traces.md). Benchmarked by name like every other policy."""
+
+
+def _staged(inner: str) -> PolicyFactory:
+    def factory(seed: int, spec: PolicySpec) -> Policy:
+        return DeviceStaged(make_policy(inner, spec, seed))
+
+    return factory
+
+
+for _name in STAGED:
+    _REGISTRY[_name] = _staged(_name.removesuffix(DEVICES_SUFFIX))
 
 
 def policies_by_name() -> dict[str, PolicyFactory]:

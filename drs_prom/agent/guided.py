@@ -27,12 +27,6 @@ keeping) and drs-v2's (the five field heuristics) still load, with their own col
 All guides share one memory of the binds actually made (recent_binds), so their scores
 describe the cluster the policy really built. Pure numpy at inference (the network is a
 Dense chain, drs_prom.agent.numpy_policy.forward).
-
-On a cluster with devices (GPUs) the decision first passes the device stage (drs_prom.policies.device_stage): only
-the nodes where the bind strands fewest devices stay feasible, and the rows, the guides and the network see that
-narrowed decision, as the teacher does. The network was trained on clusters without devices and reads no device
-column: balance on cpu, memory, network and disk is what it knows, the stage keeps it off the nodes where balance
-would strand GPUs. Without devices the stage hands the context on untouched.
 """
 
 from __future__ import annotations
@@ -48,7 +42,6 @@ from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.config import Normalisation
 from drs_prom.policies.baselines import BalancedLoad, LeastLoaded, kube_default_scores
 from drs_prom.policies.contract import DecisionContext
-from drs_prom.policies.device_stage import DeviceStage
 from drs_prom.policies.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, full_of
 from drs_prom.policies.recent_binds import RecentBinds
 from drs_prom.policies.teachers import (
@@ -285,8 +278,6 @@ class GuidedPolicy:
         self.normalisation = normalisation
         """None: the cluster's scales, unclipped (reads_unclipped_load), as its heuristics read them."""
         self.guides = GuideScores(metric_window_seconds, guides)
-        self.devices = DeviceStage()
-        """The device stage before the network (drs_prom.policies.device_stage); a no-op without devices."""
 
     @property
     def recent(self) -> RecentBinds:
@@ -301,21 +292,15 @@ class GuidedPolicy:
         return self.scores_and_guides(ctx)[0]
 
     def scores_and_guides(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
-        """The network's score of every node (-inf where infeasible or left out by the device stage) and the
-        (len(guides), n) raw guide scores it read (what the network made of each guide's view, for
-        benchmarks/teacher_agreement.py), both on the context the device stage narrowed."""
-        staged = self.devices.narrow(ctx)
-        rows, raw = self.guides.rows(staged)
+        """The network's score of every node (-inf where infeasible) and the (len(guides), n) raw guide scores it
+        read (what the network made of each guide's view, for benchmarks/teacher_agreement.py)."""
+        rows, raw = self.guides.rows(ctx)
         if self.input_range is not None:
             rows = np.clip(rows, self.input_range[0], self.input_range[1])
         q = forward(self.layers, rows)[:, 0].astype(np.float64)
-        return np.where(np.asarray(staged.feasible, bool), q, -np.inf), raw
+        return np.where(np.asarray(ctx.feasible, bool), q, -np.inf), raw
 
     def bound(self, ctx: DecisionContext, node: int) -> None:
-        """Keep the decision ``ctx`` as the filters gave it: the device stage's shapes, then the guides' memories. Where
-        the stage narrowed it, the guides count it from ``ctx`` (GuideScores.bound), so the smoothed context moves
-        as it would without the stage."""
-        self.devices.record(ctx)
         self.guides.bound(ctx, node)
 
     @property

@@ -13,28 +13,29 @@ Per decision, on a cluster where some node advertises a device resource:
   pods bound and the pod itself, as ``fgd`` computes it); a pod asking for no device is judged by the same measure,
   since its cpu and memory on a GPU node can leave that node's GPUs unusable;
 - keep the nodes whose growth is within ``band`` devices of the least (``within_band``);
-- keep of those the nodes where the bind leaves fewest devices free (best fit on the devices, the field's GPU
-  packing): a GPU pod goes to the partly used node it fills most, a pod asking for none to a node without free
-  devices (a CPU-only node, a full GPU node) where one is left. The measure alone cannot keep whole nodes for a
-  shape the recent pods do not show: on openb a pod asking for 8 GPUs comes once in thousands, and until one is
-  among the recent pods a 1-GPU bind, or a CPU pod's cores, cost nothing by the measure on a whole free 8-GPU node;
-  packing keeps the whole node whole whatever the recent mix, and the measure, applied first, keeps the packing
-  from stranding devices behind cpu for the shapes it knows (the FGD paper's measure and its packing baseline, one
-  after the other);
+- keep of those the nodes some of whose devices are already taken, or that have none, where one is left: a whole
+  node (every device free) is broken into only when no other node in the band takes the pod. The measure alone
+  cannot keep whole nodes for a shape the recent pods do not show: on openb a pod asking for 8 GPUs comes once in
+  thousands, and until one is among the recent pods a 1-GPU bind, or a CPU pod's cores, cost nothing by the measure
+  on a whole free 8-GPU node. Keeping whole nodes whole leaves the balance its choice among every other node, where
+  best fit on the devices (the field's GPU packing) would leave it one node and cost the balance on slices without
+  such pods (docs/traces.md, "drs on GPU clusters");
 - the policy then chooses among the nodes left by its own scores. With several device resources, each narrows in
   turn (sorted by name).
 
 On a cluster where no node advertises a device, ``narrow`` returns the context itself and ``record`` keeps nothing,
-so the policy decides exactly as without the stage (the CPU suite's numbers are unchanged to the last digit).
+so the policy decides exactly as without the stage.
 
 Which resources are devices: the extended resources of NodeResourcesFit, named ``vendor/name`` outside the
 ``kubernetes.io`` domains (``nvidia.com/gpu``, ``amd.com/gpu``, ``aws.amazon.com/neuron``); ephemeral-storage,
 hugepages-* and attachable-volumes-* are quantities of bytes or slots, not devices.
 
-The stage is in the shipped ``drs`` (drs_prom.agent.guided.GuidedPolicy) and its teacher ``capacity-balanced-peak``
-(drs_prom.policies.teachers), so the network and the teacher see the same nodes, and the live scheduler, the
-extender and the simulator run the same code through the policy. The memory of shapes is kept by ``record``
-(a policy's ``bound``), never by ``narrow``: scoring stays pure.
+The stage wraps a policy (``DeviceStaged``): ``drs+devices`` is the shipped ``drs`` behind it (drs_prom.registry),
+so the live scheduler, the extender and the simulator run the same code through the policy. It is an option, not
+the default: on openb it keeps whole 8-GPU nodes for the pods that need them where spreading strands them, and costs
+1-3 % of the composite through imbalance on slices where no pod waits for a whole node (docs/traces.md, "drs on GPU
+clusters"). The memory of shapes is kept by ``record`` (a policy's ``bound``), never by ``narrow``: scoring stays
+pure.
 """
 
 from __future__ import annotations
@@ -44,9 +45,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from drs_prom.policies.contract import DecisionContext
-from drs_prom.policies.device_fit import pod_devices
+from drs_prom.config import Normalisation
+from drs_prom.policies.contract import BindMemory, DecisionContext, Policy
+from drs_prom.policies.device_fit import device_columns, pod_devices
 from drs_prom.policies.fragmentation import DEFAULT_SHAPES, TIE, RecentDeviceShapes, fragmentation_growth, free_of
+from drs_prom.policies.load_aware import full_of
 from drs_prom.types import NodeInfo
 
 DEVICE_BAND = 0.02
@@ -54,6 +57,10 @@ DEVICE_BAND = 0.02
 the measure's arithmetic, not tuned on any benchmark: on openb's pod mix binding a 1-GPU pod to a whole free 8-GPU node
 costs about 0.05 more than binding it to a partly used one, and taking one of 4 free GPUs about 0.01 more, so 0.02
 keeps whole 8-GPU nodes for the pods that need them while leaving the balance a choice among the partly used nodes."""
+
+HOT = 0.8
+"""The share of a node's capacity above which the objectives count it hot (``objectives.hot_fraction``'s default):
+best fit on the devices packs a GPU pod only onto nodes it leaves below it."""
 
 
 def is_device(resource: str) -> bool:
@@ -66,6 +73,13 @@ def device_resources(nodes: Sequence[NodeInfo]) -> tuple[str, ...]:
     """The device resources some node of ``nodes`` advertises (allocatable above 0), sorted; () on a CPU cluster."""
     found = {name for x in nodes for name, amount in x.allocatable_scalar.items() if amount > 0}
     return tuple(sorted(name for name in found if is_device(name)))
+
+
+def hot_after(ctx: DecisionContext) -> np.ndarray:
+    """Per node: whether the pod's load would take one of its resources above HOT of its capacity (unknown: not hot)."""
+    rel = (np.asarray(ctx.load, dtype=np.float64) + np.asarray(ctx.pod_load, dtype=np.float64)) / full_of(ctx)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.nan_to_num(rel, nan=0.0).max(axis=1) > HOT)
 
 
 def within_band(growth: np.ndarray, feasible: np.ndarray, band: float) -> np.ndarray:
@@ -108,7 +122,14 @@ class DeviceStage:
                 free, self._memory(resource).mix(ctx), asked, int(pod.cpu_m), int(pod.mem_bytes)
             )
             keep = within_band(growth, keep, self.band)
-            keep = within_band(free.gpus - asked, keep, 0.0)  # best fit on the devices: fewest left free
+            if asked:  # best fit on the devices, among the nodes the pod leaves cool: other nodes drain
+                cool = keep & ~hot_after(ctx)
+                keep = within_band(free.gpus - asked, cool if cool.any() else keep, 0.0)
+            else:  # a pod asking for none breaks into no whole node (every device free) where another takes it
+                alloc, used = device_columns(ctx.nodes, resource)
+                broken_in = keep & ~((alloc > 0) & (used == 0))
+                if broken_in.any():
+                    keep = broken_in
         return keep
 
     def narrow(self, ctx: DecisionContext) -> DecisionContext:
@@ -127,3 +148,51 @@ class DeviceStage:
         policy was given it, not narrowed); nothing on a cluster without devices."""
         for resource in device_resources(ctx.nodes):
             self._memory(resource).record(ctx)
+
+
+DEVICES_SUFFIX = "+devices"
+"""A policy behind the device stage is registered as its name with this suffix (``drs+devices``)."""
+
+
+class DeviceStaged:
+    """``inner`` behind the device stage: it scores only the nodes the stage keeps (-inf elsewhere), and the stage
+    remembers every decision's shape before ``inner`` does. Everything else of the contract is ``inner``'s."""
+
+    def __init__(self, inner: Policy, stage: DeviceStage | None = None) -> None:
+        self.inner = inner
+        self.stage = stage if stage is not None else DeviceStage()
+
+    @property
+    def name(self) -> str:
+        return self.inner.name + DEVICES_SUFFIX
+
+    @property
+    def version(self) -> str:
+        return self.inner.version
+
+    @property
+    def normalisation(self) -> Normalisation | None:
+        return self.inner.normalisation
+
+    @property
+    def reads_unclipped_load(self) -> bool:
+        return self.inner.reads_unclipped_load
+
+    @property
+    def recent(self) -> BindMemory | None:
+        return self.inner.recent
+
+    @property
+    def metric_window_seconds(self) -> float:
+        return self.inner.metric_window_seconds
+
+    def score(self, ctx: DecisionContext) -> np.ndarray:
+        staged = self.stage.narrow(ctx)
+        scores = np.asarray(self.inner.score(staged), dtype=np.float64)
+        return scores if staged is ctx else np.where(staged.feasible, scores, -np.inf)
+
+    def bound(self, ctx: DecisionContext, node: int) -> None:
+        """The stage remembers the shape of ``ctx``'s pod as the filters gave it; ``inner`` keeps the decision as it
+        would without the stage (the narrowing never reaches its memories)."""
+        self.stage.record(ctx)
+        self.inner.bound(ctx, node)

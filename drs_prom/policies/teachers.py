@@ -8,9 +8,7 @@ reading where the field's heuristics lose on named scenarios and then weighted o
   own running pods (``resident_relative``), minus a charge for the request room a pod's over-request would hold
   (``over_request_take``);
 - ``capacity-balanced-room``: minus the share of the recent pods' slots a bind takes (drs_prom.policies.room_keeping);
-- ``capacity-balanced-peak``: minus the node's own peak after the bind (drs_prom.policies.load_aware.peak_load); on
-  a cluster with devices (GPUs) it chooses only among the nodes where the bind strands fewest of them
-  (drs_prom.policies.device_stage), as the shipped ``drs`` does.
+- ``capacity-balanced-peak``: minus the node's own peak after the bind (drs_prom.policies.load_aware.peak_load).
 
 They are registered and benchmarked like heuristics, but never a judging baseline (drs_prom.registry.TEACHERS):
 they read ``DecisionContext.resident`` and the shapes of the pods the policy decided, which a stock scheduler
@@ -22,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from drs_prom.policies.contract import DecisionContext, node_requests
-from drs_prom.policies.device_stage import DeviceStage
 from drs_prom.policies.load_aware import (
     NO_METRICS_SCORE,
     CapacityBalancedOverload,
@@ -134,28 +131,10 @@ class CapacityBalancedPeak(CapacityBalancedRoom):
     (``peak_load``: least-loaded's measure on node-relative load, resident load included) breaks
     those near ties toward the node where the pod runs coolest. The weight (0.03) was chosen on
     generated training clusters only (docs/model.md).
-
-    On a cluster with devices its choice is among the nodes the device stage keeps (``devices``,
-    drs_prom.policies.device_stage): balance cannot see that a GPU pod spread onto a whole free 8-GPU node strands
-    the pods that need all eight. ``drs`` runs the same stage before its network, so the two agree; the guides'
-    copy of this teacher (drs_prom.agent.guided.GuideScores) scores the context ``drs`` already narrowed.
     """
 
     name = "capacity-balanced-peak"
     peak_weight = 0.03
-
-    def __init__(self, seed: int, metric_window_seconds: float, overload_penalty: float | None = None) -> None:
-        super().__init__(seed, metric_window_seconds, overload_penalty)
-        self.devices = DeviceStage()
-
-    def score(self, ctx: DecisionContext) -> np.ndarray:
-        staged = self.devices.narrow(ctx)
-        scores = super().score(staged)
-        return scores if staged is ctx else np.where(staged.feasible, scores, -np.inf)
-
-    def bound(self, ctx: DecisionContext, node: int) -> None:
-        self.devices.record(ctx)
-        super().bound(ctx, node)
 
     def scores_and_take(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
         s, take = super().scores_and_take(ctx)

@@ -39,9 +39,9 @@ DRS_CLI = (sys.executable, "-c", "from drs_prom.cli import main; main()")
 
 
 def known_schedulers() -> list[str]:
-    from drs_prom.registry import DEVICE_HEURISTICS, HEURISTICS, TEACHERS
+    from drs_prom.registry import DEVICE_HEURISTICS, HEURISTICS, STAGED, TEACHERS
 
-    return [KUBE, KUBE_MOST_ALLOCATED, KUBE_EXTENDER, DRS, *HEURISTICS, *DEVICE_HEURISTICS, *TEACHERS]
+    return [KUBE, KUBE_MOST_ALLOCATED, KUBE_EXTENDER, DRS, *STAGED, *HEURISTICS, *DEVICE_HEURISTICS, *TEACHERS]
 
 
 def real_kube_scheduler(scheduler: str) -> bool:
