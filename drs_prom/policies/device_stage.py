@@ -13,13 +13,13 @@ Per decision, on a cluster where some node advertises a device resource:
   pods bound and the pod itself, as ``fgd`` computes it); a pod asking for no device is judged by the same measure,
   since its cpu and memory on a GPU node can leave that node's GPUs unusable;
 - keep the nodes whose growth is within ``band`` devices of the least (``within_band``);
-- keep of those the nodes some of whose devices are already taken, or that have none, where one is left: a whole
-  node (every device free) is broken into only when no other node in the band takes the pod. The measure alone
-  cannot keep whole nodes for a shape the recent pods do not show: on openb a pod asking for 8 GPUs comes once in
-  thousands, and until one is among the recent pods a 1-GPU bind, or a CPU pod's cores, cost nothing by the measure
-  on a whole free 8-GPU node. Keeping whole nodes whole leaves the balance its choice among every other node, where
-  best fit on the devices (the field's GPU packing) would leave it one node and cost the balance on slices without
-  such pods (docs/traces.md, "drs on GPU clusters");
+- for a pod that asks for the device: of those, the nodes where the bind leaves fewest devices free (best fit, the
+  field's GPU packing), among the nodes the pod leaves below ``HOT`` of every resource where there is one. Packing
+  lets the other nodes drain to whole, where balance would refill the emptiest; the measure alone cannot keep whole
+  nodes for a shape the recent pods do not show (on openb a pod asking for 8 GPUs comes once in thousands, and until
+  one is among the recent pods a 1-GPU bind costs nothing by the measure on a whole free 8-GPU node);
+- for a pod that asks for none: of those, every node but the whole ones (every device free), where another takes
+  it, so its cpu and memory do not fill the node a whole-node pod needs;
 - the policy then chooses among the nodes left by its own scores. With several device resources, each narrows in
   turn (sorted by name).
 
@@ -92,7 +92,7 @@ def within_band(growth: np.ndarray, feasible: np.ndarray, band: float) -> np.nda
 
 
 class DeviceStage:
-    """Narrows a decision to the nodes whose device fragmentation grows least (see the module docstring).
+    """Narrows a decision to the nodes where the bind strands fewest devices (see the module docstring).
 
     One per policy: its memory of the recent pods' shapes (per device resource) is that policy's, filled by
     ``record`` from the policy's ``bound``.
@@ -111,8 +111,9 @@ class DeviceStage:
         return self._shapes[resource]
 
     def keep(self, ctx: DecisionContext, resources: Sequence[str]) -> np.ndarray:
-        """The feasible nodes of ``ctx`` within the band of the least fragmentation growth, for each of
-        ``resources`` in turn."""
+        """The feasible nodes of ``ctx`` the stage keeps, for each of ``resources`` in turn: the band of the least
+        fragmentation growth, then best fit for a pod asking for the device or no whole node broken for one that
+        does not (the module docstring)."""
         pod = ctx.pod
         keep = np.asarray(ctx.feasible, bool)
         for resource in resources:
@@ -133,8 +134,8 @@ class DeviceStage:
         return keep
 
     def narrow(self, ctx: DecisionContext) -> DecisionContext:
-        """``ctx`` with ``feasible`` narrowed to the band; ``ctx`` itself where no node has devices or the band keeps
-        every feasible node. Records nothing."""
+        """``ctx`` with ``feasible`` narrowed to the nodes ``keep`` keeps; ``ctx`` itself where no node has devices
+        or every feasible node is kept. Records nothing."""
         resources = device_resources(ctx.nodes)
         if not resources:
             return ctx
