@@ -151,11 +151,10 @@ class PodTimes:
         slow = np.array([c / p.work for c, p in zip(comp, done)])
         # creation -> running on a node (scheduling + bind + the twin kubelet), simulated seconds: what the
         # closed loop adds to completion times that bench does not have
-        delay = np.array([(p.started - p.created) * speed for p in done if p.started])  # type: ignore[operator]
+        started = [p for p in done if p.started]
+        delay = np.array([(p.started - p.created) * speed for p in started])  # type: ignore[operator]
         # the same for the pods that ask for devices: on a GPU cluster, what fragmentation costs is their wait
-        device_delay = np.array(
-            [(p.started - p.created) * speed for p in done if p.started and p.devices]  # type: ignore[operator]
-        )
+        device_delay = delay[np.array([p.devices for p in started], dtype=bool)] if started else delay
         return {
             "pods": len(self.pods),
             "bound": sum(p.node is not None for p in self.pods),

@@ -24,6 +24,7 @@ import yaml
 
 from drs_prom.config import Normalisation
 from drs_prom.errors import ConfigError
+from drs_prom.policies.device_fit import CPU_WEIGHT, GPU, GPU_WEIGHT, MEMORY_WEIGHT
 from drs_prom.testbed.build import ControlPlaneError
 from drs_prom.testbed.controlplane import ControlPlane
 from drs_prom.testbed.process import LOOPBACK, ManagedProcess, free_port, wait_http
@@ -75,9 +76,9 @@ def most_allocated_profile() -> dict[str, Any]:
     strategy = {
         "type": "MostAllocated",
         "resources": [
-            {"name": "cpu", "weight": 1},
-            {"name": "memory", "weight": 1},
-            {"name": "nvidia.com/gpu", "weight": 2},
+            {"name": "cpu", "weight": CPU_WEIGHT},
+            {"name": "memory", "weight": MEMORY_WEIGHT},
+            {"name": GPU, "weight": GPU_WEIGHT},
         ],
     }
     return {
