@@ -48,14 +48,14 @@ def verdict(run: dict[str, Any], candidate: str) -> dict[str, Any]:
     best = best_reference(others, seeds)
     vs_best = relative_interval(by_policy[candidate], by_policy[best])
     mean = {p: float(np.mean([by_policy[p][s] for s in seeds])) for p in (candidate, REFERENCE)}
-    harmed = harm(mean[candidate], slowdown_p95(run, candidate), mean[REFERENCE], slowdown_p95(run, REFERENCE))
+    p95 = {p: slowdown_p95(run, p) for p in (candidate, REFERENCE)}
     return {
         "best": best,
         "vs_best": vs_best,
         "non_inferior": not vs_best.inferior(NON_INFERIORITY_MARGIN),
         "composite_ratio": mean[candidate] / mean[REFERENCE],
-        "slowdown_p95_ratio": slowdown_p95(run, candidate) / slowdown_p95(run, REFERENCE),
-        "harm": harmed,
+        "slowdown_p95_ratio": p95[candidate] / p95[REFERENCE],
+        "harm": harm(mean[candidate], p95[candidate], mean[REFERENCE], p95[REFERENCE]),
         "seeds": len(seeds),
     }
 
