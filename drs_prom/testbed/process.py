@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import random
 import signal
 import socket
 import ssl
@@ -32,11 +33,47 @@ _REGISTRY: dict[int, ManagedProcess] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
+_HANDED_OUT: set[int] = set()
+_PORT_LOCK = threading.Lock()
+_PORT_TRIES = 200
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for the local ports of outgoing connections (Linux's default when unreadable)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
+    """A TCP port that was free on 127.0.0.1 a moment ago, outside the kernel's ephemeral range.
+
+    A port from ``bind(0)`` comes from the ephemeral range, so between this call and the server's own bind any
+    outgoing connection on the host may take it as its local port, and a client that already probes the address (a
+    Prometheus scrape of a target about to start) can even connect to itself on it; either way the server's bind
+    fails with "Address already in use". Ports below the range are never handed to outgoing connections. Each port
+    is handed out once per process, so two servers started side by side never get the same one.
+    """
+    low, _high = _ephemeral_range()
+    first = 20000 if low > 21000 else 1025
+    rng = random.Random()
+    with _PORT_LOCK:
+        for _ in range(_PORT_TRIES):
+            port = rng.randrange(first, low)
+            if port in _HANDED_OUT:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((LOOPBACK, port))
+                except OSError:
+                    continue
+            _HANDED_OUT.add(port)
+            return port
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # a crowded host: the kernel's choice
+            s.bind((LOOPBACK, 0))
+            return int(s.getsockname()[1])
 
 
 def tail(path: Path, n: int = 40) -> str:

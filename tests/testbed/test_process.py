@@ -95,3 +95,19 @@ def test_a_child_started_from_a_short_lived_thread_outlives_the_thread(tmp_path)
     finally:
         made[0].stop()
     assert not made[0].alive()
+
+
+def test_free_ports_are_outside_the_ephemeral_range_bindable_and_never_repeated():
+    """Outgoing connections take their local port from the ephemeral range, so a port chosen there can be gone
+    before the server binds it (or a client probing the address can connect to itself on it)."""
+    import socket
+
+    from drs_prom.testbed.process import LOOPBACK, _ephemeral_range, free_port
+
+    low, high = _ephemeral_range()
+    ports = [free_port() for _ in range(50)]
+    assert len(set(ports)) == len(ports)
+    assert all(not (low <= p <= high) for p in ports)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, ports[-1]))
+        s.listen()
