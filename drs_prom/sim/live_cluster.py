@@ -36,6 +36,7 @@ from drs_prom.features import N_FEATURES
 from drs_prom.policies.contract import Policy
 from drs_prom.sim.cluster import Cluster, Nodes
 from drs_prom.sim.env import EpisodeResult, SchedulingEnv
+from drs_prom.sim.page_server import serve_pages
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload
 from exporters.node_exporter import NodeCollector, NodeCounters, build_registry, multi_node_app
@@ -297,19 +298,12 @@ class SimExporter:
         return build_registry(NodeCollector(partial(self.live.counters, i), node_name=self.live.nodes.names[i]))
 
     def _serve(self, port: int, app: Callable[..., Any], name: str) -> tuple[Any, threading.Thread]:
-        """``app`` on ``self.host:port`` in a thread per request, as prometheus_client's own server does.
+        """``app`` on ``self.host:port`` by a bounded number of threads (drs_prom.sim.page_server).
 
         Pages go out uncompressed: Prometheus scrapes these targets on this host, where gzipping every page of
         every node at every scrape only spends the CPU that the scheduler under test and the control plane share
         with this process."""
-        from wsgiref.simple_server import make_server
-
-        from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
-
-        httpd = make_server(self.host, port, app, ThreadingWSGIServer, handler_class=_SilentHandler)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True, name=name)
-        thread.start()
-        return httpd, thread
+        return serve_pages(self.host, port, app, name)
 
     def _node_app(self, i: int) -> Callable[..., Any]:
         from prometheus_client import make_wsgi_app

@@ -35,6 +35,7 @@ from prometheus_client.registry import Collector
 
 from drs_prom.errors import ConfigError
 from drs_prom.sim.live_cluster import LiveCluster
+from drs_prom.sim.page_server import serve_pages
 from exporters.node_exporter import build_registry
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
@@ -157,16 +158,10 @@ class CadvisorExporter:
         return app
 
     def start(self) -> CadvisorExporter:
-        from wsgiref.simple_server import make_server
-
-        from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
-
         try:
-            httpd = make_server(self.host, 0, self._app(), ThreadingWSGIServer, handler_class=_SilentHandler)
+            httpd, thread = serve_pages(self.host, 0, self._app(), "twin-kubelet-cadvisor")
         except OSError as exc:
             raise ConfigError(f"cannot listen on {self.host}: {exc.strerror or exc}") from None
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True, name="twin-kubelet-cadvisor")
-        thread.start()
         self._server = (httpd, thread)
         self.address = f"{self.host}:{httpd.server_port}"
         return self
