@@ -42,7 +42,7 @@ from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.config import Normalisation
 from drs_prom.policies.baselines import BalancedLoad, LeastLoaded, kube_default_scores
 from drs_prom.policies.contract import DecisionContext
-from drs_prom.policies.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, full_of
+from drs_prom.policies.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, CapacityTerms, full_of
 from drs_prom.policies.recent_binds import RecentBinds
 from drs_prom.policies.teachers import (
     CapacityBalancedPeak,
@@ -161,8 +161,8 @@ class GuideScores:
             TEACHER: self._room_scores,
             ROOM_TEACHER: self._room_scores,
             RESIDENT_TEACHER: self.cbr.node_scores,
-            "capacity-balanced-overload": self.cbo.node_scores,
-            "capacity-balanced": self.cb.node_scores,
+            "capacity-balanced-overload": self._cbo_scores,
+            "capacity-balanced": self._cb_scores,
             "balanced-load": self.bl._score,
             "least-loaded": self.ll._score,
             "kube-default": kube_default_scores,
@@ -171,6 +171,7 @@ class GuideScores:
         self._resident = guides[0] in RESIDENT_READERS
         self._room = guides[0] in ROOM_KEEPERS
         self._take = np.zeros(0)
+        self._terms: tuple[DecisionContext, CapacityTerms] | None = None
         self.context = ClusterFeatures()
         self.trend = ArrivalTrend()
         self._staged: tuple[DecisionContext, tuple[np.ndarray, float, float], tuple[float, float]] | None = None
@@ -185,10 +186,27 @@ class GuideScores:
         scores, self._take = self.room.scores_and_take(ctx)
         return scores
 
+    def _capacity_terms(self, ctx: DecisionContext) -> CapacityTerms:
+        """capacity-balanced's terms of ``ctx``, once per ``heuristic_scores`` call: capacity-balanced and
+        capacity-balanced-overload read the same load on the same memory of binds and differ only in the penalty."""
+        if self._terms is None or self._terms[0] is not ctx:
+            self._terms = (ctx, self.cb.node_terms(ctx))
+        return self._terms[1]
+
+    def _cbo_scores(self, ctx: DecisionContext) -> np.ndarray:
+        return self.cbo.scores_of(ctx, self._capacity_terms(ctx))
+
+    def _cb_scores(self, ctx: DecisionContext) -> np.ndarray:
+        return self.cb.scores_of(ctx, self._capacity_terms(ctx))
+
     def heuristic_scores(self, ctx: DecisionContext) -> np.ndarray:
         """(len(guides), n) raw scores in guide order (kube-default without its random tie-break); a room-keeping
         teacher counts the pod's own shape among the recent ones."""
-        return np.stack([f(ctx) for f in self._scorers])
+        self._terms = None  # the memory of binds may have changed since the last call, even for this context
+        try:
+            return np.stack([f(ctx) for f in self._scorers])
+        finally:
+            self._terms = None
 
     def rows(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
         """(n, len(guided_columns(guides))) float32 input rows and the (len(guides), n) raw heuristic scores.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -64,6 +65,14 @@ class DecisionContext:
     """(n,) 0..100 per node from the score terms every policy shares (PodTopologySpread's ScheduleAnyway
     constraints, drs_prom.constraints.spread_score); ``choose`` adds them to the policy's own scores. None: no such term."""
 
+    @cached_property
+    def node_names(self) -> tuple[str, ...]:
+        """The names of ``nodes``, in order: read once per context, since the guided network's guides and their
+        memories (recent binds, recent shapes) all key on them, each a loop over every candidate node."""
+        return tuple(map(_NAME, self.nodes))
+
+
+_NAME = operator.attrgetter("name")
 
 NODE_REQUEST_COLUMNS = (
     "requested_cpu_m",

@@ -262,16 +262,33 @@ def peak_load(after: np.ndarray) -> np.ndarray:
     return np.asarray(after.max(axis=1) + after.mean(axis=1))
 
 
+CapacityTerms = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Per node: the imbalance after the bind, the overload it adds and the node's peak after it (capacity_terms)."""
+
+
+def capacity_terms(rel: np.ndarray, pod: np.ndarray) -> CapacityTerms:
+    """The terms of capacity_balanced_scores that do not depend on the overload penalty, from node-relative load
+    ``rel`` and the pod's relative load ``pod``: computed once, they serve capacity-balanced and
+    capacity-balanced-overload alike when both score one decision (the guided network's guides)."""
+    after = rel + pod
+    added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
+    return imbalance_if_placed(rel, pod), added, peak_load(after)
+
+
+def scores_from_terms(terms: CapacityTerms, overload_penalty: float) -> np.ndarray:
+    """capacity_balanced_scores from its capacity_terms."""
+    imbalance, added, peak = terms
+    s = -imbalance - overload_penalty * added
+    s -= 1e-3 * peak
+    return s
+
+
 def capacity_balanced_scores(rel: np.ndarray, pod: np.ndarray, overload_penalty: float) -> np.ndarray:
     """capacity-balanced's score of each node from node-relative load ``rel`` and the pod's relative load ``pod``
     (both (n, N_FEATURES)): minus the imbalance after placing it there and ``overload_penalty`` x the overload it
     adds, ties broken toward the least loaded node. Shared by every capacity-balanced variant, whatever load it
     reads."""
-    after = rel + pod
-    added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
-    s = -imbalance_if_placed(rel, pod) - overload_penalty * added
-    s -= 1e-3 * peak_load(after)
-    return s
+    return scores_from_terms(capacity_terms(rel, pod), overload_penalty)
 
 
 class CapacityBalancedLoad(RemembersRecentBinds):
@@ -289,10 +306,17 @@ class CapacityBalancedLoad(RemembersRecentBinds):
         self.overload_penalty = self.overload_penalty_default if overload_penalty is None else overload_penalty
 
     def node_scores(self, ctx: DecisionContext) -> np.ndarray:
+        return self.scores_of(ctx, self.node_terms(ctx))
+
+    def node_terms(self, ctx: DecisionContext) -> CapacityTerms:
+        """capacity_terms of every node on the metrics plus this policy's recent binds, over each node's capacity."""
         full = full_of(ctx)
         rel = (np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + self.recent.pending(ctx)) / full
-        s = capacity_balanced_scores(rel, np.asarray(ctx.pod_load, dtype=np.float64) / full, self.overload_penalty)
-        return np.where(has_metrics(ctx), s, NO_METRICS_SCORE)
+        return capacity_terms(rel, np.asarray(ctx.pod_load, dtype=np.float64) / full)
+
+    def scores_of(self, ctx: DecisionContext, terms: CapacityTerms) -> np.ndarray:
+        """The node scores from ``node_terms(ctx)`` (or another policy's on the same memory of binds)."""
+        return np.where(has_metrics(ctx), scores_from_terms(terms, self.overload_penalty), NO_METRICS_SCORE)
 
     def score(self, ctx: DecisionContext) -> np.ndarray:
         return self.node_scores(ctx)

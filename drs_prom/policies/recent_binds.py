@@ -8,7 +8,6 @@ learned policy share this one implementation.
 
 from __future__ import annotations
 
-import operator
 from collections import deque
 from itertools import repeat, takewhile
 
@@ -16,8 +15,6 @@ import numpy as np
 
 from drs_prom.features import N_FEATURES
 from drs_prom.policies.contract import DecisionContext, PolicyBase
-
-_NAME = operator.attrgetter("name")
 
 
 class RecentBinds:
@@ -62,7 +59,7 @@ class RecentBinds:
     def pending(self, ctx: DecisionContext) -> np.ndarray:
         """Per node of ``ctx``, the load of the remembered binds that ``ctx.load`` does not show, as of the time it
         was measured (``ctx.measured_at``, else ``ctx.now``)."""
-        return self.faded(tuple(map(_NAME, ctx.nodes)), ctx.now if ctx.measured_at is None else ctx.measured_at)
+        return self.faded(ctx.node_names, ctx.now if ctx.measured_at is None else ctx.measured_at)
 
     def faded(self, names: tuple[str, ...], now: float) -> np.ndarray:
         """(len(names), N_FEATURES): per node, the remembered rows faded to ``now`` (what is still missing from, or

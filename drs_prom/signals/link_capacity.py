@@ -58,16 +58,20 @@ def parse(labels: Mapping[str, str]) -> tuple[np.ndarray, list[str]]:
 
 
 def matrix(nodes: Iterable[tuple[str, Mapping[str, str]]]) -> tuple[np.ndarray, list[str]]:
-    """(n, len(LINK_FEATURES)) parse() of each (node name, labels), and every message, prefixed with the node."""
-    rows: list[np.ndarray] = []
+    """(n, len(LINK_FEATURES)) parse() of each (node name, labels), and every message, prefixed with the node.
+
+    Only the nodes that carry a capacity label are parsed; the others' rows stay NaN. A caller without the node
+    table's parsed matrix (the extender, a decision handed plain NodeInfos) reads every candidate's labels per
+    decision, and most nodes carry none."""
+    pairs = list(nodes)
+    out = np.full((len(pairs), len(CAPACITY_LABELS)), np.nan)
     errors: list[str] = []
-    for name, labels in nodes:
-        row, errs = parse(labels)
-        rows.append(row)
+    for i, (name, labels) in enumerate(pairs):
+        if labels.keys().isdisjoint(CAPACITY_LABELS):
+            continue
+        out[i], errs = parse(labels)
         errors.extend(f"node {name}: {e}" for e in errs)
-    if not rows:
-        return np.zeros((0, len(CAPACITY_LABELS))), errors
-    return np.vstack(rows), errors
+    return out, errors
 
 
 def labels_for(link_bytes: np.ndarray) -> dict[str, str]:

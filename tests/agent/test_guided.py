@@ -62,7 +62,7 @@ def test_rows_are_finite_and_named_even_without_metrics():
     rows, raw = GuideScores(WINDOW).rows(ctx)
     assert rows.shape == (len(ctx.nodes), N_GUIDED) and np.isfinite(rows).all()
     assert raw.shape == (len(GUIDES), len(ctx.nodes))
-    nan_ctx = type(ctx)(**{**ctx.__dict__, "load": np.full_like(ctx.load, np.nan)})
+    nan_ctx = dataclasses.replace(ctx, load=np.full_like(ctx.load, np.nan))
     rows, _ = GuideScores(WINDOW).rows(nan_ctx)
     assert np.isfinite(rows).all()
 
@@ -159,7 +159,7 @@ def test_cluster_features_are_finite_named_and_see_node_sizes():
     ctx = env.reset(3)
     x = decision_features(ctx, 30.0, 0.5)
     assert x.shape == (len(CLUSTER_FEATURES),) and np.isfinite(x).all()
-    nan_ctx = type(ctx)(**{**ctx.__dict__, "load": np.full_like(ctx.load, np.nan)})
+    nan_ctx = dataclasses.replace(ctx, load=np.full_like(ctx.load, np.nan))
     y = decision_features(nan_ctx, 30.0, 0.5)
     assert np.isfinite(y).all() and y[CLUSTER_FEATURES.index("stale_share")] == 1.0
     tracker = ClusterFeatures(alpha=0.5)
