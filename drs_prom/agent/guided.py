@@ -128,8 +128,9 @@ def score_gaps(scores: np.ndarray, feasible: np.ndarray) -> tuple[np.ndarray, np
     first = np.zeros(len(s))
     if not f.any():
         return gap, first
-    best = s[f].max()
-    sd = float(s[f].std())
+    rated = s[f]
+    best = rated.max()
+    sd = float(rated.std())
     d = s - best
     gap = np.where(f, np.clip(d / (sd + 1e-9), -GAP_CLIP, 0.0), -GAP_CLIP)
     first = (f & (d >= -1e-12)).astype(np.float64)

@@ -44,10 +44,19 @@ def spread_eligible(pod: PodRequest, c: SpreadConstraint, node: NodeInfo) -> boo
 def count_matching(selector: LabelSelector, namespace: str, pods: Sequence[PodRecord]) -> int:
     """Pods of ``namespace`` that ``selector`` selects, terminating ones aside (PodTopologySpread's count;
     an empty selector counts nothing, as in kube-scheduler)."""
-    if is_everything(selector):
+    if is_everything(selector) or selector.nothing:
         return 0
+    if selector.match_expressions:
+        return sum(
+            1
+            for p in pods
+            if not p.terminating and p.namespace == namespace and tuple_selector_matches(selector, p.labels)
+        )
+    # matchLabels only (the common selector): tuple_selector_matches' test, inline, since a ScheduleAnyway score
+    # counts every placed pod in the cluster for each pod it decides
+    pairs = selector.match_labels
     return sum(
-        1 for p in pods if not p.terminating and p.namespace == namespace and tuple_selector_matches(selector, p.labels)
+        1 for p in pods if not p.terminating and p.namespace == namespace and all(map(p.labels.__contains__, pairs))
     )
 
 
