@@ -16,6 +16,7 @@ compares like with like.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import filterfalse, repeat
 
 import numpy as np
 
@@ -54,14 +55,13 @@ class RecentShapes:
         if len(self._cols) + len(names) > max(4 * len(names), 1024):
             self.clear()  # node churn: start over rather than keep columns for nodes long gone
         cols = self._cols
-        for name in names:
-            if name not in cols:
-                cols[name] = len(cols)
+        for name in filterfalse(cols.__contains__, names):  # only the new names reach this loop's body
+            cols[name] = len(cols)
         if len(cols) > self._mask.shape[1]:
             grown = np.zeros((self.size, max(2 * self._mask.shape[1], len(cols), 16)), dtype=bool)
             grown[:, : self._mask.shape[1]] = self._mask
             self._mask = grown
-        return np.fromiter((cols[name] for name in names), np.intp, len(names))
+        return np.fromiter(map(cols.__getitem__, names), np.intp, len(names))
 
     def record(self, ctx: DecisionContext) -> None:
         """Remember ``ctx.pod``'s requests and the nodes feasible for it (call once per pod decided)."""
@@ -84,7 +84,7 @@ class RecentShapes:
         k, i = min(self._count + 1, self.size), self._next
         cpu, mem = self._cpu[:k].copy(), self._mem[:k].copy()
         cpu[i], mem[i] = cpu_m, mem_bytes
-        cols = np.fromiter((self._cols.get(name, -1) for name in names), np.intp, len(names))
+        cols = np.fromiter(map(self._cols.get, names, repeat(-1)), np.intp, len(names))
         known = cols >= 0
         mask = np.zeros((k, len(names)), dtype=bool)
         if known.any() and self._mask.shape[1]:
