@@ -46,7 +46,7 @@ def scores(
         return None
     keys = [c.topology_key for c in constraints]
     filtered = [nodes[i] for i in candidates]
-    ignored = [not all(k in n.labels for k in keys) for n in filtered]
+    ignored = [not all(map(n.labels.__contains__, keys)) for n in filtered]
     domains: list[dict[str, int]] = [{} for _ in constraints]
     for n, skip in zip(filtered, ignored):
         if skip:
@@ -58,7 +58,7 @@ def scores(
     weights = [math.log((kept if key == HOSTNAME else len(domains[i])) + 2) for i, key in enumerate(keys)]
     if any(domains):
         for node in nodes:
-            if not all(k in node.labels for k in keys):
+            if not all(map(node.labels.__contains__, keys)):
                 continue
             pods = near.pods_by_node.get(node.name, ())
             if not pods:

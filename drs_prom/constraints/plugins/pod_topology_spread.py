@@ -52,11 +52,14 @@ def count_matching(selector: LabelSelector, namespace: str, pods: Sequence[PodRe
             for p in pods
             if not p.terminating and p.namespace == namespace and tuple_selector_matches(selector, p.labels)
         )
-    # matchLabels only (the common selector): tuple_selector_matches' test, inline, since a ScheduleAnyway score
-    # counts every placed pod in the cluster for each pod it decides
+    # matchLabels only (the common selector): tuple_selector_matches' test, inline and first (it turns most pods
+    # away), since a ScheduleAnyway score counts every placed pod in the cluster for each pod it decides
     pairs = selector.match_labels
+    if len(pairs) == 1:
+        pair = pairs[0]
+        return sum(1 for p in pods if pair in p.labels and not p.terminating and p.namespace == namespace)
     return sum(
-        1 for p in pods if not p.terminating and p.namespace == namespace and all(map(p.labels.__contains__, pairs))
+        1 for p in pods if all(map(p.labels.__contains__, pairs)) and not p.terminating and p.namespace == namespace
     )
 
 
