@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from exporters.bounded_server import BoundedThreads
+
 DEFAULT_MAX_IN_FLIGHT = 32
 DEFAULT_WAIT_SECONDS = 1.0
 
@@ -35,30 +37,12 @@ def serve_pages(
 
     from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 
-    class BoundedWSGIServer(ThreadingWSGIServer):
+    class BoundedWSGIServer(BoundedThreads, ThreadingWSGIServer):
         request_queue_size = 256  # socketserver's 5 would drop SYNs, and the client retries only a second later
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            self.slots = threading.BoundedSemaphore(max_in_flight)
-            self.refused = 0
+            self.bound_threads(max_in_flight, wait_seconds)
             super().__init__(*args, **kwargs)
-
-        def process_request(self, request: Any, client_address: Any) -> None:
-            if not self.slots.acquire(timeout=wait_seconds):
-                self.refused += 1
-                self.shutdown_request(request)
-                return
-            try:
-                super().process_request(request, client_address)
-            except BaseException:
-                self.slots.release()
-                raise
-
-        def process_request_thread(self, request: Any, client_address: Any) -> None:
-            try:
-                super().process_request_thread(request, client_address)
-            finally:
-                self.slots.release()
 
     httpd = make_server(host, port, app, BoundedWSGIServer, handler_class=_SilentHandler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True, name=name)

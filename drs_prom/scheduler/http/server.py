@@ -24,6 +24,7 @@ from drs_prom.config import ServingSettings
 from drs_prom.errors import ConfigError
 from drs_prom.scheduler.http.secure_serving import DelegatedAuth, tls_context
 from drs_prom.types import KubeClient
+from exporters.bounded_server import BoundedThreads
 
 log = logging.getLogger(__name__)
 
@@ -141,11 +142,11 @@ class QuietHandler(BaseHTTPRequestHandler):
         pass
 
 
-class BoundedHTTPServer(ThreadingHTTPServer):
+class BoundedHTTPServer(BoundedThreads, ThreadingHTTPServer):
     """A thread per connection, at most ``max_connections`` at once (more wait in the listen
-    queue for up to one request deadline, then are closed), so a flood of idle connections
-    cannot grow threads and memory without bound; TLS is negotiated in the connection's
-    thread, never in the accept loop."""
+    queue for up to one request deadline, by which the watchdog has cut any slow client holding
+    a slot, then are closed), so a flood of idle connections cannot grow threads and memory
+    without bound; TLS is negotiated in the connection's thread, never in the accept loop."""
 
     daemon_threads = True
     request_queue_size = 128
@@ -161,8 +162,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self.serving = serving
         self.tls = tls
         self.auth = auth
-        self.slots = threading.BoundedSemaphore(serving.max_connections)
-        self.refused = 0
+        self.bound_threads(serving.max_connections, serving.request_timeout_seconds)
         self.slow_clients_cut = 0
         super().__init__(address, handler)
 
@@ -172,31 +172,16 @@ class BoundedHTTPServer(ThreadingHTTPServer):
             sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         return sock, addr
 
-    def process_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
-        # All slots busy: wait (new connections queue in the kernel) at most one request
-        # deadline, by which the watchdog has cut any slow client holding a slot.
-        if not self.slots.acquire(timeout=self.serving.request_timeout_seconds):
-            self.refused += 1
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self.slots.release()
-            raise
-
-    def process_request_thread(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
-        try:
-            if isinstance(request, ssl.SSLSocket):
-                request.settimeout(self.serving.request_timeout_seconds)
-                try:
-                    request.do_handshake()
-                except (OSError, ValueError):
-                    self.shutdown_request(request)
-                    return
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
+    def finish_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
+        """The TLS handshake first, in the connection's own thread and under the request deadline; a failed one
+        ends the connection (process_request_thread shuts it down and frees its slot)."""
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(self.serving.request_timeout_seconds)
+            try:
+                request.do_handshake()
+            except (OSError, ValueError):
+                return
+        super().finish_request(request, client_address)
 
     def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
         log.debug("connection from %s ended with an error", client_address, exc_info=True)
