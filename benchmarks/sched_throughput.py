@@ -73,11 +73,31 @@ profiles:
 """
 
 
+OWNERS = 0
+"""``--owners N``: each pod belongs to one of N ReplicaSets (0: bare pods, each its own owner)."""
+
+
+def pod_name(i: int) -> str:
+    """A bare pod's name, or the name a ReplicaSet's generateName gives its pod (``<replicaset>-<suffix>``)."""
+    return f"bench-{i % OWNERS}-{i:05d}" if OWNERS else f"p{i:05d}"
+
+
+def owner_meta(name: str) -> dict:
+    """The metadata a ReplicaSet's pod carries (its controller reference and the ReplicaSet's label), for a pod
+    named by pod_name; nothing for a bare pod. The ReplicaSets are not created: no controller runs here, and
+    kube-scheduler's default spreading finds no selector for an owner it cannot list, as drs-prom's does."""
+    if not OWNERS:
+        return {}
+    rs = name.rsplit("-", 1)[0]
+    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": f"uid-{rs}", "controller": True}
+    return {"labels": {"app": rs}, "ownerReferences": [ref]}
+
+
 def pod(name: str, scheduler: str) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name},
+        "metadata": {"name": name, **owner_meta(name)},
         "spec": {
             "schedulerName": scheduler,
             "terminationGracePeriodSeconds": 0,
@@ -224,7 +244,7 @@ def create_pods(
             delay = t0 + i / rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-        name = f"p{i:05d}"
+        name = pod_name(i)
         core.create_namespaced_pod(ns, pod(name, scheduler), _preload_content=False)
         if created is not None:
             created[name] = time.monotonic()
@@ -802,8 +822,16 @@ def main() -> None:
     ap.add_argument("--pin", action="store_true", help="control plane and schedulers on separate cores")
     ap.add_argument("--rate", type=float, default=0.0, help="create pods at this many per second (default: flat out)")
     ap.add_argument("--extender", action="store_true", help="also kube-scheduler with drs-prom as its extender")
+    ap.add_argument(
+        "--owners",
+        type=int,
+        default=0,
+        help="pods belong to this many ReplicaSets, as most pods of a cluster belong to a controller (default 0: "
+        "bare pods, so drs-prom's usage estimate reads the history of every pod's owner and image apart)",
+    )
     args = ap.parse_args()
-    global PIN
+    global PIN, OWNERS
+    OWNERS = max(0, args.owners)
     if args.pin:
         PIN = Pinning(sorted(os.sched_getaffinity(0)))
         PIN.pin_plane()
@@ -1014,6 +1042,7 @@ def summarise(results: list[dict], drains: list[dict], counts: list[int], args: 
         "prometheus": bool(args.prometheus),
         "model": args.model or str(default_model_path().relative_to(REPO)),
         "rate": args.rate,
+        "owners": OWNERS,
         "pin": PIN.describe() if PIN is not None else None,
         "nodes": {},
     }

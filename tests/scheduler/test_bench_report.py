@@ -180,3 +180,23 @@ def test_the_throughput_benchmark_measures_the_model_that_ships():
     assert bench.default_model_path is default_model_path
     text = (BENCH / "sched_throughput.py").read_text()
     assert "drs-v1.keras" not in text and "drs-v6.keras" not in text and "drs-v7.keras" not in text
+
+
+def test_owned_pods_resolve_to_their_replicaset_as_the_usage_estimate_reads_owners(monkeypatch):
+    """--owners N: the pods are named and referenced as a ReplicaSet's pods are, so drs-prom's usage estimate sees
+    N owners (one history read per owner, not one per pod) and its owner query selects exactly their pods."""
+    import re
+
+    from drs_prom.usage.owners import pod_name_regex, top_owner
+
+    bench = load("sched_throughput")
+    monkeypatch.setattr(bench, "OWNERS", 3)
+    pods = [bench.pod(bench.pod_name(i), "drs-scheduler") for i in range(9)]
+    owners = [top_owner(p) for p in pods]
+    assert sorted(set(owners)) == ["ReplicaSet/bench-0", "ReplicaSet/bench-1", "ReplicaSet/bench-2"]
+    for p, owner in zip(pods, owners):
+        assert re.fullmatch(pod_name_regex(owner), p["metadata"]["name"])
+        assert p["metadata"]["labels"] == {"app": owner.split("/")[1]}
+    monkeypatch.setattr(bench, "OWNERS", 0)
+    bare = bench.pod(bench.pod_name(7), "drs-scheduler")
+    assert top_owner(bare) == "Pod/p00007" and "ownerReferences" not in bare["metadata"]

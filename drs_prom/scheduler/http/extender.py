@@ -83,22 +83,25 @@ class Extender:
         if node_list is not None and (node_list.get("items") is not None or not _get(args, "NodeNames")):
             return list(node_list.get("items") or []), {}, False
         names = _get(args, "NodeNames") or []
-        known = dict(self.cache.nodes) if self.cache is not None else {}
-        found = [known[n] for n in names if n in known]
-        missing = {n: "node not in drs-prom extender cache" for n in names if n not in known}
+        known = self.cache.nodes if self.cache is not None else {}
+        looked = [(n, known.get(n)) for n in names]  # one lookup per named node, not a copy of the whole cache
+        found = [obj for _, obj in looked if obj is not None]
+        missing = {n: "node not in drs-prom extender cache" for n, obj in looked if obj is None}
         return found, missing, True
 
     def _infos(self, node_objs: list[dict[str, Any]]) -> list[NodeInfo]:
-        if self.cache is not None and self.cache.synced:
-            cached = {n.name: n for n in self.cache.node_infos()}
-        else:
-            cached = {}
-        out = []
-        for obj in node_objs:
-            name = obj["metadata"]["name"]
-            # prefer the watched object (with bound-pod requests); fall back to what was sent
-            out.append(cached.get(name) or kube.to_node_info(obj))
-        return out
+        """NodeInfo of each node sent, from the watch cache's node table where it has the node (with the requests
+        of the pods bound and assumed there), else parsed from what was sent.
+
+        Only the named nodes are built, and the table keeps each built NodeInfo until its node's requests change,
+        so the prioritize call that follows a filter call for the same pod reuses what the filter built."""
+        names = [obj["metadata"]["name"] for obj in node_objs]
+        if self.cache is None or not self.cache.synced:
+            return [kube.to_node_info(obj) for obj in node_objs]
+        view = self.cache.view()
+        rows = [view.table.index.get(name) for name in names]
+        built = iter(view.infos([i for i in rows if i is not None]))
+        return [next(built) if i is not None else kube.to_node_info(obj) for obj, i in zip(node_objs, rows)]
 
     def filter(self, args: dict[str, Any]) -> dict[str, Any]:
         pod = _get(args, "Pod") or {}
