@@ -130,13 +130,14 @@ def run_testbed(
     stages = cluster_stages(sc, seeds, echo)
     model = model_path or default_model()
     n_nodes = max(stage.n_nodes for stage, _ in stages)
+    servable = auto_scrape_seconds(n_nodes)
     if scrape_seconds is None:
-        scrape_seconds = auto_scrape_seconds(n_nodes)
-    elif scrape_seconds < auto_scrape_seconds(n_nodes):
+        scrape_seconds = servable
+    elif scrape_seconds < servable:
         echo(
             f"warning: {n_nodes} simulated nodes' pages every {scrape_seconds:g}s may outrun the one process that "
             f"serves them; nodes will go stale and drs-prom fall back (metrics_stale). The default for this size: "
-            f"--scrape {auto_scrape_seconds(n_nodes):g}."
+            f"--scrape {servable:g}."
         )
     cfg = RunConfig(
         speed=speed,
