@@ -172,7 +172,7 @@ class GuideScores:
         self._resident = guides[0] in RESIDENT_READERS
         self._room = guides[0] in ROOM_KEEPERS
         self._take = np.zeros(0)
-        self._terms: tuple[DecisionContext, CapacityTerms] | None = None
+        self._terms: CapacityTerms | None = None  # set only while heuristic_scores runs
         self.context = ClusterFeatures()
         self.trend = ArrivalTrend()
         self._staged: tuple[DecisionContext, tuple[np.ndarray, float, float], tuple[float, float]] | None = None
@@ -190,9 +190,9 @@ class GuideScores:
     def _capacity_terms(self, ctx: DecisionContext) -> CapacityTerms:
         """capacity-balanced's terms of ``ctx``, once per ``heuristic_scores`` call: capacity-balanced and
         capacity-balanced-overload read the same load on the same memory of binds and differ only in the penalty."""
-        if self._terms is None or self._terms[0] is not ctx:
-            self._terms = (ctx, self.cb.node_terms(ctx))
-        return self._terms[1]
+        if self._terms is None:
+            self._terms = self.cb.node_terms(ctx)
+        return self._terms
 
     def _cbo_scores(self, ctx: DecisionContext) -> np.ndarray:
         return self.cbo.scores_of(ctx, self._capacity_terms(ctx))
@@ -203,11 +203,10 @@ class GuideScores:
     def heuristic_scores(self, ctx: DecisionContext) -> np.ndarray:
         """(len(guides), n) raw scores in guide order (kube-default without its random tie-break); a room-keeping
         teacher counts the pod's own shape among the recent ones."""
-        self._terms = None  # the memory of binds may have changed since the last call, even for this context
         try:
             return np.stack([f(ctx) for f in self._scorers])
         finally:
-            self._terms = None
+            self._terms = None  # the memory of binds changes between calls, even for the same context
 
     def rows(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
         """(n, len(guided_columns(guides))) float32 input rows and the (len(guides), n) raw heuristic scores.
