@@ -26,7 +26,7 @@ demo: $(VENV)/.installed
 	$(BIN)/drs-prom demo
 
 ## test-deps: Prometheus, node_exporter, VictoriaMetrics, openssl (Debian; root for apt-get) and etcd/kube-apiserver/
-##            kube-controller-manager/kube-scheduler/kubectl/promtool/helm
+##            kube-controller-manager/kube-scheduler/kubectl/promtool/helm/descheduler
 ## (built once with Go >= 1.26 into ~/.cache/drs-prom: 0.5 GB of binaries; up to 6.6 GB of Go caches and temporary
 ## files while they build); never stops or starts a service of the host
 test-deps:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the integration tests start: Debian's prometheus (+ promtool), the real
 # prometheus-node-exporter, victoria-metrics (single-node; the any-PromQL-store test) and openssl (test certificates), then builds (once, into ~/.cache/drs-prom, from the Go module
-# proxy) upstream promtool and etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kubectl.
+# proxy) upstream promtool, etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kubectl and the descheduler.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 need=()
@@ -34,6 +34,8 @@ fi
 # Debian's promtool is built without kubernetes_sd_configs; the config check needs upstream's.
 bash "$here/tests/prom/promtool/build.sh"
 bash "$here/drs_prom/testbed/k8s_recipe/build.sh"
+# kubernetes-sigs/descheduler, the rebalancer drs-prom rebalance is measured against, built like the binaries above.
+bash "$here/drs_prom/testbed/descheduler_recipe/build.sh" >/dev/null
 # helm (helm.sh/helm/v4) for the chart tests, built like the binaries above.
 bash "$here/deploy/helm/tools/build.sh" >/dev/null
 # The image test (tests/image, opt-in with DRS_TEST_IMAGE=1) builds and starts the image with Debian's tools.

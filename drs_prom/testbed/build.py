@@ -67,13 +67,11 @@ def how_to_build() -> str:
     return "build them once with `drs-prom testbed --build` (Go >= 1.25 on PATH, 10-20 min) or set DRS_K8S_BIN"
 
 
-def build_binaries(timeout: float = 3600.0, log_path: str | os.PathLike[str] | None = None) -> Path:
-    """Run build.sh (fast no-op when already built) and return the bin dir.
+def run_recipe(script: Path, log_file: Path, timeout: float) -> Path:
+    """Run a build recipe (``bash script`` in its folder, stderr to ``log_file``) and return the path it prints last.
 
-    Raises ControlPlaneError with a one-line reason on failure.
-    """
-    script = build_dir() / "build.sh"
-    log_file = Path(log_path) if log_path else Path(tempfile.gettempdir()) / "drs-prom-k8s-build.log"
+    Every recipe here is idempotent, locked and prints its output's path as the last line of stdout. Raises
+    ControlPlaneError with a one-line reason on failure."""
     try:
         with open(log_file, "wb") as err:
             proc = subprocess.run(
@@ -82,21 +80,30 @@ def build_binaries(timeout: float = 3600.0, log_path: str | os.PathLike[str] | N
                 stderr=err,
                 stdin=subprocess.DEVNULL,
                 timeout=timeout,
-                cwd=str(build_dir()),
+                cwd=str(script.parent),
                 check=False,
             )
     except subprocess.TimeoutExpired:
-        raise ControlPlaneError(f"build.sh timed out after {timeout:.0f}s (log: {log_file})") from None
+        raise ControlPlaneError(f"{script.name} timed out after {timeout:.0f}s (log: {log_file})") from None
     except OSError as e:
         raise ControlPlaneError(f"cannot run {script}: {e}") from None
     if proc.returncode != 0:
         tail = [ln for ln in log_file.read_text(errors="replace").splitlines() if ln.strip()]
         why = next((ln for ln in reversed(tail) if "ERROR" in ln), tail[-1] if tail else "no output")
-        raise ControlPlaneError(f"build.sh failed rc={proc.returncode}: {why.strip()} (log: {log_file})")
+        raise ControlPlaneError(f"{script} failed rc={proc.returncode}: {why.strip()} (log: {log_file})")
     lines = [ln for ln in proc.stdout.decode(errors="replace").splitlines() if ln.strip()]
     if not lines:
-        raise ControlPlaneError(f"build.sh printed no bin dir (log: {log_file})")
-    bin_dir = Path(lines[-1].strip())
+        raise ControlPlaneError(f"{script} printed no path (log: {log_file})")
+    return Path(lines[-1].strip())
+
+
+def build_binaries(timeout: float = 3600.0, log_path: str | os.PathLike[str] | None = None) -> Path:
+    """Run build.sh (fast no-op when already built) and return the bin dir.
+
+    Raises ControlPlaneError with a one-line reason on failure.
+    """
+    log_file = Path(log_path) if log_path else Path(tempfile.gettempdir()) / "drs-prom-k8s-build.log"
+    bin_dir = run_recipe(build_dir() / "build.sh", log_file, timeout)
     missing = missing_binaries(bin_dir)
     if missing:
         raise ControlPlaneError(f"build.sh succeeded but {bin_dir} lacks {', '.join(missing)}")

@@ -7,6 +7,7 @@ from series Prometheus stored and the rebalancer queried. Waits are bounded poll
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,14 @@ from drs_prom.rebalance.metrics import RebalanceMetrics
 from drs_prom.rebalance.reads import node_quantiles, pod_usage
 from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.stores.journal import Journal
+from drs_prom.testbed.build import ControlPlaneError
+from drs_prom.testbed.descheduler import (
+    build_descheduler,
+    low_node_utilization_policy,
+    start_descheduler,
+    token_secret,
+    utilisation_query,
+)
 from tests.rebalance.conftest import LABEL, Harness, pod_body, running
 from tests.waiting import wait_for
 
@@ -399,3 +408,82 @@ def test_kube_scheduler_puts_a_replacement_back_on_the_hot_node_unless_it_is_tai
         if scheduler in control_plane.schedulers:
             control_plane.schedulers.remove(scheduler)
         actions.sync_taints(h.api, "drs.io/hot", (), h.nodes)
+
+
+@pytest.fixture(scope="module")
+def descheduler_bin():
+    """kubernetes-sigs/descheduler built from the Go module proxy (once; a no-op afterwards)."""
+    try:
+        return build_descheduler()
+    except ControlPlaneError as e:
+        pytest.fail(f"the descheduler is unavailable: {e}", pytrace=False)
+
+
+def descheduler_rounds(h: Harness, control_plane, binary, ns: str, settings, workdir, until, what: str) -> str:
+    """The real descheduler (LowNodeUtilization on the stored series, the rebalancer's thresholds and budgets) on the
+    harness's nodes, a round every 2 s, until ``until(log)`` holds (bounded); returns its log.
+
+    Rounds, not one: its Prometheus client is made by a Secret reconciler that starts beside the first round, so a
+    single round (``--descheduling-interval 0``) may run before it has a client and end without looking."""
+    core = client.CoreV1Api(h.api)
+    core.create_namespaced_secret(ns, token_secret(ns, "descheduler-prometheus"))
+    query = utilisation_query(settings.rebalance.window)
+    policy = low_node_utilization_policy(
+        settings.rebalance, h.prometheus.url, query, (ns, "descheduler-prometheus"), node_selector=f"{LABEL}=yes"
+    )
+    ca = control_plane.ca_file.read_bytes()
+    proc = start_descheduler(binary, workdir, control_plane.admin_kubeconfig, ca, policy, interval_seconds=2)
+    try:
+        wait_for(lambda: proc.alive() and until(proc.log_tail(2000)), 120, what)
+    finally:
+        proc.stop()
+    return proc.log_tail(2000)
+
+
+ROUND = re.compile(r'"Number of evictions/requests" totalEvicted=(\d+)')
+
+
+def evicted(h: Harness, ns: str, names: list[str]) -> list[str]:
+    out = []
+    for p in names:
+        got = pod_json(h, ns, p)
+        if got is None or got["metadata"].get("deletionTimestamp"):
+            out.append(p)
+    return out
+
+
+def test_the_real_descheduler_reads_the_stored_series_and_evicts_from_the_hot_node_within_its_budget(
+    harness, namespace, clean, control_plane, descheduler_bin, tmp_path
+):
+    h = harness
+    a, b = h.nodes[0], h.nodes[1]
+    hot = replica_set(h, namespace, "load", [(a, 2.4), (a, 2.4), (a, 2.4)])
+    calm = replica_set(h, namespace, "calm", [(b, 0.5)])
+    s = h.settings(namespace, mode="evict", max_per_node=1)
+    wait_hot(h, s, {a}, {h.nodes[3]})
+    # What the descheduler is given is what the rebalancer reads: each node's share, under its name.
+    seen = {r["metric"]["instance"]: float(r["value"][1]) for r in h.prometheus.query(utilisation_query("20s"))}
+    assert set(h.nodes) <= set(seen) and seen[a] > 0.8 and all(seen[n] < 0.7 for n in h.nodes[1:])
+    log = descheduler_rounds(
+        h, control_plane, descheduler_bin, namespace, s, tmp_path,
+        lambda _: evicted(h, namespace, hot), "the descheduler to evict from the hot node",
+    )  # fmt: skip
+    rounds = [int(n) for n in ROUND.findall(log)]
+    assert rounds and max(rounds) <= 1, log  # its per-node budget, one hot node: at most one eviction per round
+    assert not evicted(h, namespace, calm)
+    assert "overutilized" in log.lower()
+
+
+def test_the_real_descheduler_meets_the_same_disruption_budget(
+    harness, namespace, clean, control_plane, descheduler_bin, tmp_path
+):
+    h = harness
+    a = h.nodes[2]
+    pods = replica_set(h, namespace, "kept", [(a, 3.0), (a, 3.5)], budget=2)
+    s = h.settings(namespace, mode="evict")
+    wait_hot(h, s, {a}, {h.nodes[3]})
+    descheduler_rounds(
+        h, control_plane, descheduler_bin, namespace, s, tmp_path,
+        lambda log: "disruption budget" in log.lower(), "the descheduler to try and meet the budget",
+    )  # fmt: skip
+    assert not evicted(h, namespace, pods)

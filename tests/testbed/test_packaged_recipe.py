@@ -26,6 +26,7 @@ def test_the_wheel_carries_the_build_recipe(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for f in RECIPE:
         assert f"drs_prom/testbed/k8s_recipe/{f}" in names
+        assert f"drs_prom/testbed/descheduler_recipe/{f}" in names
 
 
 def test_the_recipe_is_found_beside_the_module_and_names_the_pinned_version(monkeypatch):
