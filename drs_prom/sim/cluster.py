@@ -228,7 +228,7 @@ class Cluster:
         n = len(self.nodes)
         idx = self.running
         where = self.node_of[idx]
-        dem = self._pod_demand(idx)
+        dem = self.demand_now(idx)
         total = self.nodes.idle.copy()
         for f in range(N_FEATURES):
             total[:, f] += np.bincount(where, weights=dem[:, f], minlength=n)
@@ -246,7 +246,7 @@ class Cluster:
         self._rates = (speed, used, total)
         return self._rates
 
-    def _pod_demand(self, idx: np.ndarray) -> np.ndarray:
+    def demand_now(self, idx: np.ndarray) -> np.ndarray:
         """Full-speed demand of pods ``idx`` now: the workload's, times its usage profile where it has one."""
         wl = self.workload
         if wl.usage_times is None or wl.usage_factor is None:

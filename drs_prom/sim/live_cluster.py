@@ -24,7 +24,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Literal
 
@@ -51,14 +51,23 @@ class ScheduledBind:
     work: float
     cpu_m: int
     mem_bytes: int
+    factor: np.ndarray | None = None  # (K + 1, N_FEATURES) on demand between the usage changes; None: constant
 
 
 class LiveCluster:
     """The simulator on a wall clock. Thread-safe; every public call first catches up to now."""
 
     def __init__(
-        self, scenario: Scenario, speed: float = 1.0, slots: int = 4096, clock: Callable[[], float] = time.monotonic
+        self,
+        scenario: Scenario,
+        speed: float = 1.0,
+        slots: int = 4096,
+        clock: Callable[[], float] = time.monotonic,
+        usage_times: np.ndarray | None = None,
     ) -> None:
+        """``usage_times``: when pods' usage changes (simulated seconds since the start, a drifting workload's
+        ``Workload.usage_times``); a pod bound with a ``factor`` then uses its demand times the factor of the span it
+        is in, as the simulator runs that workload (drs_prom.sim.drift)."""
         if speed <= 0:
             raise ConfigError("speed must be positive")
         self.scenario = scenario
@@ -76,6 +85,9 @@ class LiveCluster:
             mem_bytes=np.zeros(n_slots, dtype=np.int64),
             node_selector=({},) * n_slots,
         )
+        if usage_times is not None:
+            times = np.asarray(usage_times, dtype=np.float64)
+            self._wl = replace(self._wl, usage_times=times, usage_factor=np.ones((n_slots, len(times) + 1, N_FEATURES)))
         self.cluster = Cluster(self.nodes, self._wl, metric_window=0.0)
         self.cluster.finish[:] = 0.0  # every slot starts free
         self.pod_names: dict[int, str] = {}
@@ -130,8 +142,10 @@ class LiveCluster:
         work_seconds: float,
         cpu_m: int = 0,
         mem_bytes: int = 0,
+        factor: np.ndarray | None = None,
     ) -> None:
-        """Start a pod on ``node`` now: ``demand`` in absolute FEATURES units, ``work_seconds`` at full speed."""
+        """Start a pod on ``node`` now: ``demand`` in absolute FEATURES units, ``work_seconds`` at full speed,
+        ``factor`` its usage profile over the cluster's ``usage_times`` (ignored without them)."""
         with self._lock:
             self._catch_up()
             self._bind_now(
@@ -143,6 +157,7 @@ class LiveCluster:
                     float(work_seconds),
                     int(cpu_m),
                     int(mem_bytes),
+                    factor,
                 )
             )
 
@@ -166,6 +181,8 @@ class LiveCluster:
         wl.arrival[slot] = c.t
         wl.cpu_m[slot] = b.cpu_m
         wl.mem_bytes[slot] = b.mem_bytes
+        if wl.usage_factor is not None:
+            wl.usage_factor[slot] = 1.0 if b.factor is None else b.factor
         c.node_of[slot] = -1
         c.remaining[slot] = wl.work[slot]
         c.pod_cum[slot] = 0.0  # a reused slot's counters start from zero, as a new container's do
@@ -206,7 +223,8 @@ class LiveCluster:
         env.run(policy, seed=seed, on_step=lambda info: binds.append((info.t, info.pod, info.node_index)))
         wl = env.workload
         index = {name: i for i, name in enumerate(wl.names)}
-        live = cls(scenario, speed=speed, slots=max(64, len(wl)), clock=clock)
+        live = cls(scenario, speed=speed, slots=max(64, len(wl)), clock=clock, usage_times=wl.usage_times)
+        factors = wl.usage_factor
         live._schedule = [
             ScheduledBind(
                 t,
@@ -216,6 +234,7 @@ class LiveCluster:
                 float(wl.work[index[name]]),
                 int(wl.cpu_m[index[name]]),
                 int(wl.mem_bytes[index[name]]),
+                None if factors is None else factors[index[name]],
             )
             for t, name, node in binds
         ]
@@ -265,13 +284,14 @@ class LiveCluster:
     def pod_counters(self, node: int) -> dict[str, np.ndarray]:
         """The pods running on ``node`` now: name -> what their cAdvisor series read, in FEATURES order: CPU
         core-seconds, network and disk bytes as counters (``Cluster.pod_cum`` divided by ``speed``, as ``counters``)
-        and the memory the pod holds now in bytes (its demand: memory is held, not throttled)."""
+        and the memory the pod holds now in bytes (its demand now, its usage profile's where it drifts: memory is
+        held, not throttled)."""
         with self._lock:
             self._catch_up()
             c = self.cluster
             slots = c.running[c.node_of[c.running] == node]
             values = c.pod_cum[slots] / self.speed
-            values[:, 1] = self._wl.demand[slots, 1]
+            values[:, 1] = c.demand_now(slots)[:, 1]
             return {self.pod_names[int(s)]: v for s, v in zip(slots.tolist(), values)}
 
     def features(self) -> np.ndarray:

@@ -186,7 +186,8 @@ class Testbed:
         rundir = self.workdir / ns
         rundir.mkdir(parents=True, exist_ok=True)
         self.cp.create_namespace(ns)
-        live = LiveCluster(self.scenario, speed=cfg.speed, slots=max(64, 2 * len(wl)), clock=time.time)
+        slots = max(64, 2 * len(wl))
+        live = LiveCluster(self.scenario, speed=cfg.speed, slots=slots, clock=time.time, usage_times=wl.usage_times)
         owners = pod_owners(wl)
         exporter = SimExporter(live, mode=cfg.exporter_mode).start()
         cadvisor: CadvisorExporter | None = None
@@ -212,7 +213,15 @@ class Testbed:
                 speed=cfg.speed,
             )
             marks, truth = TESTBED_TAINT if self.kubeconfig else None, owners.truth(wl)
-            kubelet = TwinKubelet(self.api, ns, live, node_marks=marks, truth=truth, containers=cadvisor.containers)
+            kubelet = TwinKubelet(
+                self.api,
+                ns,
+                live,
+                node_marks=marks,
+                truth=truth,
+                containers=cadvisor.containers,
+                usage_factors=owners.usage_factors(wl),
+            )
             kubelet.start()
             if not kubelet.watch.synced.wait(30):
                 raise ConfigError("the twin kubelet's pod watch never synced")

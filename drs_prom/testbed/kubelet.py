@@ -33,6 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from drs_prom.constraints import chain
 from drs_prom.features import N_FEATURES
 from drs_prom.scheduler.watch import kube
@@ -143,16 +145,19 @@ class TwinKubelet:
         node_marks: Mapping[str, str] | None = None,
         truth: Mapping[str, PodTruth] | None = None,
         containers: Containers | None = None,
+        usage_factors: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         """``node_marks``: a taint (NoSchedule) and label key=value every node carries beside the
         scenario's own (the testbed's mark on a ``--kubeconfig`` cluster), admitted like the others.
         ``truth``: pod name -> its true demand and work (a pod not in it idles UNKNOWN_WORK_SECONDS).
-        ``containers``: where the running pods' containers are registered for the cAdvisor page."""
+        ``containers``: where the running pods' containers are registered for the cAdvisor page.
+        ``usage_factors``: pod name -> its usage profile over ``live``'s usage changes (a drifting workload's)."""
         from kubernetes import client
 
         self.core = client.CoreV1Api(api)
         self.ns, self.live, self.poll = namespace, live, poll_seconds
         self.truth: Mapping[str, PodTruth] = truth or {}
+        self.usage_factors: Mapping[str, np.ndarray] = usage_factors or {}
         self.containers = containers if containers is not None else Containers()
         self.give_up_seconds = 180.0
         self._mark_labels = {node_marks["key"]: node_marks["value"]} if node_marks else {}
@@ -241,7 +246,7 @@ class TwinKubelet:
             demand, work = self.truth.get(name, ((0.0,) * N_FEATURES, UNKNOWN_WORK_SECONDS))
             ctr = _first_container(spec)
             self.containers.add(Container(self.ns, name, ctr.get("name", ""), ctr.get("image", "")))
-            self.live.bind(name, node, demand, work, req.cpu_m, req.mem_bytes)
+            self.live.bind(name, node, demand, work, req.cpu_m, req.mem_bytes, self.usage_factors.get(name))
             started = time.time()
             r = self._requested[node]
             r[0] += req.cpu_m

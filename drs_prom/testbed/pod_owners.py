@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from drs_prom.errors import ConfigError
 from drs_prom.sim.workload import Workload
 
@@ -95,6 +97,13 @@ class PodOwners:
     def truth(self, wl: Workload) -> dict[str, tuple[tuple[float, ...], float]]:
         """Pod name -> its true demand and full-speed work in ``wl`` (what the twin kubelet runs)."""
         return {name: (tuple(float(x) for x in wl.demand[i]), float(wl.work[i])) for i, name in enumerate(self.names)}
+
+    def usage_factors(self, wl: Workload) -> dict[str, np.ndarray]:
+        """Pod name -> its usage profile over ``wl.usage_times`` (a drifting workload's; empty for one that does not
+        drift): what the twin kubelet multiplies its demand by, span by span, as the simulator does."""
+        if wl.usage_factor is None:
+            return {}
+        return {name: wl.usage_factor[i] for i, name in enumerate(self.names)}
 
     def work(self, wl: Workload) -> dict[str, float]:
         """Pod name -> its full-speed work in ``wl`` (simulated seconds: what the judge's slowdowns divide by)."""

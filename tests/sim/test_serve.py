@@ -40,6 +40,34 @@ def test_replay_reproduces_the_simulated_episode():
     assert np.nanmax(wl_finish) == pytest.approx(live.expected.makespan + 0.0, rel=1e-9)
 
 
+def test_a_pods_usage_follows_its_profile_over_the_clusters_usage_changes():
+    now = [0.0]
+    live = LiveCluster(load_scenario("drs-paper"), speed=1.0, clock=lambda: now[0], usage_times=np.array([10.0]))
+    demand = np.array([1.0, 2**30, 0, 0, 0, 0])
+    steps = np.ones((2, len(FEATURES)))
+    steps[1] = 2.5  # from t = 10 on, two and a half times the demand on every signal
+    live.bind("drifts", "worker-1", demand, work_seconds=1e6, factor=steps)
+    live.bind("steady", "worker-2", demand, work_seconds=1e6)
+    now[0] = 20.0
+    drifts, steady = live.pod_counters(0)["drifts"], live.pod_counters(1)["steady"]
+    assert drifts[0] == pytest.approx(10 * 1.0 + 10 * 2.5) and drifts[1] == pytest.approx(2.5 * 2**30)
+    assert steady[0] == pytest.approx(20.0) and steady[1] == pytest.approx(2**30)
+
+
+def test_replay_runs_a_drifting_workload_with_its_usage_profile():
+    from drs_prom.registry import make_policy
+
+    sc = load_scenario("drift-steps").truncated(60)
+    now = [0.0]
+    live = LiveCluster.replay(sc, make_policy("round-robin", SPEC), seed=0, speed=1.0, clock=lambda: now[0])
+    wl = live.cluster.workload
+    assert wl.usage_times is not None and wl.usage_factor is not None
+    assert any(b.factor is not None and not np.all(b.factor == 1.0) for b in live._schedule)
+    now[0] = 1e7
+    assert live.sim_time == pytest.approx(1e7)
+    assert np.nanmax(live.cluster.finish[:60]) == pytest.approx(live.expected.makespan, rel=1e-9)
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize(("mode", "speed"), [("ports", 1.0), ("paths", 10.0)])
 def test_real_prometheus_scrapes_simulated_nodes(tmp_path, mode, speed):

@@ -9,6 +9,7 @@ import pytest
 from drs_prom.errors import ConfigError
 from drs_prom.sim.scenario import Scenario, load_scenario
 from drs_prom.sim.workload import generate
+from drs_prom.testbed.closed_loop import workload_for
 from drs_prom.testbed.driver import (
     USAGE_ANNOTATIONS,
     UsageLeak,
@@ -134,3 +135,16 @@ def test_a_run_that_was_not_told_fails_on_a_pod_that_carried_a_usage_annotation(
     assert checked_annotations([pod("a")], created, told=False, run="tb1") == 0
     with pytest.raises(UsageLeak, match=r"run tb1 was not told .* 2 of the 3 pods .*b: drs.io/profile"):
         checked_annotations(pods, created, told=False, run="tb1")
+
+
+def test_a_drifting_workloads_pods_carry_their_usage_profile_to_the_twin_kubelet():
+    wl = workload_for(load_scenario("drift-steps"), seed=1, pods=40)
+    owners = pod_owners(wl)
+    factors = owners.usage_factors(wl)
+    assert wl.usage_times is not None and wl.usage_factor is not None
+    assert set(factors) == set(owners.names)
+    rows = owners.rows()
+    assert all(factors[n] is wl.usage_factor[rows[n]] or (factors[n] == wl.usage_factor[rows[n]]).all() for n in rows)
+    assert any((f != 1.0).any() for f in factors.values())  # some pod's usage steps
+    steady = generate(load_scenario("drs-paper").truncated(10), 0)
+    assert pod_owners(steady).usage_factors(steady) == {}
