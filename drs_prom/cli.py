@@ -397,7 +397,8 @@ def _trace(
     default="kube-scheduler,drs",
     show_default=True,
     help="Comma-separated: kube-scheduler, kube-scheduler+drs (a second kube-scheduler scoring with drs-prom's extender, "
-    "the chart's mode kube-scheduler), drs, or a heuristic name (drs-prom run --policy).",
+    "the chart's mode kube-scheduler), drs, or a heuristic name (drs-prom run --policy); any of them followed by "
+    "+rebalance (drs-prom rebalance beside it) or +descheduler (the real kubernetes-sigs descheduler).",
 )
 @click.option(
     "--faults",

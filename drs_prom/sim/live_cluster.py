@@ -190,6 +190,21 @@ class LiveCluster:
         c.bind(slot, b.node)
         self.pod_names[slot] = b.name
 
+    def evict(self, name: str) -> float | None:
+        """Take running pod ``name`` off its node now (an eviction: it stops using anything and frees its slot);
+        returns the full-speed work it had left (simulated seconds), or None when it is not running (it ended)."""
+        with self._lock:
+            self._catch_up()
+            c = self.cluster
+            slot = next((s for s, n in self.pod_names.items() if n == name), None)
+            if slot is None or slot not in c.running:
+                return None
+            c.evict(slot)
+            left = float(c.remaining[slot])
+            c.finish[slot] = c.t  # the slot is free again; nothing is reported as finished
+            del self.pod_names[slot]
+            return left
+
     def pop_finished(self) -> list[tuple[str, float, float]]:
         """Pods completed since the last call: (name, simulated start, simulated finish), in order."""
         with self._lock:

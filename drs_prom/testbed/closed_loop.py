@@ -18,71 +18,42 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from drs_prom.errors import ConfigError
 from drs_prom.scheduler.write.kube_response import drained
 from drs_prom.signals import link_capacity, promql
 from drs_prom.sim.cluster import Nodes
-from drs_prom.sim.env import ESTIMATED, TOLD
 from drs_prom.sim.live_cluster import LiveCluster, SimExporter
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload, generate
-from drs_prom.testbed import judge, violations, zonal_claims
+from drs_prom.testbed import zonal_claims
 from drs_prom.testbed.cadvisor import KUBELET_JOB, CadvisorExporter
 from drs_prom.testbed.controlplane import TESTBED_TAINT, ControlPlane
-from drs_prom.testbed.driver import RUN_LABEL, WorkloadDriver, checked_annotations
+from drs_prom.testbed.driver import RUN_LABEL, WorkloadDriver
 from drs_prom.testbed.heartbeat import NodeHeartbeat
 from drs_prom.testbed.kubelet import TwinKubelet
-from drs_prom.testbed.pod_owners import PodOwners, pod_owners
+from drs_prom.testbed.pod_owners import pod_owners
 from drs_prom.testbed.process import free_port
 from drs_prom.testbed.prom_server import PrometheusProc, start_prometheus, wait_until
+from drs_prom.testbed.rebalancers import RunningRebalancer, scaled_settings, start_for_run
+from drs_prom.testbed.replacements import Replacements
+from drs_prom.testbed.run_context import RunConfig, RunContext
+from drs_prom.testbed.run_verdict import judge_run
 from drs_prom.testbed.schedulers import (
     RunningScheduler,
     metrics_ports_needed,
     rss_bytes,
     scheduler_name_for,
+    split_rebalancer,
     start_scheduler,
 )
-from drs_prom.testbed.stored_usage import run_pod_table
 
 log = logging.getLogger(__name__)
 
 
 DRS_METRICS_JOB = "drs-scheduler"
-
-
-@dataclass
-class RunConfig:
-    speed: float = 10.0
-    scrape_seconds: float = 0.25
-    exporter_mode: str = "ports"  # "paths" for many nodes
-    model_path: str | None = None
-    replicas: int = 1
-    deadline_factor: float = 4.0  # give up waiting for completions after this x the expected wall time
-    told_usage: bool = False  # annotate every pod with drs.io/demand (the told regime); else nothing says usage
-
-
-@dataclass
-class RunContext:
-    """What a fault script may act on during a run."""
-
-    testbed: Testbed
-    namespace: str
-    live: LiveCluster
-    exporter: SimExporter
-    cadvisor: CadvisorExporter
-    prom: PrometheusProc
-    sched: RunningScheduler
-    kubelet: TwinKubelet
-    driver: WorkloadDriver
-    owners: PodOwners  # the pods' names on the apiserver and their owners
-    started: float
-    notes: dict[str, Any] = field(default_factory=dict)
 
 
 FaultScript = Callable[[RunContext], dict[str, Any]]
@@ -182,6 +153,7 @@ class Testbed:
         assert self.cp is not None
         cfg = self.config
         self._runs += 1
+        base, rebalancer = split_rebalancer(scheduler)
         ns = f"tb{self._runs}-{_slug(scheduler)}-s{seed}"
         rundir = self.workdir / ns
         rundir.mkdir(parents=True, exist_ok=True)
@@ -195,13 +167,15 @@ class Testbed:
         sched: RunningScheduler | None = None
         kubelet: TwinKubelet | None = None
         driver: WorkloadDriver | None = None
+        rebal: RunningRebalancer | None = None
+        replacements: Replacements | None = None
         t_wall0 = time.monotonic()
         try:
             cadvisor = CadvisorExporter(live).start()
-            ports = [free_port() for _ in range(metrics_ports_needed(scheduler, cfg.replicas))]
+            ports = [free_port() for _ in range(metrics_ports_needed(base, cfg.replicas))]
             prom = self._start_prometheus(rundir, [exporter.scrape_config("node"), cadvisor.scrape_config()], ports)
             sched = start_scheduler(
-                scheduler,
+                base,
                 self.cp,
                 rundir,
                 prom.url,
@@ -225,10 +199,19 @@ class Testbed:
             kubelet.start()
             if not kubelet.watch.synced.wait(30):
                 raise ConfigError("the twin kubelet's pod watch never synced")
-            name, external, told = scheduler_name_for(scheduler), self.kubeconfig is not None, cfg.told_usage
+            name, external, told = scheduler_name_for(base), self.kubeconfig is not None, cfg.told_usage
             driver = WorkloadDriver(self.api, wl, ns, name, cfg.speed, ns, external=external, told=told, owners=owners)
+            if rebalancer is not None:
+                replacements = Replacements(self.scenario, wl, owners, driver, kubelet)
+                kubelet.on_evicted = replacements.on_evicted
+                replacements.start()
+                settings = scaled_settings(self.scenario, cfg.speed, ns)
+                rebal = start_for_run(
+                    rebalancer, self.cp, rundir, self.scenario.norm, cfg, settings, prom.url, external
+                )
             driver.start()
             ctx = RunContext(self, ns, live, exporter, cadvisor, prom, sched, kubelet, driver, owners, time.time())
+            ctx.replacements, ctx.rebalancer = replacements, rebalancer
             fault_thread: threading.Thread | None = None
             fault_result: dict[str, Any] = {}
             if fault_script is not None:
@@ -241,9 +224,9 @@ class Testbed:
                 fault_thread.join(300)
             end = time.time() + 3 * cfg.scrape_seconds
             time.sleep(3 * cfg.scrape_seconds)
-            return self._judge(scheduler, seed, ctx, wl, end, prom_rss, time.monotonic() - t_wall0, fault_result)
+            return judge_run(scheduler, seed, ctx, wl, end, prom_rss, time.monotonic() - t_wall0, fault_result)
         finally:
-            for part in (driver, kubelet, sched, prom, cadvisor):
+            for part in (driver, rebal, replacements, kubelet, sched, prom, cadvisor):
                 if part is not None:
                     try:
                         part.stop()
@@ -299,93 +282,14 @@ class Testbed:
             driver_done = not ctx.driver.is_alive()
             created = len(ctx.driver.result.created) + len(ctx.driver.result.errors)
             faults_done = fault_thread is None or not fault_thread.is_alive()
-            all_ended = st.completed + len(st.infeasible) >= len(ctx.driver.result.created)
+            ended = st.completed + len(st.infeasible) + len(st.evicted)  # an evicted pod ended; its replacement is new
+            replaced = ctx.replacements is None or ctx.replacements.idle()
+            all_ended = ended >= len(ctx.driver.result.created) and replaced
             if driver_done and created >= n and all_ended and faults_done and ctx.kubelet.pending_writes() == 0:
                 return peak_prom
             time.sleep(0.25)
         log.warning("run %s: deadline reached before every pod completed", ctx.namespace)
         return peak_prom
-
-    def _judge(
-        self,
-        scheduler: str,
-        seed: int,
-        ctx: RunContext,
-        wl: Workload,
-        end: float,
-        prom_rss: int,
-        wall: float,
-        fault_result: dict[str, Any],
-    ) -> dict[str, Any]:
-        cfg = self.config
-        pods = judge.list_pods(self.api, ctx.namespace)
-        names_created = set(ctx.driver.result.created)
-        annotated = checked_annotations(pods, names_created, cfg.told_usage, ctx.namespace)
-        claims, pvs = judge.list_volumes(self.api, ctx.namespace, f"{RUN_LABEL}={ctx.namespace}")
-        broken = violations.count(pods, judge.list_nodes(self.api, self.nodes.names), claims, pvs)
-        times = judge.PodTimes.from_api(pods, ctx.owners.work(wl))
-        summary = times.summary(cfg.speed)
-        finished = [p.finished for p in times.pods if p.finished]
-        last = max(finished) if finished else end
-        window = f"{max(1, round(4 * cfg.scrape_seconds * 1000))}ms"
-        series = judge.fetch_node_series(
-            ctx.prom, self.nodes.names, ctx.started, min(end, last), cfg.scrape_seconds, window
-        )
-        nodes = judge.node_metrics(series, self.nodes, self.scenario.norm)
-        counted = judge.scheduler_counters(ctx.prom, end, end - ctx.started + 5, bool(ctx.sched.metrics_urls))
-        st = ctx.kubelet.stats
-        in_api = {p["metadata"]["name"] for p in pods}
-        lost = sorted(
-            (names_created - in_api)
-            | {p.name for p in times.pods if p.name in names_created and p.phase not in ("Succeeded", "Failed")}
-        )
-        lost += ctx.driver.result.errors
-        stored = run_pod_table(ctx.prom.url, ctx.namespace, wl, ctx.owners, ctx.started, end)  # usage_accuracy.py
-        return {
-            "scheduler": scheduler,
-            "seed": seed,
-            "namespace": ctx.namespace,
-            "information": TOLD if cfg.told_usage else ESTIMATED,
-            "pod_usage": stored,
-            "usage_annotated": annotated,  # pods the driver created that carried a usage annotation (told: all)
-            "pods": len(wl),
-            "imbalance": nodes["imbalance"],
-            "utilisation": nodes["utilisation"],
-            "hot_node_time": nodes["hot_node_time"],
-            "completion_mean": summary["completion_mean"],
-            "completion_p95": summary["completion_p95"],
-            "slowdown_mean": summary["slowdown_mean"],
-            "slowdown_p95": summary["slowdown_p95"],
-            "makespan": summary["makespan"],
-            "start_delay_mean": summary["start_delay_mean"],
-            "start_delay_p95": summary["start_delay_p95"],
-            "device_pods": summary["device_pods"],
-            "device_start_delay_mean": summary["device_start_delay_mean"],
-            "device_start_delay_p95": summary["device_start_delay_p95"],
-            "bound": summary["bound"],
-            "completed": summary["completed"],
-            "lost": len(lost),
-            "lost_pods": lost[:20],
-            "double_bound": len(st.double_bound),
-            "infeasible": len(st.infeasible),
-            "violations": broken.total,
-            "violations_by_kind": broken.by_kind(),
-            "extended_misplaced": len(judge.extended_misplaced(pods, self.nodes)),
-            **counted,
-            "node_coverage_min": min(nodes["node_coverage"].values()) if nodes["node_coverage"] else 0.0,
-            "nodes_with_metrics": sum(v > 0 for v in nodes["node_coverage"].values()),
-            "n_nodes": len(self.nodes),
-            "steps": nodes["steps"],
-            "wall_seconds": wall,
-            "scheduler_peak_rss_bytes": ctx.sched.peak_rss,
-            "prometheus_peak_rss_bytes": prom_rss,
-            "driver_max_lag_seconds": ctx.driver.result.max_lag_seconds,
-            "kubelet_write_retries": st.write_retries,
-            "kubelet_status_lag_p95_seconds": float(np.percentile(st.status_lag, 95)) if st.status_lag else math.nan,
-            "watch_reconnects": ctx.kubelet.watch.reconnects,
-            "faults": fault_result,
-            "series": nodes["series"],
-        }
 
     def _delete_pods(self, ns: str) -> None:
         """The run's pods, and its claims and volumes (PersistentVolumes are cluster-scoped: no namespace holds them)."""

@@ -236,7 +236,7 @@ class WorkloadDriver(threading.Thread):
         self.owners = owners if owners is not None else pod_owners(wl)
         self.result = DriverResult()
         self._halt = threading.Event()
-        self._owners: dict[str, str] = {}
+        self.owner_uids: dict[str, str] = {}
         self.external = external
         self.told = told
         self.start_wall = 0.0
@@ -259,7 +259,7 @@ class WorkloadDriver(threading.Thread):
                 self.ns,
                 self.scheduler_name,
                 self.run_id,
-                self._owners,
+                self.owner_uids,
                 self.external,
                 told=self.told,
                 owners=self.owners,
@@ -288,11 +288,11 @@ class WorkloadDriver(threading.Thread):
     def _ensure_owner(self, ctl: Controller) -> None:
         """A ConfigMap named as the pods' controller (the Job, the Deployment's ReplicaSet), standing for it so a
         real garbage collector keeps its pods; a bare pod has none."""
-        if not ctl.kind or ctl.owner in self._owners:
+        if not ctl.kind or ctl.owner in self.owner_uids:
             return
         meta = {"name": ctl.name, "labels": {RUN_LABEL: self.run_id}}
         resp = self.core.create_namespaced_config_map(self.ns, {"metadata": meta}, _preload_content=False)
-        self._owners[ctl.owner] = json.loads(resp.data)["metadata"]["uid"]
+        self.owner_uids[ctl.owner] = json.loads(resp.data)["metadata"]["uid"]
 
     def create(self, body: dict[str, Any], attempts_seconds: float = 60.0) -> bool:
         """Create one pod, retrying while the apiserver is unreachable (bounded)."""

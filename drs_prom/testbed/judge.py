@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -66,8 +66,11 @@ def fetch_node_series(
     return NodeSeries(t=t, names=tuple(names), raw=raw)
 
 
-def node_metrics(series: NodeSeries, nodes: Nodes, norm: Normalisation) -> dict[str, Any]:
-    """imbalance, utilisation, hot_node_time and per-node coverage from Prometheus' series."""
+def node_metrics(series: NodeSeries, nodes: Nodes, norm: Normalisation, hot_fraction: float = 0.8) -> dict[str, Any]:
+    """imbalance, utilisation, hot_node_time and per-node coverage from Prometheus' series; ``hot_node_time_bench``:
+    the share of node-steps whose bottleneck is above ``hot_fraction`` of capacity, the objectives' hot-node time
+    (drs_prom.outcomes.objectives, ``objectives.hot_fraction``) as far as measured usage shows it (usage is capped at
+    capacity where the simulator's demand is not)."""
     raw = series.raw
     used_frac = raw.copy()  # used / capacity per feature
     used_frac[..., 2:] = raw[..., 2:] / nodes.capacity[None, :, 2:]
@@ -82,17 +85,19 @@ def node_metrics(series: NodeSeries, nodes: Nodes, norm: Normalisation) -> dict[
             "imbalance": math.nan,
             "utilisation": math.nan,
             "hot_node_time": math.nan,
+            "hot_node_time_bench": math.nan,
             "steps": 0,
             "node_coverage": coverage,
             "series": {"t": [], "imbalance": [], "utilisation": []},
         }
     imb = scaled[steps].std(axis=1).sum(axis=1)
     util = used_frac[steps].mean(axis=(1, 2))
-    hot = (used_frac[steps].max(axis=2) >= HOT_THRESHOLD).mean()
+    peak = used_frac[steps].max(axis=2)
     return {
         "imbalance": float(imb.mean()),
         "utilisation": float(util.mean()),
-        "hot_node_time": float(hot),
+        "hot_node_time": float((peak >= HOT_THRESHOLD).mean()),
+        "hot_node_time_bench": float((peak > hot_fraction).mean()),
         "steps": int(steps.sum()),
         "node_coverage": coverage,
         "series": {
@@ -173,6 +178,23 @@ class PodTimes:
             if done
             else math.nan,
         }
+
+
+def continued(
+    times: PodTimes, lineage: Mapping[str, str], created: Mapping[str, float], started: Mapping[str, float]
+) -> PodTimes:
+    """``times`` with every replacement (``lineage``: replacement -> the workload's pod it continues) counted from
+    its original's creation and start (``created``, ``started``: pod name -> epoch seconds), as the simulator counts
+    an evicted pod's replacement: one pod, one completion, its first start delay."""
+    if not lineage:
+        return times
+    out = []
+    for p in times.pods:
+        root = lineage.get(p.name)
+        if root is not None and root in created:
+            p = replace(p, created=created[root], started=started.get(root, p.started))
+        out.append(p)
+    return PodTimes(out)
 
 
 def list_pods(api: Any, namespace: str) -> list[dict[str, Any]]:

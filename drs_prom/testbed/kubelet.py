@@ -17,19 +17,21 @@ completions read back from it. That is this module's whole job; KWOK would add a
 Go build on a 2-core machine for node heartbeats nothing here needs (there is no node
 lifecycle controller to mark unrefreshed nodes NotReady).
 
+A running pod that is deleted (an eviction) stops at once on its simulated node, as a kubelet kills its containers,
+and the run is told (``on_evicted``), which stands in for the pod's controller (drs_prom.testbed.replacements).
+
 Every API write is queued and retried (bounded) so an apiserver restart delays status
-updates but loses none; the watch relists after a disconnect.
+updates but loses none; the watch (drs_prom.testbed.pod_watch) relists after a disconnect.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import threading
 import time
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +43,7 @@ from drs_prom.scheduler.watch import kube
 from drs_prom.scheduler.write.kube_response import drained
 from drs_prom.sim.live_cluster import LiveCluster
 from drs_prom.testbed.cadvisor import Container, Containers
+from drs_prom.testbed.pod_watch import PodWatch
 from drs_prom.types import NodeInfo, Taint
 
 log = logging.getLogger(__name__)
@@ -64,72 +67,8 @@ class KubeletStats:
     bound_node: dict[str, str] = field(default_factory=dict)
     write_retries: int = 0
     status_lag: list[float] = field(default_factory=list)  # queued -> written, seconds, per status write
-
-
-class PodWatch(threading.Thread):
-    """List+watch the pods of one namespace; calls ``on_pod(obj)`` for ADDED/MODIFIED; relists on errors."""
-
-    def __init__(self, api: Any, namespace: str, on_pod: Any, name: str = "pod-watch") -> None:
-        super().__init__(daemon=True, name=name)
-        from kubernetes import client
-
-        self.core = client.CoreV1Api(api)
-        self.ns, self.on_pod = namespace, on_pod
-        self.stop_event = threading.Event()
-        self.synced = threading.Event()
-        self.reconnects = 0
-
-    def run(self) -> None:
-        rv: str | None = None
-        while not self.stop_event.is_set():
-            try:
-                if rv is None:
-                    data = json.loads(self.core.list_namespaced_pod(self.ns, _preload_content=False).data)
-                    for obj in data["items"]:
-                        self.on_pod(obj)
-                    rv = data["metadata"]["resourceVersion"]
-                    self.synced.set()
-                rv = self._watch(rv)
-            except Exception as exc:  # noqa: BLE001 - apiserver down or restarting: relist after a pause
-                if self.stop_event.is_set():
-                    return
-                self.reconnects += 1
-                log.debug("pod watch %s: %s; relisting", self.ns, exc)
-                rv = None
-                self.stop_event.wait(0.5)
-
-    def _watch(self, rv: str) -> str | None:
-        resp = self.core.list_namespaced_pod(
-            self.ns,
-            watch=True,
-            resource_version=rv,
-            timeout_seconds=5,
-            allow_watch_bookmarks=True,
-            _preload_content=False,
-            _request_timeout=(5, 15),
-        )
-        buf = b""
-        try:
-            for chunk in resp.stream(amt=None, decode_content=False):
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    ev = json.loads(line)
-                    obj = ev["object"]
-                    if ev["type"] == "ERROR":
-                        return None  # 410 Gone and friends: relist
-                    rv = obj["metadata"].get("resourceVersion", rv)
-                    if ev["type"] in ("ADDED", "MODIFIED"):
-                        self.on_pod(obj)
-                if self.stop_event.is_set():
-                    break
-        finally:
-            resp.release_conn()
-        return rv
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.join(20)
+    evicted: dict[str, float] = field(default_factory=dict)  # pod deleted while running -> full-speed work left
+    started: dict[str, float] = field(default_factory=dict)  # pod -> when it started running (epoch seconds)
 
 
 class TwinKubelet:
@@ -146,18 +85,22 @@ class TwinKubelet:
         truth: Mapping[str, PodTruth] | None = None,
         containers: Containers | None = None,
         usage_factors: Mapping[str, np.ndarray] | None = None,
+        on_evicted: Callable[[str, float], None] | None = None,
     ) -> None:
         """``node_marks``: a taint (NoSchedule) and label key=value every node carries beside the
         scenario's own (the testbed's mark on a ``--kubeconfig`` cluster), admitted like the others.
         ``truth``: pod name -> its true demand and work (a pod not in it idles UNKNOWN_WORK_SECONDS).
         ``containers``: where the running pods' containers are registered for the cAdvisor page.
-        ``usage_factors``: pod name -> its usage profile over ``live``'s usage changes (a drifting workload's)."""
+        ``usage_factors``: pod name -> its usage profile over ``live``'s usage changes (a drifting workload's).
+        ``on_evicted(name, work_left)``: called (on the watch's thread) when a running pod is deleted, as by an
+        eviction: the pod stops at once on its simulated node, as a kubelet kills its containers."""
         from kubernetes import client
 
         self.core = client.CoreV1Api(api)
         self.ns, self.live, self.poll = namespace, live, poll_seconds
-        self.truth: Mapping[str, PodTruth] = truth or {}
-        self.usage_factors: Mapping[str, np.ndarray] = usage_factors or {}
+        self.truth: dict[str, PodTruth] = dict(truth or {})
+        self.usage_factors: dict[str, np.ndarray] = dict(usage_factors or {})
+        self.on_evicted = on_evicted
         self.containers = containers if containers is not None else Containers()
         self.give_up_seconds = 180.0
         self._mark_labels = {node_marks["key"]: node_marks["value"]} if node_marks else {}
@@ -175,7 +118,7 @@ class TwinKubelet:
             queue.Queue() for _ in range(writers)
         ]
         self._stop = threading.Event()
-        self.watch = PodWatch(api, namespace, self._on_pod, name=f"twin-kubelet-{namespace}")
+        self.watch = PodWatch(api, namespace, self._on_pod, name=f"twin-kubelet-{namespace}", on_delete=self._stop_pod)
         self._threads = [
             threading.Thread(target=self._completions, daemon=True, name="twin-completions"),
             *(
@@ -221,10 +164,40 @@ class TwinKubelet:
             requested_scalar=dict(self._scalar[name]),
         )
 
+    def expect(self, name: str, truth: PodTruth, usage_factor: np.ndarray | None = None) -> None:
+        """Say the truth of a pod about to be created (a replacement made while the run goes on)."""
+        with self._lock:
+            self.truth[name] = truth
+            if usage_factor is not None:
+                self.usage_factors[name] = usage_factor
+
+    def _stop_pod(self, pod: Mapping[str, Any]) -> None:
+        """A running pod deleted (evicted): off its simulated node now, its requests released, the owner told."""
+        name = pod["metadata"]["name"]
+        with self._lock:
+            if name not in self._pod_req:
+                return  # it was not running here (pending, ended, or infeasible)
+            left = self.live.evict(name)
+            if left is None:
+                return  # it ended at this instant: the completion path has it
+            node, cpu, mem = self._pod_req.pop(name)
+            r = self._requested[node]
+            r[0] -= cpu
+            r[1] -= mem
+            r[2] -= 1
+            self._add_scalar(node, name, self._pod_scalar.get(name, ()), -1)
+            self.containers.remove(name)
+            self.stats.evicted[name] = left
+        if self.on_evicted is not None:
+            self.on_evicted(name, left)
+
     def _on_pod(self, pod: Mapping[str, Any]) -> None:
         meta, spec = pod["metadata"], pod.get("spec") or {}
         name, node = meta["name"], spec.get("nodeName")
         if not node:
+            return
+        if meta.get("deletionTimestamp"):
+            self._stop_pod(pod)
             return
         with self._lock:
             seen = self.stats.bound_node.get(name)
@@ -248,6 +221,7 @@ class TwinKubelet:
             self.containers.add(Container(self.ns, name, ctr.get("name", ""), ctr.get("image", "")))
             self.live.bind(name, node, demand, work, req.cpu_m, req.mem_bytes, self.usage_factors.get(name))
             started = time.time()
+            self.stats.started[name] = started
             r = self._requested[node]
             r[0] += req.cpu_m
             r[1] += req.mem_bytes

@@ -98,6 +98,14 @@ class PodOwners:
         """Pod name -> its true demand and full-speed work in ``wl`` (what the twin kubelet runs)."""
         return {name: (tuple(float(x) for x in wl.demand[i]), float(wl.work[i])) for i, name in enumerate(self.names)}
 
+    def replacement_name(self, i: int, attempt: int) -> str | None:
+        """The name the controller of row ``i`` gives the pod that replaces an evicted one (``attempt`` counts the
+        tries, so one taken already is passed over); None for a bare pod, which nothing replaces."""
+        ctl = self.of(i)
+        if not ctl.kind:
+            return None
+        return f"{ctl.name}-{_safe_hash(f'{ctl.owner}/{self.names[i]}/replacement/{attempt}', 5)}"
+
     def usage_factors(self, wl: Workload) -> dict[str, np.ndarray]:
         """Pod name -> its usage profile over ``wl.usage_times`` (a drifting workload's; empty for one that does not
         drift): what the twin kubelet multiplies its demand by, span by span, as the simulator does."""

@@ -39,6 +39,21 @@ DRS_SCHEDULER_NAME = "drs-scheduler"
 DRS_CLI = (sys.executable, "-c", "from drs_prom.cli import main; main()")
 
 
+REBALANCE = "rebalance"
+DESCHEDULER = "descheduler"
+REBALANCERS = (REBALANCE, DESCHEDULER)
+"""What may follow a scheduler's name after ``+``: ``drs-prom rebalance`` or the real descheduler beside it
+(drs_prom.testbed.rebalancers)."""
+
+
+def split_rebalancer(name: str) -> tuple[str, str | None]:
+    """``"kube-scheduler+descheduler"`` -> ``("kube-scheduler", "descheduler")``; a name without one -> (name, None)."""
+    base, plus, tail = name.rpartition("+")
+    if plus and tail in REBALANCERS:
+        return base, tail
+    return name, None
+
+
 def known_schedulers() -> list[str]:
     from drs_prom.registry import DEVICE_HEURISTICS, HEURISTICS, STAGED, TEACHERS
 
@@ -51,12 +66,14 @@ def real_kube_scheduler(scheduler: str) -> bool:
 
 
 def parse_schedulers(text: str) -> list[str]:
-    """Comma-separated scheduler names; ConfigError naming an unknown one."""
+    """Comma-separated scheduler names, each optionally with ``+rebalance`` or ``+descheduler`` (a rebalancer beside
+    it: drs_prom.testbed.rebalancers); ConfigError naming an unknown one."""
     names = [s.strip() for s in text.split(",") if s.strip()]
     known = known_schedulers()
     for n in names:
-        if n not in known:
-            raise ConfigError(f"unknown scheduler {n!r}; known: {', '.join(known)}")
+        if split_rebalancer(n)[0] not in known:
+            extra = ", ".join(f"+{r}" for r in REBALANCERS)
+            raise ConfigError(f"unknown scheduler {n!r}; known: {', '.join(known)} (each optionally with {extra})")
     if not names:
         raise ConfigError("--schedulers names no scheduler")
     return names
@@ -145,7 +162,7 @@ class RunningScheduler:
             p.stop(grace=10)
 
 
-def _drs_config(
+def drs_config(
     workdir: Path,
     tag: str,
     prometheus_url: str,
@@ -157,6 +174,8 @@ def _drs_config(
     lease: str = "",
     speed: float = 1.0,
 ) -> tuple[Path, str]:
+    """The settings file of a drs-prom process of the run (its Prometheus, usage model, scheduler name, journal, on
+    the testbed's time scale) and the base URL it serves /metrics on."""
     window = f"{max(1, round(4 * scrape_seconds * 1000))}ms"  # 4 scrapes, the documented minimum
     # the loop's time runs ``speed`` times faster than a cluster's: the usage model's time (how long a pod must be
     # seen to count fully) shrinks with it, and the stored usage of an owner is read again every two scrapes
@@ -228,7 +247,7 @@ def start_scheduler(
             return run
         if scheduler == KUBE_EXTENDER:
             port = ports[0]
-            cfg_path, _ = _drs_config(
+            cfg_path, _ = drs_config(
                 workdir, "extender", prometheus_url, norm, scrape_seconds, False, model_path, free_port(), speed=speed
             )
             ext = ManagedProcess(
@@ -245,7 +264,7 @@ def start_scheduler(
         policy_args: Sequence[str] = () if scheduler == DRS else ("--policy", scheduler)
         for i in range(replicas):
             tag = f"{scheduler}-{i}"
-            cfg_path, url = _drs_config(
+            cfg_path, url = drs_config(
                 workdir,
                 tag,
                 prometheus_url,

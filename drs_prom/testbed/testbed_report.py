@@ -23,7 +23,7 @@ from drs_prom.sim.bench_results import json_default
 from drs_prom.sim.env import ESTIMATED, TOLD
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.table import format_columns
-from drs_prom.testbed.schedulers import KUBE, KUBE_EXTENDER, KUBE_MOST_ALLOCATED
+from drs_prom.testbed.schedulers import DESCHEDULER, KUBE, KUBE_EXTENDER, KUBE_MOST_ALLOCATED, split_rebalancer
 
 METRICS: tuple[tuple[str, str, str], ...] = (
     # key, column title (in full: the table wraps it), which direction is better
@@ -41,6 +41,7 @@ COUNT_TITLES = (
     "pods bound twice",
     "pods infeasible",
     "constraint violations",
+    "evictions",
 )
 """Column titles of COUNTS, in order."""
 EXTRA = (
@@ -50,10 +51,12 @@ EXTRA = (
     "makespan",
     "device_start_delay_mean",
     "device_start_delay_p95",
+    "evictions_per_node_hour",
+    "hot_node_time_bench",
 )
 """Means over seeds kept in the JSON beside METRICS; the device pods' start delays are NaN where no pod asks for a
 device (a CPU scenario)."""
-COUNTS = ("bound", "completed", "lost", "double_bound", "infeasible", "violations")
+COUNTS = ("bound", "completed", "lost", "double_bound", "infeasible", "violations", "evictions")
 """Summed over seeds; ``violations`` are testbed.violations' hard-constraint breaches (anti-affinity pairs, spread
 skew, extended resources over capacity, host port pairs), counted from the apiserver after each run."""
 AGREEMENT_METRICS = ("imbalance", "utilisation", "completion_p95")
@@ -70,7 +73,13 @@ def information_text(information: str) -> str:
 
 
 def bench_twin(scheduler: str) -> str | None:
-    """The simulator policy that stands for ``scheduler`` in bench (None: no twin)."""
+    """The simulator policy that stands for ``scheduler`` in bench (None: no twin; the real descheduler has none)."""
+    base, rebalancer = split_rebalancer(scheduler)
+    if rebalancer == DESCHEDULER:
+        return None
+    if rebalancer is not None:
+        twin = bench_twin(base)
+        return None if twin is None else f"{twin}+{rebalancer}"
     if scheduler == KUBE:
         return "kube-default"
     if scheduler == KUBE_MOST_ALLOCATED:
@@ -106,7 +115,7 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         out[name] = {
             **{k: _mean(mine, k) for k, _, _ in METRICS},
             **{k: _mean(mine, k) for k in EXTRA},
-            **{k: int(sum(int(r[k]) for r in mine)) for k in COUNTS},
+            **{k: int(sum(int(r.get(k, 0)) for r in mine)) for k in COUNTS},  # a run without a rebalancer evicts none
             "fallback_decisions": fb,
             "decisions_by_policy": dec,
             "usage_estimates": src,

@@ -164,3 +164,22 @@ def test_pages_go_out_uncompressed_even_when_gzip_is_accepted(mode):
             body = resp.read().decode()
     assert f'nodename="{name}"' in body
     assert "node_cpu_seconds_total" in body
+
+
+def test_an_evicted_pod_stops_at_once_and_says_the_work_it_had_left():
+    now = [0.0]
+    live = LiveCluster(load_scenario("drs-paper"), speed=1.0, slots=2, clock=lambda: now[0])
+    demand = np.array([1.0, 2**30, 0, 0, 0, 0])
+    idle = live.counters(0).memory_available_bytes
+    live.bind("moved", "worker-1", demand, work_seconds=100.0)
+    now[0] = 30.0
+    assert live.counters(0).memory_available_bytes == pytest.approx(idle - 2**30)
+    assert live.evict("moved") == pytest.approx(70.0)  # alone on its node: full speed for 30 s
+    assert live.running() == {} and live.pod_counters(0) == {}
+    assert live.counters(0).memory_available_bytes == pytest.approx(idle)  # it holds nothing any more
+    now[0] = 60.0
+    assert live.pop_finished() == []  # an eviction is not a completion
+    assert live.evict("moved") is None and live.evict("never-bound") is None
+    live.bind("a", "worker-1", demand, work_seconds=10.0)
+    live.bind("b", "worker-1", demand, work_seconds=10.0)  # the evicted pod's slot is free again
+    assert set(live.running()) == {"a", "b"}

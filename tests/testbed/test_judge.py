@@ -42,6 +42,11 @@ def test_node_metrics_apply_the_benchmarks_definitions_to_prometheus_series():
     assert m["utilisation"] == pytest.approx(float(np.mean(used / nodes.capacity[None])))
     want_hot = float(np.mean((used / nodes.capacity[None]).max(axis=2) >= judge.HOT_THRESHOLD))
     assert m["hot_node_time"] == pytest.approx(want_hot)
+    peak = (used / nodes.capacity[None]).max(axis=2)
+    assert m["hot_node_time_bench"] == pytest.approx(float(np.mean(peak > 0.8)))  # the objectives' default
+    assert judge.node_metrics(_series(raw, nodes.names), nodes, sc.norm, 0.5)["hot_node_time_bench"] == (
+        pytest.approx(float(np.mean(peak > 0.5)))
+    )
     assert m["node_coverage"] == dict.fromkeys(nodes.names, 1.0)
 
 
@@ -119,6 +124,9 @@ def test_scheduler_names_are_checked_and_have_bench_twins():
     assert parse_schedulers("kube-scheduler-most-allocated,fgd") == ["kube-scheduler-most-allocated", "fgd"]
     assert bench_twin("kube-scheduler+drs") is None
     assert bench_twin("least-loaded") == "least-loaded"
+    assert bench_twin("kube-scheduler+rebalance") == "kube-default+rebalance"
+    assert bench_twin("drs+rebalance") == "drs+rebalance"
+    assert bench_twin("kube-scheduler+descheduler") is None  # the simulator has no descheduler
 
 
 def test_testbed_table_names_its_columns_in_full():
