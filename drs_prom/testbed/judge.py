@@ -180,6 +180,29 @@ class PodTimes:
         }
 
 
+def with_deleted_completions(
+    times: PodTimes,
+    created: Mapping[str, float],
+    started: Mapping[str, float],
+    finished: Mapping[str, float],
+    work: Mapping[str, float],
+    nodes: Mapping[str, str],
+) -> PodTimes:
+    """``times`` and the pods whose work was done but that the apiserver no longer has: deleted (evicted, as a
+    rebalancer sees it still Running) at the instant their work ended, before the twin kubelet wrote Succeeded. Their
+    times are the driver's (``created``) and the twin's (``started``, ``finished``, ``nodes``); they completed, not
+    lost."""
+    listed = {p.name for p in times.pods}
+    extra = [
+        PodOutcome(
+            name, nodes.get(name), "Succeeded", created[name], started.get(name), end, float(work.get(name, math.nan))
+        )
+        for name, end in finished.items()
+        if name not in listed and name in created
+    ]
+    return PodTimes([*times.pods, *extra]) if extra else times
+
+
 def continued(
     times: PodTimes, lineage: Mapping[str, str], created: Mapping[str, float], started: Mapping[str, float]
 ) -> PodTimes:

@@ -69,6 +69,7 @@ class KubeletStats:
     status_lag: list[float] = field(default_factory=list)  # queued -> written, seconds, per status write
     evicted: dict[str, float] = field(default_factory=dict)  # pod deleted while running -> full-speed work left
     started: dict[str, float] = field(default_factory=dict)  # pod -> when it started running (epoch seconds)
+    finished: dict[str, float] = field(default_factory=dict)  # pod -> when its work was done (epoch seconds)
 
 
 class TwinKubelet:
@@ -255,6 +256,7 @@ class TwinKubelet:
                     r[2] -= 1
                     self._add_scalar(node, name, self._pod_scalar.get(name, ()), -1)
                     self.stats.completed += 1
+                    self.stats.finished[name] = finished
                     ctr = self.containers.get(name)
                     self.containers.remove(name)
                 started = self.live.wall_time(start_sim)

@@ -44,9 +44,14 @@ def judge_run(
     rep = ctx.replacements.result if ctx.replacements is not None else None
     lineage = rep.lineage if rep is not None else {}
     work = ctx.owners.work(wl)
-    times = judge.PodTimes.from_api(pods, {**work, **{new: work[root] for new, root in lineage.items()}})
+    work = {**work, **{new: work[root] for new, root in lineage.items()}}
+    times = judge.PodTimes.from_api(pods, work)
+    st = ctx.kubelet.stats
+    times = judge.with_deleted_completions(
+        times, ctx.driver.result.created, st.started, st.finished, work, st.bound_node
+    )
     # a replaced pod counts once, from its first creation to its last replacement's end, over its own work
-    times = judge.continued(times, lineage, ctx.driver.result.created, ctx.kubelet.stats.started)
+    times = judge.continued(times, lineage, ctx.driver.result.created, st.started)
     summary = times.summary(cfg.speed)
     finished = [p.finished for p in times.pods if p.finished]
     last = max(finished) if finished else end
@@ -54,11 +59,10 @@ def judge_run(
     series = judge.fetch_node_series(ctx.prom, tb.nodes.names, ctx.started, min(end, last), cfg.scrape_seconds, window)
     nodes = judge.node_metrics(series, tb.nodes, tb.scenario.norm, ObjectiveSettings().hot_fraction)
     counted = judge.scheduler_counters(ctx.prom, end, end - ctx.started + 5, bool(ctx.sched.metrics_urls))
-    st = ctx.kubelet.stats
     in_api = {p["metadata"]["name"] for p in pods}
     replaced = {e.pod for e in rep.evictions if e.replacement is not None} if rep is not None else set()
     lost = sorted(
-        (names_created - in_api - replaced)
+        (names_created - in_api - replaced - set(st.finished))
         | {p.name for p in times.pods if p.name in names_created and p.phase not in ("Succeeded", "Failed")}
     )
     lost += ctx.driver.result.errors

@@ -10,7 +10,7 @@ from drs_prom.errors import ConfigError
 from drs_prom.sim.rebalancer import rebalance_settings
 from drs_prom.sim.scenario import load_scenario
 from drs_prom.testbed.closed_loop import workload_for
-from drs_prom.testbed.judge import PodOutcome, PodTimes, continued
+from drs_prom.testbed.judge import PodOutcome, PodTimes, continued, with_deleted_completions
 from drs_prom.testbed.pod_owners import pod_owners
 from drs_prom.testbed.rebalancers import scaled_settings
 from drs_prom.testbed.schedulers import parse_schedulers, split_rebalancer
@@ -61,3 +61,17 @@ def test_a_replacement_is_named_as_its_controller_names_pods():
     first, second = owners.replacement_name(row, 0), owners.replacement_name(row, 1)
     assert first and second and first != second and first not in owners.names
     assert first.startswith(owners.of(row).name + "-") and len(first) == len(owners.of(row).name) + 6
+
+
+def test_a_pod_deleted_as_its_work_ended_counts_as_completed_not_lost():
+    listed = PodTimes([PodOutcome("a-1", "n1", "Succeeded", 0.0, 1.0, 10.0, work=9.0)])
+    got = with_deleted_completions(
+        listed, {"a-1": 0.0, "a-2": 2.0, "a-3": 3.0}, {"a-2": 3.0}, {"a-1": 10.0, "a-2": 12.0}, {"a-2": 9.0},
+        {"a-2": "n2"},
+    )  # fmt: skip
+    assert [p.name for p in got.pods] == ["a-1", "a-2"]  # a-3 never finished: not made up
+    extra = got.pods[1]
+    assert (extra.phase, extra.node, extra.created, extra.started, extra.finished, extra.work) == (
+        "Succeeded", "n2", 2.0, 3.0, 12.0, 9.0,
+    )  # fmt: skip
+    assert with_deleted_completions(listed, {}, {}, {}, {}, {}) is listed
