@@ -181,12 +181,7 @@ class TwinKubelet:
             left = self.live.evict(name)
             if left is None:
                 return  # it ended at this instant: the completion path has it
-            node, cpu, mem = self._pod_req.pop(name)
-            r = self._requested[node]
-            r[0] -= cpu
-            r[1] -= mem
-            r[2] -= 1
-            self._add_scalar(node, name, self._pod_scalar.get(name, ()), -1)
+            self._release(name)
             self.containers.remove(name)
             self.stats.evicted[name] = left
         if self.on_evicted is not None:
@@ -243,18 +238,22 @@ class TwinKubelet:
         elif sign < 0:
             self._pod_scalar.pop(pod, None)
 
+    def _release(self, name: str) -> None:
+        """What pod ``name`` held on its node, given back (it ended or was evicted; called under the lock)."""
+        node, cpu, mem = self._pod_req.pop(name)
+        r = self._requested[node]
+        r[0] -= cpu
+        r[1] -= mem
+        r[2] -= 1
+        self._add_scalar(node, name, self._pod_scalar.get(name, ()), -1)
+
     # -- completions ---------------------------------------------------------------------
     def _completions(self) -> None:
         while not self._stop.wait(self.poll):
             for name, start_sim, finish_sim in self.live.pop_finished():
                 finished = self.live.wall_time(finish_sim)
                 with self._lock:
-                    node, cpu, mem = self._pod_req.pop(name)
-                    r = self._requested[node]
-                    r[0] -= cpu
-                    r[1] -= mem
-                    r[2] -= 1
-                    self._add_scalar(node, name, self._pod_scalar.get(name, ()), -1)
+                    self._release(name)
                     self.stats.completed += 1
                     self.stats.finished[name] = finished
                     ctr = self.containers.get(name)
