@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from drs_prom.outcomes.paired_stats import paired_ci, relative_interval
+from drs_prom.testbed.schedulers import split_rebalancer
 
 HOT = "hot_node_time_bench"
 
@@ -33,8 +34,8 @@ def pairs(schedulers: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(baseline, candidate) pairs present in one report."""
     out = []
     for name in schedulers:
-        base, plus, tail = name.rpartition("+")
-        if plus and tail in ("rebalance", "descheduler") and base in schedulers:
+        base, rebalancer = split_rebalancer(name)
+        if rebalancer is not None and base in schedulers:
             out.append((base, name))
     if "kube-scheduler+rebalance" in schedulers and "kube-scheduler+descheduler" in schedulers:
         out.append(("kube-scheduler+descheduler", "kube-scheduler+rebalance"))

@@ -45,6 +45,12 @@ def rebalance_settings(scenario: Scenario, configured: RebalanceSettings | None 
     return configured or load_settings().rebalance
 
 
+def restart_of(scenario: Scenario, profile: str) -> Restart:
+    """What an eviction costs a pod of ``profile``: its ``restart`` section, else the defaults (kept state, 30 s)."""
+    prof = scenario.profiles.get(profile)
+    return prof.restart if prof is not None and prof.restart is not None else Restart()
+
+
 class SimRebalancer:
     """A ``Rebalancing`` for SchedulingEnv (module docstring)."""
 
@@ -104,13 +110,9 @@ class SimRebalancer:
             self.skipped[reason] = self.skipped.get(reason, 0) + n
         for move in got.moves:
             pod = int(move.pod.key)
-            restart = self._restart(env, pod)
+            restart = restart_of(self.scenario, env.workload.profiles[pod])
             env.evict(pod, restart.penalty_seconds, restart.state == "lost")
             self.cooldowns.record(move.pod.owner, now)
-
-    def _restart(self, env: SchedulingEnv, pod: int) -> Restart:
-        prof = self.scenario.profiles.get(env.workload.profiles[pod])
-        return prof.restart if prof is not None and prof.restart is not None else Restart()
 
     def _candidates(self, env: SchedulingEnv) -> list[Candidate]:
         """The running pods placed by the policy, with their usage over the window from the per-pod integrals."""

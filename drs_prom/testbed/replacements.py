@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from drs_prom.sim.drift_spec import Restart
+from drs_prom.sim.rebalancer import restart_of
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload
 from drs_prom.testbed.driver import WorkloadDriver, pod_manifest
@@ -84,10 +84,6 @@ class Replacements(threading.Thread):
                 with self._lock:
                     self._busy -= 1
 
-    def _restart(self, row: int) -> Restart:
-        prof = self.scenario.profiles.get(self.wl.profiles[row])
-        return prof.restart if prof is not None and prof.restart is not None else Restart()
-
     def _replace(self, name: str, left: float) -> str | None:
         root = self.result.lineage.get(name, name)
         row = self.rows.get(root)
@@ -104,7 +100,7 @@ class Replacements(threading.Thread):
         if new is None:
             return None
         self._taken.add(new)
-        restart = self._restart(row)
+        restart = restart_of(self.scenario, self.wl.profiles[row])
         work = (float(self.wl.work[row]) if restart.state == "lost" else left) + restart.penalty_seconds
         demand = tuple(float(x) for x in self.wl.demand[row])
         factor = None if self.wl.usage_factor is None else self.wl.usage_factor[row]
