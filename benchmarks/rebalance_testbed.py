@@ -6,8 +6,9 @@ drs-prom's rebalancer against the real descheduler, paired by seed.
 Per pair (a run ``<scheduler>+<rebalancer>`` and its ``<scheduler>`` alone, or ``kube-scheduler+rebalance`` and
 ``kube-scheduler+descheduler``): the bench's hot-node time (share of node-steps whose busiest signal is above the
 objectives' hot fraction) before -> after with the paired relative change and its 95 % t interval, the p95 pod
-slowdown with the paired absolute difference, evictions per node-hour (simulated) and pods lost. A pair whose
-baseline was not run is left out.
+slowdown with the paired absolute difference, evictions per node-hour (simulated), pods lost and the evictions that left
+a Deployment short of its PodDisruptionBudget (drs_prom.testbed.disruption_budgets). A pair whose baseline was not run
+is left out.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def row(scenario: str, base: Mapping[str, Any], cand: Mapping[str, Any], b: str,
     eph = float(np.mean([float(r.get("evictions_per_node_hour", 0.0)) for r in cand["runs"]]))
     eph_b = float(np.mean([float(r.get("evictions_per_node_hour", 0.0)) for r in base["runs"]]))
     lost = sum(int(r["lost"]) for r in cand["runs"])
+    budgets = [r for r in cand["runs"] if "disruption_budgets" in r]  # runs before the budgets have neither key
+    broken = str(sum(int(r["pdb_violations"]) for r in budgets)) if budgets else "no budgets"
     return [
         scenario,
         f"{c} vs {b}",
@@ -61,6 +64,7 @@ def row(scenario: str, base: Mapping[str, Any], cand: Mapping[str, Any], b: str,
         f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]",
         f"{eph_b:.2f} -> {eph:.2f}",
         str(lost),
+        broken,
     ]
 
 
@@ -75,6 +79,7 @@ def main(paths: Sequence[str]) -> int:
         "difference [95 % CI]",
         "evictions per node-hour",
         "pods lost",
+        "PDB violations",
     ]
     rows = []
     for path in paths:

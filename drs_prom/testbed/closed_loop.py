@@ -28,7 +28,7 @@ from drs_prom.sim.cluster import Nodes
 from drs_prom.sim.live_cluster import LiveCluster, SimExporter
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload, generate
-from drs_prom.testbed import zonal_claims
+from drs_prom.testbed import disruption_budgets, zonal_claims
 from drs_prom.testbed.cadvisor import KUBELET_JOB, CadvisorExporter
 from drs_prom.testbed.controlplane import TESTBED_TAINT, ControlPlane
 from drs_prom.testbed.driver import RUN_LABEL, WorkloadDriver
@@ -201,7 +201,11 @@ class Testbed:
                 raise ConfigError("the twin kubelet's pod watch never synced")
             name, external, told = scheduler_name_for(base), self.kubeconfig is not None, cfg.told_usage
             driver = WorkloadDriver(self.api, wl, ns, name, cfg.speed, ns, external=external, told=told, owners=owners)
+            made: list[disruption_budgets.Budget] = []
             if rebalancer is not None:
+                self._start_disruption_controller()
+                made = disruption_budgets.budgets(owners, ns)
+                disruption_budgets.create(self.api, ns, ns, made)
                 replacements = Replacements(self.scenario, wl, owners, driver, kubelet)
                 kubelet.on_evicted = replacements.on_evicted
                 replacements.start()
@@ -211,7 +215,7 @@ class Testbed:
                 )
             driver.start()
             ctx = RunContext(self, ns, live, exporter, cadvisor, prom, sched, kubelet, driver, owners, time.time())
-            ctx.replacements, ctx.rebalancer = replacements, rebalancer
+            ctx.replacements, ctx.rebalancer, ctx.budgets = replacements, rebalancer, made
             fault_thread: threading.Thread | None = None
             fault_result: dict[str, Any] = {}
             if fault_script is not None:
@@ -234,6 +238,13 @@ class Testbed:
                         log.warning("stopping %s: %s", type(part).__name__, exc)
             exporter.stop()
             self._delete_pods(ns)
+
+    def _start_disruption_controller(self) -> None:
+        """The real disruption controller, once per testbed, for the budgets of runs with a rebalancer
+        (drs_prom.testbed.disruption_budgets); a ``--kubeconfig`` cluster runs its own."""
+        assert self.cp is not None
+        if self.kubeconfig is None and not self.cp.controller_managers:
+            self.cp.start_kube_controller_manager(("disruption-controller",))
 
     def _start_prometheus(self, rundir: Path, scrape: list[dict[str, Any]], drs_ports: list[int]) -> PrometheusProc:
         """Prometheus scraping the nodes and their kubelets' cAdvisor pages (``scrape``) and drs-prom's ports."""

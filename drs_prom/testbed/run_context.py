@@ -12,6 +12,7 @@ from drs_prom.sim.live_cluster import LiveCluster, SimExporter
 from drs_prom.sim.scenario import Scenario
 from drs_prom.testbed.cadvisor import CadvisorExporter
 from drs_prom.testbed.controlplane import ControlPlane
+from drs_prom.testbed.disruption_budgets import Budget
 from drs_prom.testbed.driver import WorkloadDriver
 from drs_prom.testbed.kubelet import TwinKubelet
 from drs_prom.testbed.pod_owners import PodOwners
@@ -61,3 +62,4 @@ class RunContext:
     notes: dict[str, Any] = field(default_factory=dict)
     replacements: Replacements | None = None  # the pods' controllers' stand-in, in a run with a rebalancer
     rebalancer: str | None = None
+    budgets: list[Budget] = field(default_factory=list)  # the PodDisruptionBudgets of a run with a rebalancer

@@ -15,7 +15,7 @@ import numpy as np
 from drs_prom.config import ObjectiveSettings
 from drs_prom.sim.env import ESTIMATED, TOLD
 from drs_prom.sim.workload import Workload
-from drs_prom.testbed import judge, violations
+from drs_prom.testbed import disruption_budgets, judge, violations
 from drs_prom.testbed.driver import RUN_LABEL, checked_annotations
 from drs_prom.testbed.rebalancers import rebalancing
 from drs_prom.testbed.run_context import RunContext
@@ -66,6 +66,9 @@ def judge_run(
         | {p.name for p in times.pods if p.name in names_created and p.phase not in ("Succeeded", "Failed")}
     )
     lost += ctx.driver.result.errors
+    short = disruption_budgets.broken(
+        ctx.budgets, ctx.owners, lineage, rep.evictions if rep is not None else [], st.started, st.finished
+    )
     stored = run_pod_table(ctx.prom.url, ctx.namespace, wl, ctx.owners, ctx.started, end)  # usage_accuracy.py
     return {
         "scheduler": scheduler,
@@ -112,5 +115,8 @@ def judge_run(
         "watch_reconnects": ctx.kubelet.watch.reconnects,
         "faults": fault_result,
         **rebalancing(ctx.rebalancer, st.evicted, rep, len(tb.nodes), (last - ctx.started) * cfg.speed),
+        "disruption_budgets": len(ctx.budgets),
+        "pdb_violations": len(short),
+        "pdb_violated_by": [v.pod for v in short][:20],
         "series": nodes["series"],
     }

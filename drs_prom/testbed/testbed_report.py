@@ -42,6 +42,7 @@ COUNT_TITLES = (
     "pods infeasible",
     "constraint violations",
     "evictions",
+    "PDB violations",
 )
 """Column titles of COUNTS, in order."""
 EXTRA = (
@@ -56,9 +57,11 @@ EXTRA = (
 )
 """Means over seeds kept in the JSON beside METRICS; the device pods' start delays are NaN where no pod asks for a
 device (a CPU scenario)."""
-COUNTS = ("bound", "completed", "lost", "double_bound", "infeasible", "violations", "evictions")
+COUNTS = ("bound", "completed", "lost", "double_bound", "infeasible", "violations", "evictions", "pdb_violations")
 """Summed over seeds; ``violations`` are testbed.violations' hard-constraint breaches (anti-affinity pairs, spread
-skew, extended resources over capacity, host port pairs), counted from the apiserver after each run."""
+skew, extended resources over capacity, host port pairs), counted from the apiserver after each run;
+``pdb_violations`` the evictions that left a Deployment short of its PodDisruptionBudget
+(testbed.disruption_budgets)."""
 AGREEMENT_METRICS = ("imbalance", "utilisation", "completion_p95")
 REFERENCE = KUBE
 JUDGED = ("imbalance", "slowdown_p95")

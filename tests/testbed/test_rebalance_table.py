@@ -42,6 +42,10 @@ def test_the_pairs_and_their_paired_changes(tmp_path, capsys):
     # -5, -10, -15 points over a 0.2 mean: -25, -50, -75 %, sd 25 %, t(2) 4.30
     assert r[3] == "0.2000 -> 0.1000" and r[4] == "-50.0 % [-112.1, +12.1]"
     assert r[6] == "+0.000 [+0.000, +0.000]" and r[7] == "0.00 -> 0.50" and r[8] == "0"
+    assert r[9] == "no budgets"  # results from before the testbed's PodDisruptionBudgets
+    for i, run in enumerate(per["kube-scheduler+rebalance"]["runs"]):
+        run.update(disruption_budgets=8, pdb_violations=i)
+    assert m.row("s", per["kube-scheduler"], per["kube-scheduler+rebalance"], "b", "c")[9] == "3"
     path = tmp_path / "testbed-s.json"
     path.write_text(json.dumps({"scenario": "s", "schedulers": per}))
     assert m.main([str(path)]) == 0

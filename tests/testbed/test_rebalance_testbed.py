@@ -33,21 +33,48 @@ def short_drifting() -> Scenario:
 
 
 def evict_one(ctx: RunContext) -> dict[str, Any]:
-    """Evict the first running pod a ReplicaSet owns, through the Eviction API (bounded wait for one)."""
+    """Evict a running pod a ReplicaSet owns, through the Eviction API, as its Deployment's budget allows: a refusal
+    (429: the budget would be broken) is counted and the next pod, or the same later, tried (bounded wait)."""
     from kubernetes import client
+    from kubernetes.client.rest import ApiException
 
     core = client.CoreV1Api(ctx.testbed.api)
     rows = ctx.owners.rows()
+    st = ctx.kubelet.stats
+    refused = 0
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        running = [n for n in list(ctx.kubelet.stats.started) if n in rows and ctx.owners.of(rows[n]).kind]
-        if running:
-            name = running[0]
+        running = [n for n in list(st.started) if n in rows and ctx.owners.of(rows[n]).kind and n not in st.finished]
+        for name in running:
             body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ctx.namespace))
-            core.create_namespaced_pod_eviction(name, ctx.namespace, body)
-            return {"evicted": name}
+            try:
+                core.create_namespaced_pod_eviction(name, ctx.namespace, body)
+            except ApiException as exc:
+                if exc.status != 429:
+                    raise
+                refused += 1
+                continue
+            return {"evicted": name, "refused": refused}
         time.sleep(0.2)
-    raise AssertionError("no pod of a ReplicaSet ran within 120 s")
+    raise AssertionError(f"no pod of a ReplicaSet could be evicted within 120 s ({refused} refusals)")
+
+
+def evict_within_budgets(ctx: RunContext) -> dict[str, Any]:
+    return {**evict_one(ctx), "budgets": budgets_observed(ctx)}
+
+
+def budgets_observed(ctx: RunContext) -> dict[str, Any]:
+    """The run's PodDisruptionBudgets as the real disruption controller reports them, once it has (bounded)."""
+    from kubernetes import client
+
+    policy = client.PolicyV1Api(ctx.testbed.api)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        items = policy.list_namespaced_pod_disruption_budget(ctx.namespace).items
+        if items and all(b.status and b.status.observed_generation == b.metadata.generation for b in items):
+            return {b.metadata.name: (b.spec.min_available, b.status.expected_pods) for b in items}
+        time.sleep(0.2)
+    raise AssertionError("the disruption controller never reported the run's budgets")
 
 
 def test_rebalancers_run_beside_the_scheduler_and_an_evicted_pod_is_replaced_and_counted_once(k8s_bins, tmp_path):
@@ -57,7 +84,7 @@ def test_rebalancers_run_beside_the_scheduler_and_an_evicted_pod_is_replaced_and
     cfg = RunConfig(speed=20.0, scrape_seconds=0.5)
     work = tmp_path / "work"
     with closed_loop.Testbed(sc, work, cfg, progress=lambda _: None) as tb:
-        moved = tb.run_one("kube-scheduler+rebalance", 0, wl, fault_script=evict_one)
+        moved = tb.run_one("kube-scheduler+rebalance", 0, wl, fault_script=evict_within_budgets)
         shadow = tb.run_one("kube-scheduler+descheduler", 0, wl)
     evicted = moved["faults"]["evicted"]
     assert (
@@ -66,6 +93,11 @@ def test_rebalancers_run_beside_the_scheduler_and_an_evicted_pod_is_replaced_and
     assert (moved["lost"], moved["completed"], moved["bound"]) == (0, PODS, PODS), moved["lost_pods"]
     assert moved["evictions_per_node_hour"] > 0
     assert evicted not in moved["lost_pods"]
+    # every Deployment of two pods or more has a budget of one pod down, kept by the real disruption controller
+    # (expected pods: those the driver had created when it looked), and no eviction left one short
+    budgets = moved["faults"]["budgets"]
+    assert moved["disruption_budgets"] == len(budgets) == 5 and moved["pdb_violations"] == 0
+    assert all(0 <= expected <= low + 1 for low, expected in budgets.values()), budgets
     # drs-prom rebalance ran its rounds on the run's series (every 60 s of the scenario's clock: 3 s at 20x), and
     # the descheduler classified the nodes from its query (a round whose query missed a node logs no such line)
     rebalance_log = (work / moved["namespace"] / "drs-rebalance.log").read_text()
