@@ -855,4 +855,6 @@ def load_settings(path: str | Path | None = None, overrides: dict[str, Any] | No
         err = exc.errors()[0]
         # a key is the user's text: repr() one that is not a plain printable word, so the error stays on one line
         where = ".".join(str(p) if str(p).isprintable() else repr(p) for p in err["loc"] if p != "__root__")
-        raise ConfigError(f"invalid config: {where}: {err['msg']}" + (f" (in {path})" if path else "")) from None
+        # a message may quote the user's value (a file name): its control characters escaped, for the same reason
+        msg = "".join(c if c.isprintable() else repr(c)[1:-1] for c in err["msg"])
+        raise ConfigError(f"invalid config: {where}: {msg}" + (f" (in {path})" if path else "")) from None

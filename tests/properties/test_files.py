@@ -62,6 +62,7 @@ def per_input_dir(fn: Callable[..., None]) -> Callable[..., None]:
 @example({}, "bytes")  # a file that is not UTF-8 raised UnicodeDecodeError, not ConfigError
 @example({}, "dir")  # a directory raised IsADirectoryError
 @example({"\n": None}, "text")  # a key with a line break made the one-line error two lines
+@example({"prometheus": {"bearer_token_file": "\n"}}, "text")  # so did a value that the message quotes
 @per_input_dir
 def test_settings_file_is_settings_or_config_error(tmp_path: Path, doc: object, how: str) -> None:
     path = tmp_path / "drs.yaml"
