@@ -335,6 +335,25 @@ def _replacement(h: Harness, ns: str, app: str, gone: set[str]) -> dict[str, Any
     return None
 
 
+GATE = "drs.io/evicted-pod-gone"
+
+
+def _ungate_once_gone(h: Harness, ns: str, app: str, gone: set[str]) -> None:
+    """Let kube-scheduler see the replacement only once the evicted pods are deleted: its pod informer then has their
+    deletion before the gate's removal (one watch, in order), so its cache no longer holds them when it scores (a
+    terminating pod still counts for its node's requests and for the default spreading, which sends the replacement
+    elsewhere; on a cluster a kubelet's graceful termination takes that long)."""
+    core = client.CoreV1Api(h.api)
+    wait_for(lambda: all(pod_json(h, ns, p) is None for p in gone), 60, "the evicted pod to be deleted")
+
+    def gated() -> str | None:
+        pods = json.loads(core.list_namespaced_pod(ns, label_selector=f"app={app}", _preload_content=False).data)
+        return next((p["metadata"]["name"] for p in pods["items"] if p["spec"].get("schedulingGates")), None)
+
+    name = wait_for(gated, 60, "the ReplicaSet's gated replacement")
+    core.patch_namespaced_pod(name, ns, [{"op": "remove", "path": "/spec/schedulingGates"}])
+
+
 def test_kube_scheduler_puts_a_replacement_back_on_the_hot_node_unless_it_is_tainted(
     harness, namespace, clean, control_plane
 ):
@@ -356,6 +375,7 @@ def test_kube_scheduler_puts_a_replacement_back_on_the_hot_node_unless_it_is_tai
             "schedulerName": KS,
             "nodeSelector": {LABEL: "yes"},
             "terminationGracePeriodSeconds": 0,
+            "schedulingGates": [{"name": GATE}],
             "containers": [
                 {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "3"}}}
             ],
@@ -376,6 +396,7 @@ def test_kube_scheduler_puts_a_replacement_back_on_the_hot_node_unless_it_is_tai
         wait_hot(h, s, {a}, {h.nodes[3]})
         got = rebalancer(h, s).run_once()  # least-loaded predicts a cool node; kube-scheduler decides
         assert [(m.pod.key, o) for m, o, _ in got.outcomes] == [(f"{namespace}/web-0", actions.EVICTED)]
+        _ungate_once_gone(h, namespace, "web", {"web-0"})
         back = wait_for(
             lambda: _replacement(h, namespace, "web", {"web-0"}), 60, "kube-scheduler to bind the replacement"
         )
@@ -399,6 +420,7 @@ def test_kube_scheduler_puts_a_replacement_back_on_the_hot_node_unless_it_is_tai
         assert [o for _, o, _ in got.outcomes] == [actions.EVICTED], got.plan
         node = json.loads(core.read_node(a, _preload_content=False).data)
         assert {"key": "drs.io/hot", "value": "true", "effect": "PreferNoSchedule"} in node["spec"]["taints"]
+        _ungate_once_gone(h, namespace, "web", {"web-0", name})
         moved = wait_for(
             lambda: _replacement(h, namespace, "web", {"web-0", name}), 60, "kube-scheduler to bind the next one"
         )
