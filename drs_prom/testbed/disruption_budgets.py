@@ -20,6 +20,7 @@ made it.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,9 +52,7 @@ class Budget:
 def budgets(owners: PodOwners, run_id: str) -> list[Budget]:
     """One budget per Deployment owner (a ReplicaSet on the apiserver) with two pods or more in the run's workload:
     at most one of its pods down at a time."""
-    count: dict[int, int] = {}
-    for o in owners.owner:
-        count[o] = count.get(o, 0) + 1
+    count = Counter(owners.owner)
     out = []
     for o, n in sorted(count.items()):
         ctl = owners.controllers[o]
@@ -62,17 +61,14 @@ def budgets(owners: PodOwners, run_id: str) -> list[Budget]:
     return out
 
 
-def create(api: Any, namespace: str, run_id: str, made: Iterable[Budget]) -> int:
+def create(api: Any, namespace: str, run_id: str, made: Iterable[Budget]) -> None:
     """Create the budgets in ``namespace``, the run's own (they go with it: a namespace of the testbed's control plane
-    goes with the control plane, one on a ``--kubeconfig`` cluster is deleted at the end). Returns how many."""
+    goes with the control plane, one on a ``--kubeconfig`` cluster is deleted at the end)."""
     from kubernetes import client
 
     policy = client.PolicyV1Api(api)
-    n = 0
     for b in made:
         policy.create_namespaced_pod_disruption_budget(namespace, b.manifest(namespace, run_id))
-        n += 1
-    return n
 
 
 @dataclass(frozen=True)
