@@ -761,6 +761,13 @@ class RebalanceSettings(_Section):
         "kube-default",
         description="Policy that predicts where any other scheduler (kube-scheduler) puts a replacement.",
     )
+    refill_aware: bool = Field(
+        True,
+        description="Move a pod of a scheduler that places by requests (any but scheduler.scheduler_name: "
+        "kube-scheduler scores requests, not load) only if the move still relieves its node once the requests it "
+        "frees are taken again by new pods carrying the cluster's usage per request; otherwise that scheduler, "
+        "seeing the room, refills the node with as much load as the move took off it.",
+    )
     taint_hot_nodes: bool = Field(
         False,
         description="Put a PreferNoSchedule taint on a hot node while it stays hot (kube-scheduler then prefers "

@@ -8,6 +8,9 @@ spread it. A pod is moved only when
 
 - its owner has not been moved within ``cooldown_seconds`` (nor already in this round), and the round's budgets per
   node, per namespace and for the cluster are not spent;
+- its scheduler would not simply fill the room it frees again (drs_prom.moves.refill: a scheduler that places by
+  requests, kube-scheduler, sends new pods to the requests it frees; with ``refill_aware`` its pod moves only if its
+  usage per request is above the cluster's);
 - the filters let its replacement go to some node other than its own on which the pod's usage keeps that node's
   bottleneck ``margin`` below ``hot_above`` and below the hot node's: a clearly better node exists;
 - the policy of the scheduler that owns the pod (the placer: drs-prom's model for its pods, kube-default for
@@ -29,6 +32,7 @@ from drs_prom.config import RebalanceSettings
 from drs_prom.features import N_FEATURES
 from drs_prom.moves.eligibility import PodFacts, skip_reason
 from drs_prom.moves.hot import bottlenecks
+from drs_prom.moves.refill import refilled, usage_per_request
 
 COOLDOWN, BUDGET_NODE, BUDGET_NAMESPACE, BUDGET_CLUSTER = (
     "cooldown",
@@ -36,7 +40,7 @@ COOLDOWN, BUDGET_NODE, BUDGET_NAMESPACE, BUDGET_CLUSTER = (
     "budget_namespace",
     "budget_cluster",
 )
-FUTILE = "futile"
+FUTILE, REFILLS = "futile", "refills"
 NO_USAGE, NO_RELIEF, NO_FEASIBLE_NODE, NO_BETTER_NODE, LANDS_BACK, NOT_BETTER = (
     "no_usage",
     "no_relief",
@@ -47,6 +51,7 @@ NO_USAGE, NO_RELIEF, NO_FEASIBLE_NODE, NO_BETTER_NODE, LANDS_BACK, NOT_BETTER = 
 )
 PLAN_REASONS: tuple[str, ...] = (
     FUTILE,
+    REFILLS,
     COOLDOWN,
     BUDGET_NODE,
     BUDGET_NAMESPACE,
@@ -73,6 +78,11 @@ class Candidate:
     """Index of its node in the view."""
     usage: np.ndarray
     """(N_FEATURES,) its stored usage over the window, absolute units (cores, bytes, bytes/s); NaN: not known."""
+    requests: np.ndarray | None = None
+    """(N_FEATURES,) its requests in the units each signal is counted against (drs_prom.moves.refill.request_units);
+    None: it requests nothing."""
+    placed_by_requests: bool = False
+    """The scheduler that places its replacement scores requests, not load (kube-scheduler's default scoring)."""
 
 
 @dataclass(frozen=True)
@@ -160,19 +170,24 @@ def plan(
 ) -> Plan:
     """This round's moves (module docstring). ``shares`` (n, N_FEATURES): the nodes' load over the window as shares
     of their own capacity (drs_prom.moves.hot); ``capacity`` (n, N_FEATURES): each node's capacity in the units of
-    the pods' usage. Nothing is changed but the plan's own copy of the load; the caller records the cool-downs of
+    the pods' usage; ``candidates``: every running pod (those on hot nodes may move; all of them tell the cluster's
+    usage per request). Nothing is changed but the plan's own copy of the load; the caller records the cool-downs of
     the moves it makes."""
     view = np.array(shares, dtype=np.float64).reshape(len(names), N_FEATURES)
     cap = np.asarray(capacity, dtype=np.float64).reshape(len(names), N_FEATURES)
     out = Plan(hot=hot)
     index = {n: i for i, n in enumerate(names)}
     by_node: dict[int, list[Candidate]] = {}
+    rate = _refill_rate(candidates, settings)
     for c in candidates:
         if names[c.node] not in hot:
             continue
         reason = skip_reason(c.facts, settings)
         if reason:
             out.skipped[reason] += 1
+            continue
+        if rate is not None and _refills(c, view[c.node], cap[c.node], rate):
+            out.skipped[REFILLS] += 1
             continue
         by_node.setdefault(c.node, []).append(c)
     per_namespace: Counter[str] = Counter()
@@ -210,6 +225,23 @@ def plan(
             per_namespace[c.facts.namespace] += 1
             moved += 1
     return out
+
+
+def _refill_rate(candidates: Sequence[Candidate], settings: RebalanceSettings) -> np.ndarray | None:
+    """The cluster's usage per request (drs_prom.moves.refill) over the candidates a scheduler places where it
+    chooses and that request something (not a DaemonSet's pods, bound to their nodes, nor mirror pods, which no
+    scheduler places), when the rule applies to some candidate; None when it applies to none."""
+    if not settings.refill_aware or not any(c.placed_by_requests for c in candidates):
+        return None
+    placed = (c for c in candidates if c.facts.owner_kind != "DaemonSet" and not c.facts.mirror)
+    return usage_per_request((c.usage, c.requests) for c in placed if c.requests is not None)
+
+
+def _refills(c: Candidate, shares: np.ndarray, capacity: np.ndarray, rate: np.ndarray) -> bool:
+    """Whether ``c``'s scheduler places by requests and would fill the room its move frees with as much load."""
+    if not c.placed_by_requests or c.requests is None or not np.isfinite(c.usage).all():
+        return False
+    return refilled(shares, capacity, c.usage, c.requests, rate)
 
 
 def _share(usage: np.ndarray, capacity: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ from drs_prom.config import Settings
 from drs_prom.errors import MetricsError, ModelError
 from drs_prom.moves.hot import capacity_shares, hot_nodes
 from drs_prom.moves.plan import Candidate, Cooldowns, Move, Plan, plan
+from drs_prom.moves.refill import request_units
 from drs_prom.policies.contract import Policy
 from drs_prom.rebalance import actions
 from drs_prom.rebalance.cluster import ClusterState, LivePlacer, blocked_by_budget, read_cluster
@@ -162,10 +163,18 @@ class Rebalancer:
         r = self.settings.rebalance
         index = {n: i for i, n in enumerate(state.names)}
         unknown = np.full(shares.shape[1], np.nan)
+        own = self.settings.scheduler.scheduler_name
         candidates = [
-            Candidate(p.facts, index[p.facts.node], usage.get((p.record.namespace, p.record.name), unknown))
+            Candidate(
+                p.facts,
+                index[p.facts.node],
+                usage.get((p.record.namespace, p.record.name), unknown),
+                request_units(p.request.cpu_m / 1000.0, p.request.mem_bytes)
+                if p.request.cpu_m or p.request.mem_bytes
+                else None,
+                placed_by_requests=p.scheduler != own,
+            )
             for p in state.pods
-            if p.facts.node in self.hot
         ]
         placer = LivePlacer(state, self.settings, self.own, self.other, features, self.tainted, now)
         self.cooldowns.forget(now, r.cooldown_seconds)

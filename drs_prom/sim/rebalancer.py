@@ -4,7 +4,9 @@ Every ``step`` of simulated time it samples what a Prometheus would store of eac
 ``Cluster.observed``, as shares of the node's own capacity) and of each pod (its usage integral); every
 ``interval_seconds`` it takes each signal's quantile over the last ``window`` of samples, updates the hot set
 (drs_prom.moves.hot), and plans this round's moves (drs_prom.moves.plan) with the policy under test as the placer:
-the replacement of a pod goes where that policy would put it, as it does under the scheduler that owns the pod. The
+the replacement of a pod goes where that policy would put it, as it does under the scheduler that owns the pod (a
+policy that stands for kube-scheduler, ``other_policy``, places by requests: drs_prom.moves.refill applies to its
+pods). The
 pods the plan moves are evicted (``SchedulingEnv.evict``): a replacement redoes the work left, or all of it for a
 profile whose state is lost, plus the profile's start penalty (drs_prom.sim.drift_spec.Restart), and is placed by the
 policy like any pending pod, wherever it then chooses.
@@ -25,6 +27,7 @@ from drs_prom.config import RebalanceSettings, load_settings
 from drs_prom.moves.eligibility import PodFacts
 from drs_prom.moves.hot import capacity_shares, hot_nodes, quantiles
 from drs_prom.moves.plan import Candidate, Cooldowns, Move, Placement, plan
+from drs_prom.moves.refill import request_units
 from drs_prom.policies.contract import choose
 from drs_prom.sim.drift_spec import Restart
 from drs_prom.sim.env import SchedulingEnv
@@ -105,7 +108,10 @@ class SimRebalancer:
 
         now = c.t
         self.cooldowns.forget(now, s.cooldown_seconds)
-        got = plan(env.node_names, shares, cap, self.hot, self._candidates(env), s, self.cooldowns, now, place)
+        by_requests = policy.name == s.other_policy
+        got = plan(
+            env.node_names, shares, cap, self.hot, self._candidates(env, by_requests), s, self.cooldowns, now, place
+        )
         for reason, n in got.skipped.items():
             self.skipped[reason] = self.skipped.get(reason, 0) + n
         for move in got.moves:
@@ -114,8 +120,10 @@ class SimRebalancer:
             env.evict(pod, restart.penalty_seconds, restart.state == "lost")
             self.cooldowns.record(move.pod.owner, now)
 
-    def _candidates(self, env: SchedulingEnv) -> list[Candidate]:
-        """The running pods placed by the policy, with their usage over the window from the per-pod integrals."""
+    def _candidates(self, env: SchedulingEnv, by_requests: bool) -> list[Candidate]:
+        """The running pods placed by the policy, with their usage over the window from the per-pod integrals and
+        their requests; ``by_requests``: the policy stands for kube-scheduler (``other_policy``), which places by
+        requests."""
         c, wl = env.cluster, env.workload
         t0, cum0 = self.pod_cum[0]
         index, owners, _ = wl.owners
@@ -139,5 +147,6 @@ class SimRebalancer:
                 owner=owner,
                 age_seconds=c.t - start,
             )
-            out.append(Candidate(facts, int(c.node_of[pod]), usage))
+            units = request_units(wl.cpu_m[pod] / 1000.0, float(wl.mem_bytes[pod]))
+            out.append(Candidate(facts, int(c.node_of[pod]), usage, units, by_requests))
         return out

@@ -33,8 +33,10 @@ class Harness:
     api: Any
 
     def settings(self, namespace: str, **rebalance: Any) -> Settings:
-        """Settings on the harness's time scale: a 20 s window of 1 s samples, this test's namespace only."""
-        base = {"window": "20s", "step": "1s", "min_age_seconds": 60, "namespaces": [namespace]}
+        """Settings on the harness's time scale: a 20 s window of 1 s samples, this test's namespace only. The
+        harness's pods request 500m and use several cores, so the refill rule (drs_prom.moves.refill) is off unless a
+        test asks for it: the test of that rule sets its pods' usage against their requests."""
+        base = {"window": "20s", "step": "1s", "min_age_seconds": 60, "namespaces": [namespace], "refill_aware": False}
         base["guardrails"] = {"enabled": False}
         prometheus = {"url": self.prometheus.url, "window": "10s", "max_sample_age_seconds": 30}
         return Settings.model_validate({"prometheus": prometheus, "rebalance": base | rebalance})

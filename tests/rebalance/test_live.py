@@ -302,6 +302,40 @@ def test_budgets_and_cooldown_hold_under_a_burst_of_hot_nodes(harness, namespace
     assert not again.outcomes and again.plan is not None and again.plan.skipped["cooldown"] >= 1
 
 
+def test_kube_schedulers_pods_on_a_node_hot_with_load_outside_them_are_not_moved_to_be_refilled(
+    harness, namespace, clean
+):
+    """A node hot with a neighbour's load: kube-scheduler would send new pods to the requests a move frees, so only
+    the pod that uses more per request than the cluster's pods moves; the two that use what they request stay, though
+    the node is still hot after the first move and, without the rule, one of them is moved too."""
+    h = harness
+    a, b = h.nodes[0], h.nodes[1]
+    h.twin.set_extra(a, 4.9)  # outside any pod
+    steady = replica_set(h, namespace, "steady", [(a, 0.5), (a, 0.5)])  # their 500m requests
+    calm = replica_set(h, namespace, "calm", [(b, 0.5), (b, 0.5)])
+    surge = replica_set(h, namespace, "surge", [(a, 2.0)])  # four times its request
+    s = h.settings(namespace, refill_aware=True)
+    wait_hot(h, s, {a}, {h.nodes[3]})
+    # the whole window at the node's full load (7.9 of 8 cores), so that it stays hot after the first move
+    wait_for(lambda: shares(h, s)[a] > 0.95, 3 * WINDOW, f"{a}'s whole window at its full load")
+    src = h.source(s)
+    try:
+        wait_for(
+            lambda: all((namespace, p) in pod_usage(src, s) for p in steady + calm + surge),
+            3 * WINDOW,
+            "every pod's usage in the stored series",
+        )
+    finally:
+        src.close()
+    got = rebalancer(h, s).run_once()
+    assert [(m.pod.key, o) for m, o, _ in got.outcomes] == [(f"{namespace}/surge-0", actions.DRY_RUN)]
+    assert got.plan is not None and got.plan.skipped["refills"] == 2
+    assert got.outcomes[0][0].source == a and got.outcomes[0][0].source_after >= s.rebalance.cool_below
+    off = rebalancer(h, h.settings(namespace, refill_aware=False)).run_once()
+    moved = [m.pod.key.split("/", 1)[1] for m, _, _ in off.outcomes]
+    assert moved[0] == "surge-0" and len(moved) == 2 and moved[1] in steady
+
+
 def test_pod_usage_is_read_from_the_stored_series(harness, namespace, clean):
     h = harness
     replica_set(h, namespace, "usage", [(h.nodes[3], 1.5)])
