@@ -6,10 +6,9 @@ Every ``step`` of simulated time it samples what a Prometheus would store of eac
 (drs_prom.moves.hot), and plans this round's moves (drs_prom.moves.plan) with the policy under test as the placer:
 the replacement of a pod goes where that policy would put it, as it does under the scheduler that owns the pod (a
 policy that stands for kube-scheduler, ``other_policy``, places by requests: drs_prom.moves.refill applies to its
-pods). The
-pods the plan moves are evicted (``SchedulingEnv.evict``): a replacement redoes the work left, or all of it for a
-profile whose state is lost, plus the profile's start penalty (drs_prom.sim.drift_spec.Restart), and is placed by the
-policy like any pending pod, wherever it then chooses.
+pods). The pods the plan moves are evicted (``SchedulingEnv.evict``): a replacement redoes the work left, or all of
+it for a profile whose state is lost, plus the profile's start penalty (drs_prom.sim.drift_spec.Restart), and is
+placed by the policy like any pending pod, wherever it then chooses.
 
 With ``taint_hot_nodes`` and a policy that stands for kube-scheduler (``other_policy``), the hot nodes carry a
 PreferNoSchedule taint: every decision while they are hot gets kube-scheduler's TaintToleration preference for the
