@@ -45,11 +45,10 @@ def test_a_pod_hotter_than_its_requests_relieves_its_node_and_an_average_one_doe
     st.floats(0.05, 2.0),
     st.floats(0.1, 4.0),
 )
-def test_refilled_exactly_when_the_pod_uses_no_more_per_request_than_the_cluster(shares, cores, per_request):
+def test_refilled_at_or_under_the_clusters_usage_per_request_and_not_at_twice_it(shares, cores, per_request):
     node = np.array(shares)
     units = request_units(cores, cores * GI)
-    rate = np.full(N_FEATURES, per_request)
-    rate[1] = per_request  # bytes per requested byte
+    rate = np.full(N_FEATURES, per_request)  # the same per requested core and per requested byte
     at_rate = rate * units
     assert refilled(node, CAP, at_rate, units, rate)  # what leaves comes back
     assert refilled(node, CAP, 0.5 * at_rate, units, rate)  # more comes back than left
