@@ -27,6 +27,12 @@ def capacity_shares(raw: np.ndarray, link_bytes: np.ndarray) -> np.ndarray:
     return out
 
 
+def usage_share(usage: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """A pod's usage (absolute units) as a share of a node's capacity (0 where the node has none of a resource);
+    ``capacity`` may be one node's (N_FEATURES) or every node's (n, N_FEATURES)."""
+    return np.where(capacity > 0, np.asarray(usage, dtype=np.float64) / np.where(capacity > 0, capacity, 1.0), 0.0)
+
+
 def quantiles(samples: np.ndarray, q: float) -> np.ndarray:
     """(n, N_FEATURES) quantile ``q`` over the window of samples (k, n, N_FEATURES), missing samples (NaN) left
     out; NaN where a node has none (what PromQL's quantile_over_time gives over a subquery)."""

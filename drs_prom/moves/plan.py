@@ -31,7 +31,7 @@ import numpy as np
 from drs_prom.config import RebalanceSettings
 from drs_prom.features import N_FEATURES
 from drs_prom.moves.eligibility import PodFacts, skip_reason
-from drs_prom.moves.hot import bottlenecks
+from drs_prom.moves.hot import bottlenecks, usage_share
 from drs_prom.moves.refill import refilled, usage_per_request
 
 COOLDOWN, BUDGET_NODE, BUDGET_NAMESPACE, BUDGET_CLUSTER = (
@@ -217,7 +217,7 @@ def plan(
                 out.skipped[why] += 1
                 continue
             move, target = why, index[why.target]
-            used_src, used_dst = _share(c.usage, cap[h]), _share(c.usage, cap[target])
+            used_src, used_dst = usage_share(c.usage, cap[h]), usage_share(c.usage, cap[target])
             view[h] = np.maximum(view[h] - used_src, 0.0)
             view[target] = view[target] + used_dst
             out.moves.append(move)
@@ -244,17 +244,12 @@ def _refills(c: Candidate, shares: np.ndarray, capacity: np.ndarray, rate: np.nd
     return refilled(shares, capacity, c.usage, c.requests, rate)
 
 
-def _share(usage: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """A pod's usage as a share of one node's capacity (0 where the node has none of a resource)."""
-    return np.where(capacity > 0, np.asarray(usage, dtype=np.float64) / np.where(capacity > 0, capacity, 1.0), 0.0)
-
-
 def _rescuable(shares: np.ndarray, capacity: np.ndarray, ranked: Sequence[Candidate], s: RebalanceSettings) -> bool:
     """Whether moving at most ``max_moves_to_cool`` of the node's movable pods (best relief first) brings its
     bottleneck to ``hot_above`` or below."""
     left = np.array(shares, dtype=np.float64)
     for c in [c for c in ranked if np.isfinite(c.usage).all()][: s.max_moves_to_cool]:
-        left = np.maximum(left - _share(c.usage, capacity), 0.0)
+        left = np.maximum(left - usage_share(c.usage, capacity), 0.0)
         if float(np.max(left)) <= s.hot_above:
             return True
     return False
@@ -263,7 +258,7 @@ def _rescuable(shares: np.ndarray, capacity: np.ndarray, ranked: Sequence[Candid
 def _relief(view: np.ndarray, cap: np.ndarray, c: Candidate) -> float:
     if not np.isfinite(c.usage).all():
         return -np.inf
-    return relief(view[c.node], _share(c.usage, cap[c.node]))
+    return relief(view[c.node], usage_share(c.usage, cap[c.node]))
 
 
 def _check(
@@ -288,11 +283,11 @@ def _check(
         return NO_USAGE
     h = c.node
     before = float(np.max(view[h]))
-    used_src = _share(c.usage, cap[h])
+    used_src = usage_share(c.usage, cap[h])
     gain = relief(view[h], used_src)
     if gain <= 0.0:
         return NO_RELIEF
-    after = bottlenecks(view + _share(c.usage, cap))  # every node's bottleneck with the pod added to it
+    after = bottlenecks(view + usage_share(c.usage, cap))  # every node's bottleneck with the pod added to it
     bar = min(settings.hot_above, before) - settings.margin
     roomy = after <= bar
     roomy[h] = False

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from drs_prom.features import N_FEATURES
+from drs_prom.moves.hot import usage_share
 
 
 def request_units(cores: float, mem_bytes: float) -> np.ndarray:
@@ -51,11 +52,9 @@ def usage_per_request(pods: Iterable[tuple[np.ndarray, np.ndarray]]) -> np.ndarr
 def refilled(shares: np.ndarray, capacity: np.ndarray, usage: np.ndarray, units: np.ndarray, rate: np.ndarray) -> bool:
     """Whether the node (``shares``: its load, N_FEATURES shares of its ``capacity``) would be no cooler once the
     pod (``usage``, ``units`` of request) left and its requests were taken again at ``rate`` (usage_per_request)."""
-    cap = np.asarray(capacity, dtype=np.float64)
-    safe = np.where(cap > 0, cap, 1.0)
-    gone = np.where(cap > 0, np.asarray(usage, dtype=np.float64) / safe, 0.0)
-    back = np.where(
-        (cap > 0) & np.isfinite(rate), np.nan_to_num(rate) * np.asarray(units, dtype=np.float64) / safe, 0.0
+    gone = usage_share(usage, capacity)
+    back = usage_share(
+        np.where(np.isfinite(rate), np.nan_to_num(rate) * np.asarray(units, dtype=np.float64), 0.0), capacity
     )
     now = np.asarray(shares, dtype=np.float64)
     return float(np.max(now - gone + back)) >= float(np.max(now))
