@@ -213,6 +213,12 @@ class Normalisation(_Section):
         )
 
 
+WHOLE_NODE_RESERVE = 1
+"""Whole device nodes ``drs`` holds back per device resource by default (drs_prom.policies.whole_reserve). One is what
+a pod asking for a whole node needs when it comes: on openb such pods come once in a few hundred and each holds its
+node for hours, and a node that drains to whole while the reserve is short joins it."""
+
+
 class SchedulerSettings(_Section):
     scheduler_name: str = Field("drs-scheduler", description="Pods with this spec.schedulerName are ours.")
     namespace: str = Field("", description="Only watch this namespace; empty watches all.")
@@ -223,6 +229,13 @@ class SchedulerSettings(_Section):
         "unless rollout.heuristic names another (the strongest heuristic of `drs-prom bench --suite`).",
     )
     state_refresh_seconds: float = Field(5.0, gt=0, description="How often node state is re-read from Prometheus.")
+    whole_node_reserve: int = Field(
+        WHOLE_NODE_RESERVE,
+        ge=0,
+        description="Whole device nodes (every nvidia.com/gpu or other device free) the model keeps per device "
+        "resource for the pods that ask for a whole node: other pods go there only where nothing else fits; 0 turns "
+        "the reserve off. Only nodes with the most devices and more than one count.",
+    )
     journal_path: str = Field("drs-journal.sqlite", description="SQLite decision journal (WAL).")
     metrics_listen: str = Field("0.0.0.0:10259", description="host:port for /metrics, /healthz, /readyz.")
     leader_election: bool = Field(True, description="Hold a Lease so that only one replica binds.")

@@ -27,12 +27,12 @@ from typing import Any
 
 from drs_prom import agent
 from drs_prom.agent.numpy_policy import Layers
-from drs_prom.config import Normalisation, Settings, load_settings
+from drs_prom.config import WHOLE_NODE_RESERVE, Normalisation, Settings, load_settings
 from drs_prom.errors import ConfigError
 from drs_prom.policies.baselines import BalancedLoad, KubeDefault, LeastLoaded, RandomPolicy, RoundRobin
 from drs_prom.policies.contract import Policy
 from drs_prom.policies.device_fit import BestFitGpu, MostAllocatedGpu
-from drs_prom.policies.device_stage import DEVICES_SUFFIX, DeviceStaged
+from drs_prom.policies.device_stage import DEVICES_SUFFIX, DeviceStage
 from drs_prom.policies.fragmentation import FragmentationGradientDescent
 from drs_prom.policies.load_aware import (
     CapacityBalancedLoad,
@@ -40,7 +40,9 @@ from drs_prom.policies.load_aware import (
     LoadVariationRiskBalancing,
     TargetLoadPacking,
 )
+from drs_prom.policies.staged import Staged
 from drs_prom.policies.teachers import CapacityBalancedPeak, CapacityBalancedResident, CapacityBalancedRoom
+from drs_prom.policies.whole_reserve import WholeNodeReserve
 from drs_prom.stores.model_store import MODEL_FILE
 
 
@@ -57,6 +59,8 @@ class PolicySpec:
     """Model file of ``drs``; "" = the shipped one."""
     model_version: str = ""
     """What the journal calls that model; "" = the file's stem and creation time."""
+    whole_node_reserve: int = WHOLE_NODE_RESERVE
+    """Whole device nodes ``drs`` holds back per device resource (drs_prom.policies.whole_reserve)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PolicySpec:
@@ -65,6 +69,7 @@ class PolicySpec:
             metric_window_seconds=settings.prometheus.window_seconds,
             normalisation=settings.normalisation,
             model_path=settings.scheduler.model_path,
+            whole_node_reserve=settings.scheduler.whole_node_reserve,
         )
 
     def with_window_at_least(self, seconds: float) -> PolicySpec:
@@ -131,13 +136,20 @@ def register(name: str, factory: PolicyFactory) -> None:
     _REGISTRY[name] = factory
 
 
-def _learned(name: str) -> PolicyFactory:
-    """Factory for a shipped learned policy; ModelError (one line) when its model cannot be loaded."""
+def _learned(name: str, reserve: bool = True) -> PolicyFactory:
+    """Factory for a shipped learned policy; ModelError (one line) when its model cannot be loaded. ``drs`` is its
+    network behind the whole-node reserve (drs_prom.policies.whole_reserve) unless ``reserve`` is False."""
 
     def factory(seed: int, spec: PolicySpec) -> Policy:
         del seed  # a trained policy is deterministic
-        path = agent.default_original_path() if name == "drs-original" else spec.model_path or None
-        return agent.load_policy(path, spec.metric_window_seconds, spec.model_version or None)
+        if name == "drs-original":
+            return agent.load_policy(
+                agent.default_original_path(), spec.metric_window_seconds, spec.model_version or None
+            )
+        network = agent.load_policy(spec.model_path or None, spec.metric_window_seconds, spec.model_version or None)
+        if not reserve:
+            return network
+        return Staged(network, WholeNodeReserve(spec.whole_node_reserve))
 
     return factory
 
@@ -146,13 +158,16 @@ for _name in LEARNED:
     _REGISTRY.setdefault(_name, _learned(_name))
 
 STAGED: tuple[str, ...] = ("drs" + DEVICES_SUFFIX,)
-"""``drs`` behind the device stage (drs_prom.policies.device_stage): an option for GPU clusters whose pods ask for
-whole nodes, not the default (docs/traces.md). Benchmarked by name like every other policy."""
+"""``drs``'s network behind the device stage (drs_prom.policies.device_stage) instead of the whole-node reserve: an
+option for GPU clusters that pack every GPU pod, not the default (docs/traces.md). Benchmarked by name like every
+other policy."""
 
 
 def _staged(inner: str) -> PolicyFactory:
+    network = _learned(inner, reserve=False)
+
     def factory(seed: int, spec: PolicySpec) -> Policy:
-        return DeviceStaged(make_policy(inner, spec, seed))
+        return Staged(network(seed, spec), DeviceStage(), DEVICES_SUFFIX)
 
     return factory
 

@@ -6,6 +6,8 @@ which nodes the stage keeps.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -102,12 +104,13 @@ def _gpu_decision() -> DecisionContext:
 
 
 def test_drs_behind_the_stage_keeps_a_whole_gpu_node_for_the_pods_that_need_it():
-    # drs alone (and capacity-balanced-overload) sends the pod to the empty, cold node; behind the stage it keeps the
+    # drs's network alone (and capacity-balanced-overload) sends the pod to the empty, cold node (the shipped drs keeps
+    # it in reserve, tests/test_whole_reserve.py); behind the stage it keeps the
     # whole 8-GPU node free: taking one of its GPUs strands it for the 8-GPU shape (growth 7 * 0.5 = 3.5), taking
     # one of part's four costs 4 * 0.5 - 3 * 0.5 = -0.5
     remembered = ctx(_gpu_decision().nodes, pod(8000, 8, gpus=8))
     for alone in ("drs", "capacity-balanced-overload"):
-        policy = make_policy(alone, SPEC, 2)
+        policy = make_policy(alone, replace(SPEC, whole_node_reserve=0), 2)
         policy.bound(remembered, 0)
         assert choose(policy, _gpu_decision())[0] == 1, alone
     staged = make_policy("drs+devices", SPEC, 2)

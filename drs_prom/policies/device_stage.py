@@ -30,11 +30,12 @@ Which resources are devices: the extended resources of NodeResourcesFit, named `
 ``kubernetes.io`` domains (``nvidia.com/gpu``, ``amd.com/gpu``, ``aws.amazon.com/neuron``); ephemeral-storage,
 hugepages-* and attachable-volumes-* are quantities of bytes or slots, not devices.
 
-The stage wraps a policy (``DeviceStaged``): ``drs+devices`` is the shipped ``drs`` behind it (drs_prom.registry),
-so the live scheduler, the extender and the simulator run the same code through the policy. It is an option, not
-the default: on openb it keeps whole 8-GPU nodes for the pods that need them where spreading strands them, and costs
-1-3 % of the composite through imbalance on slices where no pod waits for a whole node (docs/traces.md, "drs on GPU
-clusters"). The memory of shapes is kept by ``record`` (a policy's ``bound``), never by ``narrow``: scoring stays
+The stage wraps a policy (drs_prom.policies.staged.Staged): ``drs+devices`` is the shipped network behind it
+(drs_prom.registry), so the live scheduler, the extender and the simulator run the same code through the policy. It
+is an option, not the default: on openb it keeps whole 8-GPU nodes for the pods that need them where spreading
+strands them, and costs 1-3 % of the composite through imbalance on slices where no pod waits for a whole node
+(docs/traces.md, "drs on GPU clusters"); the shipped ``drs`` keeps one whole node in reserve instead
+(drs_prom.policies.whole_reserve). The memory of shapes is kept by ``record`` (a policy's ``bound``), never by ``narrow``: scoring stays
 pure.
 """
 
@@ -45,8 +46,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from drs_prom.config import Normalisation
-from drs_prom.policies.contract import BindMemory, DecisionContext, Policy
+from drs_prom.policies.contract import DecisionContext
 from drs_prom.policies.device_fit import device_columns, pod_devices
 from drs_prom.policies.fragmentation import DEFAULT_SHAPES, TIE, RecentDeviceShapes, fragmentation_growth, free_of
 from drs_prom.policies.load_aware import full_of
@@ -153,47 +153,3 @@ class DeviceStage:
 
 DEVICES_SUFFIX = "+devices"
 """A policy behind the device stage is registered as its name with this suffix (``drs+devices``)."""
-
-
-class DeviceStaged:
-    """``inner`` behind the device stage: it scores only the nodes the stage keeps (-inf elsewhere), and the stage
-    remembers every decision's shape before ``inner`` does. Everything else of the contract is ``inner``'s."""
-
-    def __init__(self, inner: Policy, stage: DeviceStage | None = None) -> None:
-        self.inner = inner
-        self.stage = stage if stage is not None else DeviceStage()
-
-    @property
-    def name(self) -> str:
-        return self.inner.name + DEVICES_SUFFIX
-
-    @property
-    def version(self) -> str:
-        return self.inner.version
-
-    @property
-    def normalisation(self) -> Normalisation | None:
-        return self.inner.normalisation
-
-    @property
-    def reads_unclipped_load(self) -> bool:
-        return self.inner.reads_unclipped_load
-
-    @property
-    def recent(self) -> BindMemory | None:
-        return self.inner.recent
-
-    @property
-    def metric_window_seconds(self) -> float:
-        return self.inner.metric_window_seconds
-
-    def score(self, ctx: DecisionContext) -> np.ndarray:
-        staged = self.stage.narrow(ctx)
-        scores = np.asarray(self.inner.score(staged), dtype=np.float64)
-        return scores if staged is ctx else np.where(staged.feasible, scores, -np.inf)
-
-    def bound(self, ctx: DecisionContext, node: int) -> None:
-        """The stage remembers the shape of ``ctx``'s pod as the filters gave it; ``inner`` keeps the decision as it
-        would without the stage (the narrowing never reaches its memories)."""
-        self.stage.record(ctx)
-        self.inner.bound(ctx, node)

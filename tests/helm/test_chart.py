@@ -181,6 +181,8 @@ def test_chart_and_example_config_ship_safe_defaults(helm_bin: str, tmp_path: Pa
     for path in (chart, plain):
         s = load_settings(path)
         assert s.scheduler.fallback == "capacity-balanced-overload", path
+        # the model the package ships (a pinned file would stay behind when a new default ships)
+        assert s.scheduler.model_path == "" and s.scheduler.whole_node_reserve == 1, path
         assert s.rollout.heuristic in ("", "capacity-balanced-overload") and s.rollout.mode == "normal", path
         g = s.rollout.guardrails
         assert g.enabled, path

@@ -33,6 +33,7 @@ def test_the_manifest_runs_one_dry_run_rebalancer(tmp_path):
     s = load_settings(path)
     assert s.rebalance.mode == "dry-run" and not s.rebalance.taint_hot_nodes
     assert "kube-system" in s.rebalance.exclude_namespaces
+    assert s.scheduler.model_path == ""  # the model the package ships, as the scheduler's own config
     dep = docs[("Deployment", "drs-rebalancer")]["spec"]
     assert dep["replicas"] == 1 and dep["strategy"] == {"type": "Recreate"}
     c = dep["template"]["spec"]["containers"][0]

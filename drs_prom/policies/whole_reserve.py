@@ -1,0 +1,84 @@
+"""A whole device node kept in reserve: the shipped ``drs`` never strands the pods that need a whole node.
+
+Devices (extended resources such as ``nvidia.com/gpu``) are indivisible: a pod asking for all eight GPUs of a node
+can run only on a node where none is taken. A policy that balances cpu, memory, network and disk spreads the GPU pods
+over every GPU node, so once the cluster is busy no 8-GPU node is whole, and such a pod waits until one drains, which
+spreading keeps from happening (the emptiest node is refilled first). On Alibaba's GPU trace one 8-GPU pod so waited
+8.2 hours under kube-default and drs alike (docs/traces.md, slice A). Packing every GPU pod (best fit, FGD) keeps
+nodes whole but gives up the balance where no pod needs a whole node (1-3 % of the composite on the trace's other
+slices).
+
+The reserve costs the balance one node per device resource instead: per device resource, among the nodes with the
+most devices (the largest whole-node request the cluster can serve), ``count`` whole nodes (every device free) are
+held back: a pod goes there only where no other node is feasible for it, a pod asking for a whole node among them
+(then another whole node, if any, takes the reserve's place). A node that drains to whole while the reserve is short
+joins it and stays whole. Which ones: the whole nodes with the least cpu requested (most room left for a whole-node
+pod's cpu), then by name, so the choice is the same every time for the same cluster. Nodes of one device are never
+held back: one device cannot be split between pods, so such a node is never partly used.
+
+On a cluster where no node advertises a device, or no node has more than one, ``narrow`` hands the context on
+untouched, so ``drs`` decides exactly as its network does (the CPU suite's numbers do not move). The reserve keeps
+no memory: ``narrow`` reads the nodes as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from drs_prom.config import WHOLE_NODE_RESERVE
+from drs_prom.policies.contract import DecisionContext, node_requests
+from drs_prom.policies.device_fit import device_columns
+from drs_prom.policies.device_stage import device_resources
+from drs_prom.types import NodeInfo
+
+
+def reserved(nodes: Sequence[NodeInfo], requests: np.ndarray, resource: str, count: int) -> np.ndarray:
+    """Per node: whether it is held back for ``resource`` (see the module docstring). ``requests`` is the
+    (n, len(NODE_REQUEST_COLUMNS)) matrix of ``nodes`` (drs_prom.policies.contract.node_requests)."""
+    alloc, used = device_columns(nodes, resource)
+    held = np.zeros(len(alloc), bool)
+    if count <= 0 or len(alloc) == 0 or alloc.max() < 2:
+        return held
+    whole = np.flatnonzero((alloc == alloc.max()) & (used == 0))
+    if len(whole) == 0:
+        return held
+    cpu_share = requests[whole, 0] / np.maximum(requests[whole, 1], 1.0)
+    names = np.array([nodes[int(i)].name for i in whole])
+    held[whole[np.lexsort((names, cpu_share))[:count]]] = True
+    return held
+
+
+class WholeNodeReserve:
+    """A stage (drs_prom.policies.staged.Stage) that keeps ``count`` whole device nodes per device resource for the
+    pods that need one: the feasible nodes less the reserve, where any is left."""
+
+    def __init__(self, count: int = WHOLE_NODE_RESERVE) -> None:
+        if count < 0:
+            raise ValueError(f"the whole-node reserve must not be negative, got {count}")
+        self.count = count
+
+    def keep(self, ctx: DecisionContext) -> np.ndarray:
+        """The feasible nodes of ``ctx`` this pod may take: without the reserve of each device resource in turn,
+        unless the reserve holds every node feasible for it."""
+        keep = np.asarray(ctx.feasible, bool)
+        resources = device_resources(ctx.nodes) if self.count else ()
+        if not resources:
+            return keep
+        requests = node_requests(ctx)
+        for resource in resources:
+            rest = keep & ~reserved(ctx.nodes, requests, resource, self.count)
+            if rest.any():
+                keep = rest
+        return keep
+
+    def narrow(self, ctx: DecisionContext) -> DecisionContext:
+        keep = self.keep(ctx)
+        if np.array_equal(keep, np.asarray(ctx.feasible, bool)):
+            return ctx
+        return replace(ctx, feasible=keep)
+
+    def record(self, ctx: DecisionContext) -> None:
+        """Nothing: the reserve reads the nodes as they are at each decision."""
