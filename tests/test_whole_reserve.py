@@ -40,13 +40,18 @@ def _held(nodes: list, count: int) -> list[str]:
     return [x.name for x, m in zip(nodes, mask, strict=True) if m]
 
 
-def test_the_reserve_holds_the_whole_largest_nodes_with_the_least_cpu_requested():
-    # whole 8-GPU nodes: some (0.1 of its cpu), empty (0), cpu-only (0.5); part is not whole, small not the largest
+def test_the_reserve_holds_the_whole_largest_nodes_with_the_most_room():
+    # whole 8-GPU nodes: some (57.6 cores free), empty (64), cpu-only (32); part is not whole, small not the largest
     assert _held(NODES, 1) == ["empty"]
     assert _held(NODES, 2) == ["some", "empty"]
     assert _held(NODES, 5) == ["some", "empty", "cpu-only"]  # only whole nodes are held, however many are asked
     assert _held(NODES, 0) == []
-    # equal cpu: by name, so the same cluster gives the same reserve every time
+    # the node a whole-node pod's cpu fits on first (a bigger node beats an emptier smaller one), then memory, then
+    # by name, so the same cluster gives the same reserve every time
+    sizes = [node("small", 64000, 256, gpus=8), node("big", 128000, 768, gpus=8, used_cpu_m=32000)]
+    assert _held(sizes, 1) == ["big"]
+    memory = [node("less", 64000, 256, gpus=8), node("more", 64000, 512, gpus=8)]
+    assert _held(memory, 1) == ["more"]
     twins = [node("b", 64000, 256, gpus=8), node("a", 64000, 256, gpus=8)]
     assert _held(twins, 1) == ["a"]
 

@@ -12,8 +12,10 @@ The reserve costs the balance one node per device resource instead: per device r
 most devices (the largest whole-node request the cluster can serve), ``count`` whole nodes (every device free) are
 held back: a pod goes there only where no other node is feasible for it, a pod asking for a whole node among them
 (then another whole node, if any, takes the reserve's place). A node that drains to whole while the reserve is short
-joins it and stays whole. Which ones: the whole nodes with the least cpu requested (most room left for a whole-node
-pod's cpu), then by name, so the choice is the same every time for the same cluster. Nodes of one device are never
+joins it and stays whole. Which ones: the whole nodes with the most cpu free, then the most memory free, then by name
+(the same choice every time for the same cluster). A pod asking for a whole node asks for much of its cpu and
+memory too, and nodes with as many devices differ in both: on openb an 8-GPU pod asks for 64 to 120 cores and 8-GPU
+nodes have 64 to 128, so a reserve held on the smallest would keep a node that most of those pods cannot use. Nodes of one device are never
 held back: one device cannot be split between pods, so such a node is never partly used.
 
 On a cluster where no node advertises a device, or no node has more than one, ``narrow`` hands the context on
@@ -45,9 +47,10 @@ def reserved(nodes: Sequence[NodeInfo], requests: np.ndarray, resource: str, cou
     whole = np.flatnonzero((alloc == alloc.max()) & (used == 0))
     if len(whole) == 0:
         return held
-    cpu_share = requests[whole, 0] / np.maximum(requests[whole, 1], 1.0)
+    free_cpu = requests[whole, 1] - requests[whole, 0]
+    free_mem = requests[whole, 3] - requests[whole, 2]
     names = np.array([nodes[int(i)].name for i in whole])
-    held[whole[np.lexsort((names, cpu_share))[:count]]] = True
+    held[whole[np.lexsort((names, -free_mem, -free_cpu))[:count]]] = True
     return held
 
 
