@@ -10,13 +10,14 @@ slices).
 
 The reserve costs the balance one node per device resource instead: per device resource, among the nodes with the
 most devices (the largest whole-node request the cluster can serve), ``count`` whole nodes (every device free) are
-held back: a pod goes there only where no other node is feasible for it, a pod asking for a whole node among them
-(then another whole node, if any, takes the reserve's place). A node that drains to whole while the reserve is short
-joins it and stays whole. Which ones: the whole nodes with the most cpu free, then the most memory free, then by name
-(the same choice every time for the same cluster). A pod asking for a whole node asks for much of its cpu and
-memory too, and nodes with as many devices differ in both: on openb an 8-GPU pod asks for 64 to 120 cores and 8-GPU
-nodes have 64 to 128, so a reserve held on the smallest would keep a node that most of those pods cannot use. Nodes of one device are never
-held back: one device cannot be split between pods, so such a node is never partly used.
+held back. A pod goes there only where no other node is feasible for it, as a pod asking for a whole node is once
+no whole node outside the reserve is left; another whole node, if any, then takes the taken one's place. A node that
+drains to whole while the reserve is short joins it and stays whole. Which ones: the whole nodes with the most cpu
+free, then the most memory free, then by name (the same choice every time for the same cluster). A pod asking for a
+whole node asks for much of its cpu and memory too, and nodes with as many devices differ in both: on openb an 8-GPU
+pod asks for 64 to 120 cores and 8-GPU nodes have 64 to 128, so a reserve held by name kept a node most of those
+pods cannot use (measured in docs/traces.md). Nodes of one device are never held back: one device cannot be split
+between pods, so such a node is never partly used.
 
 On a cluster where no node advertises a device, or no node has more than one, ``narrow`` hands the context on
 untouched, so ``drs`` decides exactly as its network does (the CPU suite's numbers do not move). The reserve keeps
