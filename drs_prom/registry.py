@@ -147,11 +147,14 @@ def _learned(name: str, reserve: bool = True) -> PolicyFactory:
                 agent.default_original_path(), spec.metric_window_seconds, spec.model_version or None
             )
         network = agent.load_policy(spec.model_path or None, spec.metric_window_seconds, spec.model_version or None)
-        if not reserve:
-            return network
-        return Staged(network, WholeNodeReserve(spec.whole_node_reserve))
+        return _with_reserve(network, spec) if reserve else network
 
     return factory
+
+
+def _with_reserve(network: Policy, spec: PolicySpec) -> Policy:
+    """``drs`` as it serves: ``network`` behind the whole-node reserve (drs_prom.policies.whole_reserve)."""
+    return Staged(network, WholeNodeReserve(spec.whole_node_reserve))
 
 
 for _name in LEARNED:
@@ -191,9 +194,10 @@ def make_policy(name: str, spec: PolicySpec, seed: int = 0) -> Policy:
 
 def make_candidate_policy(layers: Layers, head: dict[str, Any] | None, spec: PolicySpec) -> Policy:
     """``drs`` from a network being trained (retraining's candidate, the current model's layers), not a file:
-    the same classes and settings as a loaded model (drs_prom.agent.persistence.model_policy); it reads the
-    cluster's scales, which retraining trains on."""
-    return agent.model_policy(layers, {"policy": "drs", "head": head}, spec.metric_window_seconds, "candidate")
+    the same classes and settings as a loaded model (drs_prom.agent.persistence.model_policy), behind the same
+    whole-node reserve as the ``drs`` it would replace; it reads the cluster's scales, which retraining trains on."""
+    network = agent.model_policy(layers, {"policy": "drs", "head": head}, spec.metric_window_seconds, "candidate")
+    return _with_reserve(network, spec)
 
 
 def stored_model_loader(spec: PolicySpec) -> Callable[[Path], Policy]:

@@ -409,9 +409,10 @@ def test_job_in_process_promotes_and_the_scheduler_reloads_without_restart(world
     assert watcher.version == store.current() == results[0].version
     # the loaded model is the promoted one: the same weights as a fresh load of that version
     # (scores are not compared: the policy remembers its own recent binds across calls)
-    fresh = stored_model_loader(SPEC)(store.current_path())
-    assert len(watcher.model.layers) == len(fresh.layers)
-    for (k1, b1, a1), (k2, b2, a2) in zip(watcher.model.layers, fresh.layers):
+    # (``inner``: the networks behind drs's whole-node reserve)
+    served, fresh = watcher.model.inner, stored_model_loader(SPEC)(store.current_path()).inner
+    assert len(served.layers) == len(fresh.layers)
+    for (k1, b1, a1), (k2, b2, a2) in zip(served.layers, fresh.layers):
         assert a1 == a2 and np.array_equal(k1, k2) and np.array_equal(b1, b2)
     assert seen and {v for v, _ in seen} == {results[0].version}
     assert reg.get_sample_value("drs_retrain_runs_total", {"result": "promoted"}) == 1

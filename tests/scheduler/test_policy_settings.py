@@ -79,7 +79,9 @@ def test_serving_and_retraining_build_the_same_policy_settings(settings: Setting
     assert checks.spec == serving and twin.spec == serving
     shipped = load_policy(settings)
     head = read_metadata(default_model_path()).get("head")  # the shipped model's head (heuristic-guided)
-    candidate = make_candidate_policy(shipped.layers, head, twin.spec)  # what the twin's gate runs for a candidate
+    # what the twin's gate runs for a candidate: the served network's layers (``inner``: the network behind drs's
+    # whole-node reserve), behind the same reserve
+    candidate = make_candidate_policy(shipped.inner.layers, head, twin.spec)
     teacher = make_policy(settings.retrain.twin_teacher, twin.spec)  # the twin's DQfD teacher
     for policy in (shipped, candidate, teacher):
         assert policy.metric_window_seconds == TWO_MINUTES, policy.name
