@@ -35,8 +35,8 @@ The stage wraps a policy (drs_prom.policies.staged.Staged): ``drs+devices`` is t
 is an option, not the default: on openb it keeps whole 8-GPU nodes for the pods that need them where spreading
 strands them, and costs 1-3 % of the composite through imbalance on slices where no pod waits for a whole node
 (docs/traces.md, "drs on GPU clusters"); the shipped ``drs`` keeps one whole node in reserve instead
-(drs_prom.policies.whole_reserve). The memory of shapes is kept by ``record`` (a policy's ``bound``), never by ``narrow``: scoring stays
-pure.
+(drs_prom.policies.whole_reserve). The memory of shapes is kept by ``record`` (a policy's ``bound``), never by
+``narrow``: scoring stays pure.
 """
 
 from __future__ import annotations
