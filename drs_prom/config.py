@@ -219,6 +219,12 @@ a pod asking for a whole node needs when it comes: on openb such pods come once 
 node for hours, and a node that drains to whole while the reserve is short joins it."""
 
 
+FILL_WINDOW = 1000
+"""Binds without a pod leaving after which ``drs`` counts the cluster as filling and packs its devices
+(drs_prom.policies.filling): as many pods as the recent shapes FGD's measure weighs (drs_prom.policies.fragmentation),
+and more than a busy cluster binds between two pods ending."""
+
+
 class SchedulerSettings(_Section):
     scheduler_name: str = Field("drs-scheduler", description="Pods with this spec.schedulerName are ours.")
     namespace: str = Field("", description="Only watch this namespace; empty watches all.")
@@ -235,6 +241,13 @@ class SchedulerSettings(_Section):
         description="Whole device nodes (every nvidia.com/gpu or other device free) the model keeps per device "
         "resource for the pods that ask for a whole node: other pods go there only where nothing else fits; 0 turns "
         "the reserve off. Only nodes with the most devices and more than one count.",
+    )
+    fill_window: int = Field(
+        FILL_WINDOW,
+        ge=0,
+        description="Binds without any pod leaving the cluster after which the model counts it as filling and packs "
+        "device pods by fragmentation instead of keeping the whole-node reserve (a cluster where no pod has left yet "
+        "is filling); 0: never. Only clusters with device resources are affected.",
     )
     journal_path: str = Field("drs-journal.sqlite", description="SQLite decision journal (WAL).")
     metrics_listen: str = Field("0.0.0.0:10259", description="host:port for /metrics, /healthz, /readyz.")

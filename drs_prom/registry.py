@@ -27,7 +27,7 @@ from typing import Any
 
 from drs_prom import agent
 from drs_prom.agent.numpy_policy import Layers
-from drs_prom.config import WHOLE_NODE_RESERVE, Normalisation, Settings, load_settings
+from drs_prom.config import FILL_WINDOW, WHOLE_NODE_RESERVE, Normalisation, Settings, load_settings
 from drs_prom.errors import ConfigError
 from drs_prom.policies.baselines import BalancedLoad, KubeDefault, LeastLoaded, RandomPolicy, RoundRobin
 from drs_prom.policies.contract import Policy
@@ -61,6 +61,8 @@ class PolicySpec:
     """What the journal calls that model; "" = the file's stem and creation time."""
     whole_node_reserve: int = WHOLE_NODE_RESERVE
     """Whole device nodes ``drs`` holds back per device resource (drs_prom.policies.whole_reserve)."""
+    fill_window: int = FILL_WINDOW
+    """Binds without a departure after which ``drs`` packs devices (drs_prom.policies.filling); 0: never."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PolicySpec:
@@ -70,6 +72,7 @@ class PolicySpec:
             normalisation=settings.normalisation,
             model_path=settings.scheduler.model_path,
             whole_node_reserve=settings.scheduler.whole_node_reserve,
+            fill_window=settings.scheduler.fill_window,
         )
 
     def with_window_at_least(self, seconds: float) -> PolicySpec:
@@ -138,7 +141,7 @@ def register(name: str, factory: PolicyFactory) -> None:
 
 def _learned(name: str, reserve: bool = True) -> PolicyFactory:
     """Factory for a shipped learned policy; ModelError (one line) when its model cannot be loaded. ``drs`` is its
-    network behind the whole-node reserve (drs_prom.policies.whole_reserve) unless ``reserve`` is False."""
+    network behind the whole-node stage (drs_prom.policies.whole_reserve) unless ``reserve`` is False."""
 
     def factory(seed: int, spec: PolicySpec) -> Policy:
         del seed  # a trained policy is deterministic
@@ -153,15 +156,16 @@ def _learned(name: str, reserve: bool = True) -> PolicyFactory:
 
 
 def _with_reserve(network: Policy, spec: PolicySpec) -> Policy:
-    """``drs`` as it serves: ``network`` behind the whole-node reserve (drs_prom.policies.whole_reserve)."""
-    return Staged(network, WholeNodeReserve(spec.whole_node_reserve))
+    """``drs`` as it serves: ``network`` behind the stage that keeps whole device nodes, a reserve while pods come
+    and go, packing while the cluster fills (drs_prom.policies.whole_reserve)."""
+    return Staged(network, WholeNodeReserve(spec.whole_node_reserve, spec.fill_window))
 
 
 for _name in LEARNED:
     _REGISTRY.setdefault(_name, _learned(_name))
 
 STAGED: tuple[str, ...] = ("drs" + DEVICES_SUFFIX,)
-"""``drs``'s network behind the device stage (drs_prom.policies.device_stage) instead of the whole-node reserve: an
+"""``drs``'s network behind the device stage (drs_prom.policies.device_stage) instead of the whole-node stage: an
 option for GPU clusters that pack every GPU pod, not the default (docs/traces.md). Benchmarked by name like every
 other policy."""
 
@@ -195,7 +199,7 @@ def make_policy(name: str, spec: PolicySpec, seed: int = 0) -> Policy:
 def make_candidate_policy(layers: Layers, head: dict[str, Any] | None, spec: PolicySpec) -> Policy:
     """``drs`` from a network being trained (retraining's candidate, the current model's layers), not a file:
     the same classes and settings as a loaded model (drs_prom.agent.persistence.model_policy), behind the same
-    whole-node reserve as the ``drs`` it would replace; it reads the cluster's scales, which retraining trains on."""
+    whole-node stage as the ``drs`` it would replace; it reads the cluster's scales, which retraining trains on."""
     network = agent.model_policy(layers, {"policy": "drs", "head": head}, spec.metric_window_seconds, "candidate")
     return _with_reserve(network, spec)
 

@@ -110,7 +110,7 @@ def test_drs_behind_the_stage_keeps_a_whole_gpu_node_for_the_pods_that_need_it()
     # one of part's four costs 4 * 0.5 - 3 * 0.5 = -0.5
     remembered = ctx(_gpu_decision().nodes, pod(8000, 8, gpus=8))
     for alone in ("drs", "capacity-balanced-overload"):
-        policy = make_policy(alone, replace(SPEC, whole_node_reserve=0), 2)
+        policy = make_policy(alone, replace(SPEC, whole_node_reserve=0, fill_window=0), 2)
         policy.bound(remembered, 0)
         assert choose(policy, _gpu_decision())[0] == 1, alone
     staged = make_policy("drs+devices", SPEC, 2)

@@ -22,7 +22,7 @@ from tests.specs import SPEC
 from tests.test_device_baselines import GPU, ctx, node, pod
 from tests.test_device_stage import _gpu_decision
 
-NO_RESERVE = replace(SPEC, whole_node_reserve=0)
+NO_RESERVE = replace(SPEC, whole_node_reserve=0, fill_window=0)  # the network alone
 
 # four 8-GPU nodes and a 2-GPU one: "some" has a tenth of its cpu requested, "empty" nothing, "part" 4 GPUs taken,
 # "cpu-only" no GPU taken but half its cpu; "small" is whole but not of the largest size
@@ -66,7 +66,7 @@ def test_no_reserve_without_a_whole_node_or_where_a_node_has_one_device():
 
 
 def test_a_pod_goes_to_the_reserve_only_where_nothing_else_is_feasible():
-    stage = WholeNodeReserve(1)
+    stage = WholeNodeReserve(1, fill_window=0)  # pods come and go: the reserve, not the packing
     for asks in (pod(1000, 1, gpus=1), pod(1000, 1)):  # a GPU pod and a cpu-only pod alike
         assert stage.keep(ctx(NODES, asks)).tolist() == [True, False, True, True, True]
     # a whole-node pod that the filters admit on the whole nodes only takes a whole node outside the reserve

@@ -34,9 +34,9 @@ The stage wraps a policy (drs_prom.policies.staged.Staged): ``drs+devices`` is t
 (drs_prom.registry), so the live scheduler, the extender and the simulator run the same code through the policy. It
 is an option, not the default: on openb it keeps whole 8-GPU nodes for the pods that need them where spreading
 strands them, and costs 1-3 % of the composite through imbalance on slices where no pod waits for a whole node
-(docs/traces.md, "drs on GPU clusters"); the shipped ``drs`` keeps one whole node in reserve instead
-(drs_prom.policies.whole_reserve). The memory of shapes is kept by ``record`` (a policy's ``bound``), never by
-``narrow``: scoring stays pure.
+(docs/traces.md, "drs on GPU clusters"); the shipped ``drs`` keeps one whole node in reserve instead, and packs
+only while the cluster fills (drs_prom.policies.whole_reserve). The memory of shapes is kept by ``record`` (a
+policy's ``bound``), never by ``narrow``: scoring stays pure.
 """
 
 from __future__ import annotations

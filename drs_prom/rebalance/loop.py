@@ -19,7 +19,7 @@ import math
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -60,8 +60,11 @@ class RoundResult:
 
 def policies(settings: Settings) -> tuple[Policy, Policy]:
     """(what stands for drs-prom's scheduler, what stands for any other): ``drs_policy`` (the scheduler's fallback
-    when its model cannot be loaded) and ``other_policy``, built from the settings like every policy."""
-    spec = PolicySpec.from_settings(settings)
+    when its model cannot be loaded) and ``other_policy``, built from the settings like every policy. The cluster
+    a rebalancer acts on is one pods leave (it evicts them), and its predictions bind nothing the stage could count,
+    so ``drs`` predicts with the whole-node reserve, never the packing of a filling cluster
+    (drs_prom.policies.filling)."""
+    spec = replace(PolicySpec.from_settings(settings), fill_window=0)
     r = settings.rebalance
     try:
         own = make_policy(r.drs_policy, spec)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drs_prom.config import load_settings
+from drs_prom.config import FILL_WINDOW, load_settings
 from drs_prom.signals import promql
 from tests.helm.render import CHART, REPO, documents, helm, helm_binary, render, values_file
 from tests.waiting import wait_for
@@ -183,6 +183,7 @@ def test_chart_and_example_config_ship_safe_defaults(helm_bin: str, tmp_path: Pa
         assert s.scheduler.fallback == "capacity-balanced-overload", path
         # the model the package ships (a pinned file would stay behind when a new default ships)
         assert s.scheduler.model_path == "" and s.scheduler.whole_node_reserve == 1, path
+        assert s.scheduler.fill_window == FILL_WINDOW, path
         assert s.rollout.heuristic in ("", "capacity-balanced-overload") and s.rollout.mode == "normal", path
         g = s.rollout.guardrails
         assert g.enabled, path
