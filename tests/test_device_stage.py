@@ -50,7 +50,7 @@ def test_without_devices_the_stage_hands_the_context_on_untouched():
     c = ctx(cpu_nodes, pod(1000, 1))
     assert stage.narrow(c) is c
     stage.record(c)
-    assert stage._shapes == {}  # nothing remembered on a CPU cluster
+    assert len(stage.shapes) == 0  # nothing remembered on a CPU cluster
 
 
 def test_the_stage_keeps_the_nodes_where_the_bind_strands_fewest_gpus_and_breaks_no_whole_node():

@@ -76,6 +76,12 @@ def device_columns(nodes: Sequence[NodeInfo], resource: str = GPU) -> tuple[np.n
     return alloc, used
 
 
+def whole_nodes(nodes: Sequence[NodeInfo], resource: str = GPU) -> np.ndarray:
+    """Per node: whether it advertises ``resource`` and has every one of it free (a whole node)."""
+    alloc, used = device_columns(nodes, resource)
+    return np.asarray((alloc > 0) & (used == 0))
+
+
 def most_requested_score(requested: int, capacity: int) -> int:
     """kube-scheduler's mostRequestedScore: the integer percentage of the resource requested (capped at 100)."""
     if capacity == 0:

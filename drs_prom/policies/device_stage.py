@@ -47,8 +47,8 @@ from dataclasses import replace
 import numpy as np
 
 from drs_prom.policies.contract import DecisionContext
-from drs_prom.policies.device_fit import device_columns, pod_devices
-from drs_prom.policies.fragmentation import DEFAULT_SHAPES, TIE, RecentDeviceShapes, fragmentation_growth, free_of
+from drs_prom.policies.device_fit import pod_devices, whole_nodes
+from drs_prom.policies.fragmentation import DEFAULT_SHAPES, TIE, DeviceShapes, fragmentation_growth, free_of
 from drs_prom.policies.load_aware import full_of
 from drs_prom.types import NodeInfo
 
@@ -102,13 +102,7 @@ class DeviceStage:
         if band < 0:
             raise ValueError(f"band must not be negative, got {band}")
         self.band = band
-        self.size = size
-        self._shapes: dict[str, RecentDeviceShapes] = {}
-
-    def _memory(self, resource: str) -> RecentDeviceShapes:
-        if resource not in self._shapes:
-            self._shapes[resource] = RecentDeviceShapes(self.size, resource)
-        return self._shapes[resource]
+        self.shapes = DeviceShapes(size)
 
     def keep(self, ctx: DecisionContext, resources: Sequence[str]) -> np.ndarray:
         """The feasible nodes of ``ctx`` the stage keeps, for each of ``resources`` in turn: the band of the least
@@ -120,15 +114,14 @@ class DeviceStage:
             free = free_of(ctx, resource)
             asked = pod_devices(pod, resource)
             growth = fragmentation_growth(
-                free, self._memory(resource).mix(ctx), asked, int(pod.cpu_m), int(pod.mem_bytes)
+                free, self.shapes.of(resource).mix(ctx), asked, int(pod.cpu_m), int(pod.mem_bytes)
             )
             keep = within_band(growth, keep, self.band)
             if asked:  # best fit on the devices, among the nodes the pod leaves cool: other nodes drain
                 cool = keep & ~hot_after(ctx)
                 keep = within_band(free.gpus - asked, cool if cool.any() else keep, 0.0)
             else:  # a pod asking for none breaks into no whole node (every device free) where another takes it
-                alloc, used = device_columns(ctx.nodes, resource)
-                broken_in = keep & ~((alloc > 0) & (used == 0))
+                broken_in = keep & ~whole_nodes(ctx.nodes, resource)
                 if broken_in.any():
                     keep = broken_in
         return keep
@@ -147,8 +140,7 @@ class DeviceStage:
     def record(self, ctx: DecisionContext) -> None:
         """Remember the shape of ``ctx``'s pod (decided, on the nodes the filters found feasible: ``ctx`` as the
         policy was given it, not narrowed); nothing on a cluster without devices."""
-        for resource in device_resources(ctx.nodes):
-            self._memory(resource).record(ctx)
+        self.shapes.record(ctx, device_resources(ctx.nodes))
 
 
 DEVICES_SUFFIX = "+devices"

@@ -23,15 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from drs_prom.policies.contract import DecisionContext, node_requests
-from drs_prom.policies.device_fit import device_columns, pod_devices
+from drs_prom.policies.device_fit import pod_devices, whole_nodes
 from drs_prom.policies.device_stage import within_band
 from drs_prom.policies.fragmentation import ShapeMix, fragmentation_growth, free_of
-
-
-def whole_nodes(ctx: DecisionContext, resource: str) -> np.ndarray:
-    """Per node: whether it advertises ``resource`` and has every one of it free."""
-    alloc, used = device_columns(ctx.nodes, resource)
-    return np.asarray((alloc > 0) & (used == 0))
 
 
 def packing_keep(ctx: DecisionContext, keep: np.ndarray, resource: str, mix: ShapeMix) -> np.ndarray:
@@ -41,7 +35,7 @@ def packing_keep(ctx: DecisionContext, keep: np.ndarray, resource: str, mix: Sha
         free_of(ctx, resource), mix, pod_devices(pod, resource), int(pod.cpu_m), int(pod.mem_bytes)
     )
     keep = within_band(growth, keep, 0.0)
-    whole = whole_nodes(ctx, resource)
+    whole = whole_nodes(ctx.nodes, resource)
     if (keep & ~whole).any():
         return np.asarray(keep & ~whole)
     req = node_requests(ctx)

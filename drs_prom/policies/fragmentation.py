@@ -191,6 +191,29 @@ class RecentDeviceShapes:
         )
 
 
+class DeviceShapes:
+    """A RecentDeviceShapes per device resource, made when a resource is first seen: the memory of a stage that
+    narrows per device resource (drs_prom.policies.device_stage, drs_prom.policies.whole_reserve)."""
+
+    def __init__(self, size: int = DEFAULT_SHAPES) -> None:
+        self.size = size
+        self._by_resource: dict[str, RecentDeviceShapes] = {}
+
+    def __len__(self) -> int:
+        """The device resources with a memory."""
+        return len(self._by_resource)
+
+    def of(self, resource: str) -> RecentDeviceShapes:
+        if resource not in self._by_resource:
+            self._by_resource[resource] = RecentDeviceShapes(self.size, resource)
+        return self._by_resource[resource]
+
+    def record(self, ctx: DecisionContext, resources: Sequence[str]) -> None:
+        """Remember ``ctx``'s pod for each of ``resources``."""
+        for resource in resources:
+            self.of(resource).record(ctx)
+
+
 def _admitted(nodes: Sequence[NodeInfo], refused: set[str]) -> np.ndarray:
     return np.fromiter((x.name not in refused for x in nodes), dtype=bool, count=len(nodes))
 

@@ -44,7 +44,7 @@ from drs_prom.policies.device_fit import device_columns
 from drs_prom.policies.device_stage import device_resources
 from drs_prom.policies.fill_packing import packing_keep
 from drs_prom.policies.filling import FillWatch
-from drs_prom.policies.fragmentation import DEFAULT_SHAPES, RecentDeviceShapes
+from drs_prom.policies.fragmentation import DeviceShapes
 from drs_prom.types import NodeInfo
 
 
@@ -75,12 +75,7 @@ class WholeNodeReserve:
             raise ValueError(f"the whole-node reserve must not be negative, got {count}")
         self.count = count
         self.watch = FillWatch(fill_window)
-        self._shapes: dict[str, RecentDeviceShapes] = {}
-
-    def _memory(self, resource: str) -> RecentDeviceShapes:
-        if resource not in self._shapes:
-            self._shapes[resource] = RecentDeviceShapes(DEFAULT_SHAPES, resource)
-        return self._shapes[resource]
+        self.shapes = DeviceShapes()
 
     def _resources(self, ctx: DecisionContext) -> tuple[str, ...]:
         return device_resources(ctx.nodes) if self.count or self.watch.window else ()
@@ -94,7 +89,7 @@ class WholeNodeReserve:
             return keep
         if self.watch.filling:
             for resource in resources:
-                keep = packing_keep(ctx, keep, resource, self._memory(resource).mix(ctx))
+                keep = packing_keep(ctx, keep, resource, self.shapes.of(resource).mix(ctx))
             return keep
         requests = node_requests(ctx)
         for resource in resources:
@@ -116,5 +111,4 @@ class WholeNodeReserve:
         if not resources:
             return
         self.watch.record(ctx, resources)
-        for resource in resources:
-            self._memory(resource).record(ctx)
+        self.shapes.record(ctx, resources)
