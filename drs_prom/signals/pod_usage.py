@@ -1,9 +1,11 @@
 """The live scheduler's ``UsageHistory``: the stored usage of pods, read from Prometheus' per-pod recording rules.
 
 A decision never waits on Prometheus. ``owner`` and ``image`` answer from a cache and queue what they miss; a
-background thread (``start``/``stop``) reads the queue, one query per owner or image
-(drs_prom.signals.promql.pod_history over the rules of the group ``drs-pod-usage``), each within
-``prometheus.timeout_seconds``. A miss answers None (the estimator goes on to the next source), as does an answer
+background thread (``start``/``stop``) reads the queue (drs_prom.signals.promql.pod_history over the rules of the
+group ``drs-pod-usage``), each query within ``prometheus.timeout_seconds``. One query reads up to ``READ_BATCH``
+queued owners of a namespace, or owners asking for one image there, and the answer is split between them by the
+same pod-name patterns the query matched: a burst of new owners (bare pods, Jobs) costs a query per batch, not one
+per owner and another per image, each of them URL encoding and JSON in Python on the scheduler's process. A miss answers None (the estimator goes on to the next source), as does an answer
 older than ``usage.ttl_seconds``; an owner asked for again is read again every ``usage.refresh_seconds`` (30 s
 after a failure). The cache holds ``usage.cache_size`` owners and images, least recently asked first out; at most
 ``usage.queue_size`` wait to be read. Failures are counted in ``drs_usage_history_errors_total{reason}``: the
@@ -16,10 +18,11 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -56,6 +59,16 @@ NOTHING = PodUsage.empty()
 """The answer for an image-less pod: always this object, so that the pods that share it share an estimate."""
 Key = tuple[str, str, str, str]
 """(OWNER or IMAGE, namespace, owner, image)."""
+Series = list[tuple[dict[str, str], float]]
+
+READ_BATCH = 32
+"""Queued keys read by one query at most (``shares_read``): the query's text grows with each owner's name pattern, the
+answer with each one's pods."""
+
+
+def shares_read(a: Key, b: Key) -> bool:
+    """Whether one query reads both keys: owners of one namespace, or owners asking for one image there."""
+    return a[0] == b[0] and a[1] == b[1] and (a[0] == OWNER or a[3] == b[3])
 
 
 class Samples(Protocol):
@@ -173,49 +186,98 @@ class PrometheusUsageHistory:
 
     # -- the refresher ---------------------------------------------------------------------
 
-    def query(self, key: Key) -> str:
-        """The PromQL that reads ``key``'s stored usage."""
-        kind, namespace, owner, image = key
+    def query(self, keys: Sequence[Key]) -> str:
+        """The PromQL that reads the stored usage of ``keys`` (keys that share a read, ``shares_read``): the owners'
+        pods by their names; or the pods that ran the image, the asking owner's own left out by the query when one
+        owner asks and by ``series`` when several share the read."""
+        kind, namespace, owner, image = keys[0]
         window, history = self.settings.rate_window, f"{round(self.settings.history_seconds)}s"
         if kind == OWNER:
-            return promql.pod_history(namespace, history, window, pods=pod_name_regex(owner) or "^$")
+            pods = "|".join(pod_name_regex(k[2]) or "^$" for k in keys)
+            return promql.pod_history(namespace, history, window, pods=pods)
         return promql.pod_history(
             namespace,
             history,
             window,
-            exclude=pod_name_regex(owner) or "",
+            exclude=(pod_name_regex(owner) or "") if len(keys) == 1 else "",
             image=promql.image_regex(image_spellings(image)),
         )
 
+    def series(self, keys: Sequence[Key]) -> dict[Key, Series]:
+        """One query for ``keys`` now, on the caller's thread, and each key's series of its answer: an owner's, those
+        of the pods its name pattern matches; an image's, those of the pods the asking owner's pattern does not (the
+        patterns read the same in Python and in Prometheus' RE2, fully anchored: drs_prom.usage.owners.escape).
+        MetricsError when Prometheus could not answer."""
+        answer = self.source.samples(self.query(keys))
+        by_pod: dict[str, Series] = {}
+        for labels, value in answer:
+            by_pod.setdefault(labels.get("pod", ""), []).append((labels, value))
+        owners = keys[0][0] == OWNER  # an owner's own pods are its answer; an image's answer leaves them out
+        split: dict[Key, Series] = {}
+        for key in keys:
+            pattern = pod_name_regex(key[2])
+            names = re.compile(pattern) if pattern else None
+            split[key] = [
+                sample
+                for pod, samples in by_pod.items()
+                if (names is not None and names.fullmatch(pod) is not None) is owners
+                for sample in samples
+            ]
+        return split
+
+    def read_many(self, keys: Sequence[Key]) -> dict[Key, PodUsage]:
+        """The stored usage of each of ``keys`` (keys that share a read) from one query; MetricsError as ``series``."""
+        found: dict[Key, PodUsage] = {}
+        for key, samples in self.series(keys).items():
+            usage, absurd = pod_usage(samples)
+            if absurd:
+                self.errors.labels("bad_series").inc(absurd)
+                log.debug(
+                    "usage history of %s/%s: %d pods with absurd series dropped", key[1], key[2] or key[3], absurd
+                )
+            found[key] = usage
+        return found
+
     def read(self, key: Key) -> PodUsage:
         """One query for ``key`` now, on the caller's thread; MetricsError when Prometheus could not answer."""
-        usage, absurd = pod_usage(self.source.samples(self.query(key)))
-        if absurd:
-            self.errors.labels("bad_series").inc(absurd)
-            log.debug("usage history of %s/%s: %d pods with absurd series dropped", key[1], key[2] or key[3], absurd)
-        return usage
+        return self.read_many([key])[key]
 
-    def _refresh(self, key: Key) -> None:
+    def _refresh(self, keys: list[Key]) -> None:
         t0 = self.clock()
         try:
-            usage = self.read(key)
+            found = self.read_many(keys)
         except MetricsError as exc:
             reason = exc.kind if exc.kind in ERROR_REASONS else "other"
-            self.errors.labels(reason).inc()
-            log.debug("usage history of %s/%s not read (%s): %s", key[1], key[2] or key[3], reason, exc)
+            self.errors.labels(reason).inc(len(keys))
+            log.debug("usage history of %s/%s and %d more not read (%s): %s", *keys[0][1:3], len(keys) - 1, reason, exc)
             with self._cond:
-                entry = self._cache.get(key)
-                if entry is not None:
-                    entry.tried, entry.failed = t0, True
+                for key in keys:
+                    entry = self._cache.get(key)
+                    if entry is not None:
+                        entry.tried, entry.failed = t0, True
             return
-        log.debug("usage history of %s/%s: %d pods in %.3fs", key[1], key[2] or key[3], len(usage), self.clock() - t0)
+        log.debug("usage history: %d owners or images read in %.3fs", len(keys), self.clock() - t0)
         with self._cond:
-            entry = self._cache.get(key)
-            if entry is None:  # evicted while it was read: the answer is kept all the same
-                entry = self._cache[key] = _Entry()
-                while len(self._cache) > self.settings.cache_size:
-                    self._cache.popitem(last=False)
-            entry.usage, entry.fetched, entry.tried, entry.failed = usage, t0, t0, False
+            for key, usage in found.items():
+                entry = self._cache.get(key)
+                if entry is None:  # evicted while it was read: the answer is kept all the same
+                    entry = self._cache[key] = _Entry()
+                    while len(self._cache) > self.settings.cache_size:
+                        self._cache.popitem(last=False)
+                entry.usage, entry.fetched, entry.tried, entry.failed = usage, t0, t0, False
+
+    def _take(self) -> list[Key]:
+        """The oldest queued key and up to READ_BATCH - 1 more that share its read, off the queue (lock held)."""
+        first = next(iter(self._queue))
+        batch = [first]
+        for key in self._queue:
+            if len(batch) == READ_BATCH:
+                break
+            if key is not first and shares_read(key, first):
+                batch.append(key)
+        for key in batch:
+            del self._queue[key]
+        return batch
 
     def refresh_queued(self) -> int:
         """Read every queued owner and image now, on the caller's thread (what the refresher does); how many."""
@@ -224,10 +286,9 @@ class PrometheusUsageHistory:
             with self._cond:
                 if not self._queue:
                     return done
-                key = next(iter(self._queue))
-                del self._queue[key]
-            self._refresh(key)
-            done += 1
+                keys = self._take()
+            self._refresh(keys)
+            done += len(keys)
 
     def queued(self) -> int:
         with self._cond:
@@ -240,12 +301,11 @@ class PrometheusUsageHistory:
                     self._cond.wait()
                 if self._stopping:
                     return
-                key = next(iter(self._queue))
-                del self._queue[key]
+                keys = self._take()
             try:
-                self._refresh(key)
-            except Exception:  # the refresher must outlive one bad answer; that owner falls back to its requests
-                log.exception("usage history of %s/%s failed", key[1], key[2] or key[3])
+                self._refresh(keys)
+            except Exception:  # the refresher must outlive one bad answer; those owners fall back to their requests
+                log.exception("usage history of %s/%s and %d more failed", *keys[0][1:3], len(keys) - 1)
 
     def start(self) -> PrometheusUsageHistory:
         with self._cond:

@@ -193,6 +193,75 @@ def test_an_owners_stored_pods_are_its_pods_with_their_means_durations_and_last_
     assert registry.get_sample_value("drs_usage_history_errors_total", {"reason": "bad_series"}) == 0
 
 
+class Counted:
+    """The reader's Prometheus with a count of the queries it was asked (how many reads a refresh made)."""
+
+    def __init__(self, source: PrometheusSource) -> None:
+        self.source, self.queries = source, 0
+
+    def samples(self, query: str, at: float | None = None) -> list[tuple[dict[str, str], float]]:
+        self.queries += 1
+        return self.source.samples(query, at)
+
+
+def counted_history(url: str, registry: CollectorRegistry) -> tuple[PrometheusUsageHistory, Counted]:
+    source = Counted(PrometheusSource(PrometheusSettings(url=url, timeout_seconds=30.0)))
+    return PrometheusUsageHistory(source, UsageSettings(), registry=registry), source
+
+
+def rows(usage: PodUsage) -> np.ndarray:
+    """A PodUsage's rows in one order (its rows have none), for comparing two answers."""
+    table = np.column_stack([usage.mean, usage.seconds, usage.last_seen])
+    return table[np.lexsort(table.T[::-1])]
+
+
+@pytest.mark.integration
+def test_owners_and_images_read_in_one_query_answer_as_each_read_alone(stored):
+    """Owners whose pods' names extend one another's (web, web-api), a bare pod, a CronJob, an owner with nothing
+    stored and one whose pods cannot be named, in one query; then owners asking for one image, in another."""
+    registry = CollectorRegistry()
+    h, prom = counted_history(stored["prom"].url, registry)
+    owners = ["Deployment/web", "Deployment/web-api", "CronJob/report", "Deployment/odd", "Pod/web-7d9f8c6b5-x2k4p"]
+    owners += ["Deployment/fresh", "Rollout/web"]
+    for kind, keys in (
+        (OWNER, [(OWNER, "shop", o, "") for o in owners]),
+        (IMAGE, [(IMAGE, "shop", o, "shop:1.2") for o in ["Deployment/shop-canary", *owners]]),
+    ):
+        before = prom.queries
+        together = h.read_many(keys)
+        assert prom.queries == before + 1, kind
+        for key in keys:
+            np.testing.assert_allclose(rows(together[key]), rows(h.read(key)), rtol=1e-12, err_msg=str(key))
+    sizes = {k[2]: len(v) for k, v in h.read_many([(OWNER, "shop", o, "") for o in owners]).items()}
+    assert sizes == dict(zip(owners, (5, 2, 2, 1, 1, 0, 0)))
+    sizes = {k[2]: len(v) for k, v in h.read_many([(IMAGE, "shop", o, "shop:1.2") for o in owners]).items()}
+    assert sizes == dict(zip(owners, (0, 5, 5, 5, 4, 5, 5)))  # web's pods, but to web itself
+    # odd's two absurd pods counted by each of the three reads of its owner: together, alone, and for the sizes
+    assert registry.get_sample_value("drs_usage_history_errors_total", {"reason": "bad_series"}) == 2 * 3
+
+
+@pytest.mark.integration
+def test_a_burst_of_new_owners_is_read_in_batches_each_key_answered_as_alone(stored):
+    registry = CollectorRegistry()
+    h, prom = counted_history(stored["prom"].url, registry)
+    fresh = [f"Deployment/gen{i}" for i in range(40)]
+    for owner in ["Deployment/web", *fresh]:
+        assert h.owner("shop", owner, 0.0) is None and h.image("shop", "shop:1.2", owner, 0.0) is None
+    assert h.owner("elsewhere", "Deployment/web", 0.0) is None
+    assert h.queued() == 83
+    assert h.refresh_queued() == 83
+    assert prom.queries == 2 + 2 + 1  # 41 owners in shop (32 a query), as many asking for shop:1.2, one elsewhere
+
+    def size(usage: PodUsage | None) -> int:  # an answer from the cache (None: no answer)
+        assert usage is not None
+        return len(usage)
+
+    assert size(h.owner("shop", "Deployment/web", 0.0)) == 5 and size(h.owner("shop", fresh[0], 0.0)) == 0
+    assert size(h.image("shop", "shop:1.2", fresh[-1], 0.0)) == 5  # web's pods ran shop:1.2
+    assert size(h.image("shop", "shop:1.2", "Deployment/web", 0.0)) == 0
+    assert size(h.owner("elsewhere", "Deployment/web", 0.0)) == 0 and prom.queries == 5
+
+
 @pytest.mark.integration
 def test_absurd_series_are_dropped_and_counted(stored):
     """NaN CPU samples and a negative working set make a pod's means absurd: it says nothing and is counted; a
@@ -291,10 +360,10 @@ def test_no_cadvisor_series_a_prometheus_that_times_out_or_is_down_never_holds_a
         finally:
             os.kill(prom.pid, signal.SIGCONT)
         prom.stop()
-        wait_for(lambda: errors("unreachable") >= 1, 60, "an unreachable Prometheus counted")
         t0 = time.perf_counter()
         assert resolver.resolve(pod_json("late-x2k4p", **rs("late", "5c8d7"))).source == "requests"
         assert time.perf_counter() - t0 < 0.2
+        wait_for(lambda: errors("unreachable") >= 1, 60, "an unreachable Prometheus counted")
     finally:
         h.stop()
     assert not any(t.name == "drs-usage-history" for t in threading.enumerate())

@@ -220,7 +220,7 @@ def _estimator_probe(ctx: RunContext) -> dict[str, Any]:
     others_key = (IMAGE, ctx.namespace, controller.owner, controller.image)  # the owner's own pods left out
 
     def matched(key: tuple[str, str, str, str]) -> set[str]:
-        return {labels["pod"] for labels, _ in source.samples(history.query(key))}
+        return {labels["pod"] for labels, _ in history.series([key])[key]}
 
     try:
         # the rules' series of the ended pod follow its cAdvisor series by an evaluation: read until it is there
