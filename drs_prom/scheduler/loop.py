@@ -118,7 +118,7 @@ class Scheduler:
         self.cache = ClusterCache(
             self.cfg.scheduler_name,
             self.cfg.namespace,
-            on_pending=lambda pod: self.queue.add(pod, self.cache.pod_event_received()),
+            on_pending=self._pending,
             on_gone=self.queue.delete,
             on_change=self.queue.move_all,
             on_bound_end=journal.pod_ended if journal is not None else lambda uid: None,
@@ -243,6 +243,11 @@ class Scheduler:
             self.http.stop()
         if self.recorder is not None:
             self.recorder.stop()
+
+    def _pending(self, pod: dict[str, Any]) -> None:
+        """One of our pods is pending (the pods watch's thread): its owner's stored usage asked for, then queued."""
+        self.demands.prefetch(pod)
+        self.queue.add(pod, self.cache.pod_event_received())
 
     def _spawn(self, fn: Callable[[], None], name: str) -> None:
         t = threading.Thread(target=fn, name=name, daemon=True)

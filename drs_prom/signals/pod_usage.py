@@ -65,6 +65,11 @@ READ_BATCH = 32
 """Queued keys read by one query at most (``shares_read``): the query's text grows with each owner's name pattern, the
 answer with each one's pods."""
 
+GATHER_SECONDS = 0.02
+"""How long the refresher lets the oldest queued key wait for others to share its read, unless a batch is full: while
+a scheduler decides a pod every few milliseconds, each read would otherwise carry one or two keys. Short beside
+everything the estimate waits for (a pod is seen in the history a rate window after it starts)."""
+
 
 def shares_read(a: Key, b: Key) -> bool:
     """Whether one query reads both keys: owners of one namespace, or owners asking for one image there."""
@@ -121,11 +126,13 @@ class PrometheusUsageHistory:
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
         retry_seconds: float = RETRY_SECONDS,
+        gather_seconds: float = GATHER_SECONDS,
     ) -> None:
         self.source = source
         self.settings = settings or UsageSettings()
         self.clock = clock
         self.retry_seconds = retry_seconds
+        self.gather_seconds = gather_seconds
         self.errors = Counter(
             "drs_usage_history_errors_total",
             "Reads of pods' stored usage that failed or were dropped, by reason.",
@@ -135,7 +142,7 @@ class PrometheusUsageHistory:
         for reason in ERROR_REASONS:
             self.errors.labels(reason)
         self._cache: OrderedDict[Key, _Entry] = OrderedDict()
-        self._queue: dict[Key, None] = {}  # insertion-ordered set: the oldest request is read first
+        self._queue: dict[Key, float] = {}  # key -> when it was queued (clock); insertion order: the oldest read first
         self._cond = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -181,7 +188,7 @@ class PrometheusUsageHistory:
             self.errors.labels("queue_full").inc()
             log.debug("usage history: queue full (%d); %s/%s not read", len(self._queue), key[1], key[2] or key[3])
             return
-        self._queue[key] = None
+        self._queue[key] = t
         self._cond.notify()
 
     # -- the refresher ---------------------------------------------------------------------
@@ -297,8 +304,14 @@ class PrometheusUsageHistory:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._stopping:
-                    self._cond.wait()
+                while not self._stopping:
+                    if not self._queue:
+                        self._cond.wait()
+                        continue
+                    left = next(iter(self._queue.values())) + self.gather_seconds - self.clock()
+                    if left <= 0 or len(self._queue) >= READ_BATCH:
+                        break
+                    self._cond.wait(left)  # a key queued meanwhile wakes it: a full batch goes at once
                 if self._stopping:
                     return
                 keys = self._take()

@@ -204,9 +204,9 @@ class Counted:
         return self.source.samples(query, at)
 
 
-def counted_history(url: str, registry: CollectorRegistry) -> tuple[PrometheusUsageHistory, Counted]:
+def counted_history(url: str, registry: CollectorRegistry, **kw: Any) -> tuple[PrometheusUsageHistory, Counted]:
     source = Counted(PrometheusSource(PrometheusSettings(url=url, timeout_seconds=30.0)))
-    return PrometheusUsageHistory(source, UsageSettings(), registry=registry), source
+    return PrometheusUsageHistory(source, UsageSettings(), registry=registry, **kw), source
 
 
 def rows(usage: PodUsage) -> np.ndarray:
@@ -260,6 +260,40 @@ def test_a_burst_of_new_owners_is_read_in_batches_each_key_answered_as_alone(sto
     assert size(h.image("shop", "shop:1.2", fresh[-1], 0.0)) == 5  # web's pods ran shop:1.2
     assert size(h.image("shop", "shop:1.2", "Deployment/web", 0.0)) == 0
     assert size(h.owner("elsewhere", "Deployment/web", 0.0)) == 0 and prom.queries == 5
+
+
+@pytest.mark.integration
+def test_the_refresher_lets_keys_queued_together_share_their_reads(stored):
+    """Owners queued one after another while a read waits to be shared (here two seconds, 20 ms as shipped) are read
+    together: a scheduler deciding a pod every few milliseconds queues them so."""
+    h, prom = counted_history(stored["prom"].url, CollectorRegistry(), gather_seconds=2.0)
+    h.start()
+    try:
+        fresh = [f"Deployment/gen{i}" for i in range(40)]
+        for owner in ["Deployment/web", *fresh]:
+            h.owner("shop", owner, 0.0)
+            h.image("shop", "shop:1.2", owner, 0.0)
+        wait_for(lambda: h.queued() == 0 and h.owner("shop", fresh[-1], 0.0) is not None, 60, "the reads")
+        wait_for(lambda: h.image("shop", "shop:1.2", fresh[-1], 0.0) is not None, 60, "the image's read")
+    finally:
+        h.stop()
+    assert prom.queries == 4  # 41 owners, 32 a query, and as many asking for shop:1.2
+    assert len(h.owner("shop", "Deployment/web", 0.0) or ()) == 5
+
+
+@pytest.mark.integration
+def test_a_pod_seen_pending_has_its_owner_and_image_asked_for_before_its_decision(stored):
+    registry = CollectorRegistry()
+    h = history_of(stored["prom"].url, registry)
+    resolver = DemandResolver(UsageSettings(), h, registry=registry, model=EXACT)
+    resolver.prefetch(NEW_WEB)  # what the scheduler does as the pods watch sees the pod pending
+    assert h.queued() == 2  # its owner and its image, nothing estimated yet
+    assert all(
+        registry.get_sample_value("drs_usage_estimates_total", {"source": s}) == 0 for s in ("owner", "requests")
+    )
+    h.refresh_queued()
+    got = resolver.resolve(NEW_WEB)  # its decision: the owner was read meanwhile
+    assert got.source == "owner" and close(got.demand, truth(of(stored["pods"], "Deployment/web")).mean.mean(axis=0))
 
 
 @pytest.mark.integration

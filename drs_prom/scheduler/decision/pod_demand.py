@@ -204,6 +204,13 @@ class DemandResolver:
         self.estimates.labels(got.source).inc()
         return got
 
+    def prefetch(self, pod: Mapping[str, Any]) -> None:
+        """Ask the history for the stored usage of the pod's owner and image as it becomes pending (on the watch's
+        thread), so that their reads start before its decision and the pods a relist or a burst brings share
+        reads (PrometheusUsageHistory batches what is queued together). Nothing is estimated or counted."""
+        if self.history is not None:
+            _stored(pod, self.history, self.clock())
+
     def _estimate(self, cpu_m: int, mem: int, own: PodUsage | None, similar: PodUsage | None, at: float) -> PodDemand:
         """``estimate``, remembered per requests and stored usage (the very objects the history answered) for
         MEMO_SECONDS: the pending pods of one owner share one estimate, computed once."""
