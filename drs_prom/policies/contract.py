@@ -61,6 +61,10 @@ class DecisionContext:
     refreshes every ``state_refresh_seconds``. The memories of recent binds and ended pods fade to this time, not to
     ``now``: a bind made after it is missing from ``load`` in full, one made ``dt`` before it in part. None: at
     ``now`` (the simulator measures at every decision)."""
+    devices: tuple[str, ...] | None = None
+    """The device resources some node of ``nodes`` advertises (allocatable above 0), sorted, when the caller knows them
+    from its arrays (the scheduler's node table, which finds them once per node change); None = read from ``nodes``
+    (drs_prom.policies.device_stage.devices_of)."""
     soft_scores: np.ndarray | None = None
     """(n,) 0..100 per node from the score terms every policy shares (PodTopologySpread's ScheduleAnyway
     constraints, drs_prom.constraints.spread_score); ``choose`` adds them to the policy's own scores. None: no such term."""

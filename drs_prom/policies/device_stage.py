@@ -75,6 +75,11 @@ def device_resources(nodes: Sequence[NodeInfo]) -> tuple[str, ...]:
     return tuple(sorted(name for name in found if is_device(name)))
 
 
+def devices_of(ctx: DecisionContext) -> tuple[str, ...]:
+    """``ctx.devices``, or the same read from ``ctx.nodes`` (``device_resources``)."""
+    return ctx.devices if ctx.devices is not None else device_resources(ctx.nodes)
+
+
 def hot_after(ctx: DecisionContext) -> np.ndarray:
     """Per node: whether the pod's load would take one of its resources above HOT of its capacity (unknown: not hot)."""
     rel = (np.asarray(ctx.load, dtype=np.float64) + np.asarray(ctx.pod_load, dtype=np.float64)) / full_of(ctx)
@@ -129,7 +134,7 @@ class DeviceStage:
     def narrow(self, ctx: DecisionContext) -> DecisionContext:
         """``ctx`` with ``feasible`` narrowed to the nodes ``keep`` keeps; ``ctx`` itself where no node has devices
         or every feasible node is kept. Records nothing."""
-        resources = device_resources(ctx.nodes)
+        resources = devices_of(ctx)
         if not resources:
             return ctx
         keep = self.keep(ctx, resources)
@@ -140,7 +145,7 @@ class DeviceStage:
     def record(self, ctx: DecisionContext) -> None:
         """Remember the shape of ``ctx``'s pod (decided, on the nodes the filters found feasible: ``ctx`` as the
         policy was given it, not narrowed); nothing on a cluster without devices."""
-        self.shapes.record(ctx, device_resources(ctx.nodes))
+        self.shapes.record(ctx, devices_of(ctx))
 
 
 DEVICES_SUFFIX = "+devices"

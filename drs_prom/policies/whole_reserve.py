@@ -41,7 +41,7 @@ import numpy as np
 from drs_prom.config import FILL_WINDOW, WHOLE_NODE_RESERVE
 from drs_prom.policies.contract import DecisionContext, node_requests
 from drs_prom.policies.device_fit import device_columns
-from drs_prom.policies.device_stage import device_resources
+from drs_prom.policies.device_stage import devices_of
 from drs_prom.policies.fill_packing import packing_keep
 from drs_prom.policies.filling import FillWatch
 from drs_prom.policies.fragmentation import DeviceShapes
@@ -78,7 +78,7 @@ class WholeNodeReserve:
         self.shapes = DeviceShapes()
 
     def _resources(self, ctx: DecisionContext) -> tuple[str, ...]:
-        return device_resources(ctx.nodes) if self.count or self.watch.window else ()
+        return devices_of(ctx) if self.count or self.watch.window else ()
 
     def keep(self, ctx: DecisionContext) -> np.ndarray:
         """The feasible nodes of ``ctx`` this pod may take, for each device resource in turn: packed while the

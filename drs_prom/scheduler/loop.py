@@ -328,6 +328,7 @@ class Scheduler:
             resident=resident,
             ended=ended,
             link=view.link(rows),
+            devices=view.devices(rows),
         )
         node = nodes[choice.index].name
         plan = plan_for(req, view.near().storage, nodes[choice.index]) if req.claims else None

@@ -300,6 +300,7 @@ class Decider:
         resident: np.ndarray | None = None,
         ended: np.ndarray | None = None,
         link: np.ndarray | None = None,
+        devices: tuple[str, ...] | None = None,
     ) -> Choice:
         """Score ``nodes`` (infeasible ones get -inf) and pick one; index -1 if none is feasible.
 
@@ -310,7 +311,7 @@ class Decider:
         ``resident``: ``nodes``' DecisionContext.resident (the expected load of our running pods), None where the
         caller keeps none (the extender); ``ended``: what the metrics still show of our ended pods there
         (DecisionContext.ended), likewise. ``link``: ``nodes``' network/disk bandwidth (drs_prom.signals.link_capacity), read
-        from their labels when None. The returned Choice carries the chosen node's pod_load row.
+        from their labels when None. ``devices``: DecisionContext.devices (read from ``nodes`` when None). The returned Choice carries the chosen node's pod_load row.
         """
         scales = self.scales()
         measured_at = self.measured_at()  # read before the load: a refresh in between only makes the load newer
@@ -338,6 +339,7 @@ class Decider:
             soft_scores=soft,
             resident=resident,
             ended=ended,
+            devices=devices,
         )
         policy = self.policy
         choice = self.rollout.decide(ctx, reason, policy, self.model_version if policy is not None else None)

@@ -21,6 +21,7 @@ import numpy as np
 from drs_prom.constraints import chain, spread_score
 from drs_prom.constraints.framework import ClusterHints, FilterResult, NodeArrays
 from drs_prom.constraints.placed import EMPTY, Neighbours
+from drs_prom.policies.device_stage import is_device
 from drs_prom.signals import link_capacity
 from drs_prom.types import NodeInfo, PodRequest
 
@@ -50,6 +51,7 @@ class NodeTable:
         self.alloc_scalar = {
             k: np.array([b.allocatable_scalar.get(k, 0) for b in self.base], dtype=np.int64).reshape(n) for k in names
         }
+        self.devices = tuple(k for k in names if is_device(k))  # the scalar resources that are devices, sorted
         self.req_scalar: dict[str, np.ndarray] = {}  # one array per scalar resource some placed pod requests
         # network/disk bandwidth per node from its labels (NaN: the standard), parsed once per table
         self.link, self.link_errors = link_capacity.matrix((b.name, b.labels) for b in self.base)
@@ -116,6 +118,12 @@ class NodeView:
             self.req_scalar,
         )
         return chain.feasible(pod, t.static, arrays, self.near, ClusterHints(self.existing_anti))
+
+    def devices(self, rows: np.ndarray) -> tuple[str, ...]:
+        """The device resources some node at ``rows`` advertises (DecisionContext.devices): from the table's arrays,
+        nothing to do on a cluster without devices, where the policy's stages would read every candidate's NodeInfo."""
+        t = self.table
+        return tuple(k for k in t.devices if bool((t.alloc_scalar[k][rows] > 0).any()))
 
     def soft_scores(self, pod: PodRequest, rows: np.ndarray, feasible: np.ndarray) -> np.ndarray | None:
         """The score terms every policy shares for the nodes at ``rows`` (``feasible``: which of them passed
