@@ -53,9 +53,8 @@ def usage_model_source(settings: Settings, check_seconds: float = 30.0) -> Calla
         ModelStore(root, settings.retrain.keep_versions), lambda d: load_usage_model(d / USAGE_FILE), check_seconds
     )
 
-    def current() -> UsageModel:
-        if root.exists():
-            watcher.reload_if_changed()
+    def current() -> UsageModel:  # on every decision: the watcher reads the store's pointer at most every check_seconds
+        watcher.reload_if_changed()
         return watcher.model if watcher.model is not None else shipped
 
     return current
