@@ -3,9 +3,10 @@
 A decision never waits on Prometheus. ``owner`` and ``image`` answer from a cache and queue what they miss; a
 background thread (``start``/``stop``) reads the queue (drs_prom.signals.promql.pod_history over the rules of the
 group ``drs-pod-usage``), each query within ``prometheus.timeout_seconds``. One query reads up to ``READ_BATCH``
-queued owners of a namespace, or owners asking for one image there, and the answer is split between them by the
-same pod-name patterns the query matched: a burst of new owners (bare pods, Jobs) costs a query per batch, not one
-per owner and another per image, each of them URL encoding and JSON in Python on the scheduler's process. A miss answers None (the estimator goes on to the next source), as does an answer
+queued owners of a namespace, or owners asking for one image there (``MAX_QUERY_CHARS`` of text at most), and the
+answer is split between them by the same pod-name patterns the query matched: a burst of new owners (bare pods,
+Jobs) costs a query per batch, not one per owner and another per image, each of them URL encoding and JSON in
+Python on the scheduler's process. A miss answers None (the estimator goes on to the next source), as does an answer
 older than ``usage.ttl_seconds``; an owner asked for again is read again every ``usage.refresh_seconds`` (30 s
 after a failure). The cache holds ``usage.cache_size`` owners and images, least recently asked first out; at most
 ``usage.queue_size`` wait to be read. Failures are counted in ``drs_usage_history_errors_total{reason}``: the
@@ -62,8 +63,12 @@ Key = tuple[str, str, str, str]
 Series = list[tuple[dict[str, str], float]]
 
 READ_BATCH = 32
-"""Queued keys read by one query at most (``shares_read``): the query's text grows with each owner's name pattern, the
-answer with each one's pods."""
+"""Queued keys read by one query at most (``shares_read``): the answer grows with each owner's pods."""
+
+MAX_QUERY_CHARS = 4096
+"""The longest query text a batch grows to (each owner's name pattern is in it once per statistic, eight times): the
+query travels in the URL, which proxies in front of Prometheus refuse beyond 8 KiB (nginx's default), and this much
+PromQL is about 5.7 KiB URL-encoded. One key's query is never cut (a Deployment's is about 1.6 KiB)."""
 
 GATHER_SECONDS = 0.02
 """How long the refresher lets the oldest queued key wait for others to share its read, unless a batch is full: while
@@ -274,13 +279,14 @@ class PrometheusUsageHistory:
                 entry.usage, entry.fetched, entry.tried, entry.failed = usage, t0, t0, False
 
     def _take(self) -> list[Key]:
-        """The oldest queued key and up to READ_BATCH - 1 more that share its read, off the queue (lock held)."""
+        """The oldest queued key and up to READ_BATCH - 1 more that share its read while the query stays within
+        MAX_QUERY_CHARS, off the queue (lock held)."""
         first = next(iter(self._queue))
         batch = [first]
         for key in self._queue:
             if len(batch) == READ_BATCH:
                 break
-            if key is not first and shares_read(key, first):
+            if key is not first and shares_read(key, first) and len(self.query([*batch, key])) <= MAX_QUERY_CHARS:
                 batch.append(key)
         for key in batch:
             del self._queue[key]

@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry
 from drs_prom.config import PrometheusSettings, UsageSettings
 from drs_prom.scheduler.decision.pod_demand import DemandResolver
 from drs_prom.signals import promql
-from drs_prom.signals.pod_usage import IMAGE, OWNER, PrometheusUsageHistory, pod_usage
+from drs_prom.signals.pod_usage import IMAGE, MAX_QUERY_CHARS, OWNER, PrometheusUsageHistory, pod_usage
 from drs_prom.signals.prometheus import PrometheusSource
 from drs_prom.usage.estimator import UsageModel, estimate, shipped_usage_model
 from drs_prom.usage.history import PodUsage
@@ -197,10 +197,11 @@ class Counted:
     """The reader's Prometheus with a count of the queries it was asked (how many reads a refresh made)."""
 
     def __init__(self, source: PrometheusSource) -> None:
-        self.source, self.queries = source, 0
+        self.source, self.queries, self.lengths = source, 0, [0]
 
     def samples(self, query: str, at: float | None = None) -> list[tuple[dict[str, str], float]]:
         self.queries += 1
+        self.lengths.append(len(query))
         return self.source.samples(query, at)
 
 
@@ -242,24 +243,38 @@ def test_owners_and_images_read_in_one_query_answer_as_each_read_alone(stored):
 
 @pytest.mark.integration
 def test_a_burst_of_new_owners_is_read_in_batches_each_key_answered_as_alone(stored):
+    """Bare pods (each its own owner, as a batch system's): 32 a query; a stored pod among them gets its own row."""
     registry = CollectorRegistry()
     h, prom = counted_history(stored["prom"].url, registry)
-    fresh = [f"Deployment/gen{i}" for i in range(40)]
-    for owner in ["Deployment/web", *fresh]:
+    stored_pod, fresh = "Pod/web-7d9f8c6b5-x2k4p", [f"Pod/gen{i}" for i in range(40)]
+    for owner in [stored_pod, *fresh]:
         assert h.owner("shop", owner, 0.0) is None and h.image("shop", "shop:1.2", owner, 0.0) is None
     assert h.owner("elsewhere", "Deployment/web", 0.0) is None
     assert h.queued() == 83
     assert h.refresh_queued() == 83
     assert prom.queries == 2 + 2 + 1  # 41 owners in shop (32 a query), as many asking for shop:1.2, one elsewhere
+    assert max(prom.lengths) <= MAX_QUERY_CHARS
 
     def size(usage: PodUsage | None) -> int:  # an answer from the cache (None: no answer)
         assert usage is not None
         return len(usage)
 
-    assert size(h.owner("shop", "Deployment/web", 0.0)) == 5 and size(h.owner("shop", fresh[0], 0.0)) == 0
+    assert size(h.owner("shop", stored_pod, 0.0)) == 1 and size(h.owner("shop", fresh[0], 0.0)) == 0
     assert size(h.image("shop", "shop:1.2", fresh[-1], 0.0)) == 5  # web's pods ran shop:1.2
-    assert size(h.image("shop", "shop:1.2", "Deployment/web", 0.0)) == 0
+    assert size(h.image("shop", "shop:1.2", stored_pod, 0.0)) == 4  # all but itself
     assert size(h.owner("elsewhere", "Deployment/web", 0.0)) == 0 and prom.queries == 5
+
+
+@pytest.mark.integration
+def test_a_batch_stops_growing_before_its_query_is_too_long_for_a_url(stored):
+    """A Deployment's name pattern is long: the batch takes as many as keep the query within MAX_QUERY_CHARS."""
+    h, prom = counted_history(stored["prom"].url, CollectorRegistry())
+    owners = ["Deployment/web", *(f"Deployment/checkout-service-v{i}" for i in range(20))]
+    for owner in owners:
+        h.owner("shop", owner, 0.0)
+    assert h.refresh_queued() == 21
+    assert max(prom.lengths) <= MAX_QUERY_CHARS and 2 < prom.queries < 21
+    assert len(h.owner("shop", "Deployment/web", 0.0) or ()) == 5
 
 
 @pytest.mark.integration
@@ -269,7 +284,7 @@ def test_the_refresher_lets_keys_queued_together_share_their_reads(stored):
     h, prom = counted_history(stored["prom"].url, CollectorRegistry(), gather_seconds=2.0)
     h.start()
     try:
-        fresh = [f"Deployment/gen{i}" for i in range(40)]
+        fresh = [f"Pod/gen{i}" for i in range(40)]
         for owner in ["Deployment/web", *fresh]:
             h.owner("shop", owner, 0.0)
             h.image("shop", "shop:1.2", owner, 0.0)

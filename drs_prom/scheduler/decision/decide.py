@@ -311,7 +311,8 @@ class Decider:
         ``resident``: ``nodes``' DecisionContext.resident (the expected load of our running pods), None where the
         caller keeps none (the extender); ``ended``: what the metrics still show of our ended pods there
         (DecisionContext.ended), likewise. ``link``: ``nodes``' network/disk bandwidth (drs_prom.signals.link_capacity), read
-        from their labels when None. ``devices``: DecisionContext.devices (read from ``nodes`` when None). The returned Choice carries the chosen node's pod_load row.
+        from their labels when None. ``devices``: DecisionContext.devices (read from ``nodes`` when None). The returned
+        Choice carries the chosen node's pod_load row.
         """
         scales = self.scales()
         measured_at = self.measured_at()  # read before the load: a refresh in between only makes the load newer
