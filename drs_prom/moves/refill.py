@@ -57,4 +57,4 @@ def refilled(shares: np.ndarray, capacity: np.ndarray, usage: np.ndarray, units:
         np.where(np.isfinite(rate), np.nan_to_num(rate) * np.asarray(units, dtype=np.float64), 0.0), capacity
     )
     now = np.asarray(shares, dtype=np.float64)
-    return float(np.max(now - gone + back)) >= float(np.max(now))
+    return float(np.max(now + (back - gone))) >= float(np.max(now))  # back == gone leaves now exactly as it is
