@@ -24,18 +24,7 @@ sys.path.insert(0, str(REPO))
 from drs_prom.config import PrometheusSettings, UsageSettings
 from drs_prom.signals.pod_usage import PrometheusUsageHistory
 from drs_prom.signals.prometheus import PrometheusSource
-from tests.prom.fixtures import start_prometheus
-
-
-class Counted:
-    """The history's Prometheus, counting the queries it is asked."""
-
-    def __init__(self, source: PrometheusSource) -> None:
-        self.source, self.queries = source, 0
-
-    def samples(self, query: str, at: float | None = None) -> list[tuple[dict[str, str], float]]:
-        self.queries += 1
-        return self.source.samples(query, at)
+from tests.prom.fixtures import Counted, start_prometheus
 
 
 def main() -> None:
@@ -46,8 +35,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         prom = start_prometheus(Path(tmp))
         try:
-            source = Counted(PrometheusSource(PrometheusSettings(url=prom.url, timeout_seconds=10.0)))
-            history = PrometheusUsageHistory(source, UsageSettings())  # type: ignore[arg-type]
+            client = PrometheusSource(PrometheusSettings(url=prom.url, timeout_seconds=10.0))
+            source = Counted(client)
+            history = PrometheusUsageHistory(source, UsageSettings())
             for i in range(20):  # the connection made and the first answers read before the clock starts
                 history.owner("bench", f"Pod/warm-{i}", 0.0)
                 history.image("bench", args.image, f"Pod/warm-{i}", 0.0)
@@ -59,7 +49,7 @@ def main() -> None:
             cpu, wall = time.thread_time(), time.perf_counter()
             keys = history.refresh_queued()
             cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
-            source.source.close()
+            client.close()
         finally:
             prom.stop()
     print(

@@ -38,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from drs_prom.signals.pod_usage import Samples
 from drs_prom.testbed.process import free_port
 from drs_prom.testbed.prom_server import (
     RULES,
@@ -225,3 +226,16 @@ def prometheus_factory(tmp_path: Path) -> Iterator[Callable[..., PrometheusProc]
     finally:
         for prom in started:
             prom.stop()
+
+
+class Counted:
+    """A Prometheus client (``Samples``) that counts the queries it passes on and their lengths: how many reads the
+    usage history made (tests/prom/test_pod_usage.py, benchmarks/usage_history_cost.py)."""
+
+    def __init__(self, source: Samples) -> None:
+        self.source, self.queries, self.lengths = source, 0, [0]
+
+    def samples(self, query: str, at: float | None = None) -> list[tuple[dict[str, str], float]]:
+        self.queries += 1
+        self.lengths.append(len(query))
+        return self.source.samples(query, at)

@@ -33,6 +33,7 @@ from drs_prom.usage.estimator import UsageModel, estimate, shipped_usage_model
 from drs_prom.usage.history import PodUsage
 from drs_prom.usage.owners import image_spellings, pod_name_regex
 from tests.prom.cadvisor_backfill import StoredPod, backfilled_prometheus
+from tests.prom.fixtures import Counted
 from tests.prom.test_deploy import DEPLOY, promtool, run
 from tests.waiting import wait_for
 
@@ -191,18 +192,6 @@ def test_an_owners_stored_pods_are_its_pods_with_their_means_durations_and_last_
     assert len(similar) == 5
     assert len(h.read((IMAGE, "shop", "Deployment/web", "shop:1.2"))) == 0
     assert registry.get_sample_value("drs_usage_history_errors_total", {"reason": "bad_series"}) == 0
-
-
-class Counted:
-    """The reader's Prometheus with a count of the queries it was asked (how many reads a refresh made)."""
-
-    def __init__(self, source: PrometheusSource) -> None:
-        self.source, self.queries, self.lengths = source, 0, [0]
-
-    def samples(self, query: str, at: float | None = None) -> list[tuple[dict[str, str], float]]:
-        self.queries += 1
-        self.lengths.append(len(query))
-        return self.source.samples(query, at)
 
 
 def counted_history(url: str, registry: CollectorRegistry, **kw: Any) -> tuple[PrometheusUsageHistory, Counted]:
