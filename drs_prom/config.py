@@ -734,6 +734,13 @@ class RebalanceSettings(_Section):
         description="Quantile of each signal over the window that must pass the thresholds: 0.5 = more than half of "
         "the window; lower is stricter (0.2: hot for 80 % of the window).",
     )
+    target_quantile: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Quantile of each signal over the window at which a move's target must have room (its busier "
+        "moments: a node whose load comes and goes is no target while it comes); None: the same as quantile.",
+    )
     hot_above: float = Field(
         0.8, gt=0, le=4, description="A node becomes hot when a signal's quantile exceeds this share of its capacity."
     )
@@ -793,6 +800,20 @@ class RebalanceSettings(_Section):
         "kube-scheduler scores requests, not load) only if the move still relieves its node once the requests it "
         "frees are taken again by new pods carrying the cluster's usage per request; otherwise that scheduler, "
         "seeing the room, refills the node with as much load as the move took off it.",
+    )
+    surge: bool = Field(
+        True,
+        description="Move a Deployment's pod by making its replacement first: the Deployment gets one replica more "
+        "(the pod marked with the lowest controller.kubernetes.io/pod-deletion-cost), and once every replica is "
+        "ready it gets its count back and the ReplicaSet removes the marked pod; the Deployment never runs short "
+        "and the pod's work is not held up by a restart. Pods of other controllers, and Deployments that are rolling "
+        "out, paused or scaled by a HorizontalPodAutoscaler, are evicted.",
+    )
+    surge_timeout_seconds: float = Field(
+        600.0,
+        gt=0,
+        description="A surge whose replicas are not all ready within this is taken back: the Deployment gets its "
+        "count back with the mark removed, so the ReplicaSet removes the replica that did not start, and the pod stays.",
     )
     taint_hot_nodes: bool = Field(
         False,

@@ -17,7 +17,9 @@ spread it. A pod is moved only when
   kube-scheduler's), asked where the replacement would go with the pod gone, picks such a node: not the hot node
   itself (the replacement would land back) and not a node that is no better.
 
-Each accepted move updates the plan's view of the nodes' load, so the next one sees the cluster as it will be.
+Each accepted move updates the plan's view of the nodes' load, so the next one sees the cluster as it will be; so do
+the moves still under way from earlier rounds (a surge whose replacement is starting): a node they bring to
+``hot_above`` or below is left to them.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ COOLDOWN, BUDGET_NODE, BUDGET_NAMESPACE, BUDGET_CLUSTER = (
     "budget_namespace",
     "budget_cluster",
 )
-FUTILE, REFILLS = "futile", "refills"
+FUTILE, REFILLS, RELIEVED = "futile", "refills", "relieved"
 NO_USAGE, NO_RELIEF, NO_FEASIBLE_NODE, NO_BETTER_NODE, LANDS_BACK, NOT_BETTER = (
     "no_usage",
     "no_relief",
@@ -50,6 +52,7 @@ NO_USAGE, NO_RELIEF, NO_FEASIBLE_NODE, NO_BETTER_NODE, LANDS_BACK, NOT_BETTER = 
     "not_better",
 )
 PLAN_REASONS: tuple[str, ...] = (
+    RELIEVED,
     FUTILE,
     REFILLS,
     COOLDOWN,
@@ -123,6 +126,17 @@ class Move:
         )
 
 
+@dataclass(frozen=True)
+class UnderWay:
+    """A move of an earlier round not made yet: its replacement is starting on ``target`` while the pod still runs
+    on ``source`` (indices in the plan's view; ``target`` -1: not known)."""
+
+    source: int
+    target: int
+    usage: np.ndarray
+    """(N_FEATURES,) the pod's stored usage over the window, absolute units; NaN: not known (then not counted)."""
+
+
 @dataclass
 class Plan:
     """What one round decided: the moves, in the order they should be made, and why other pods were not moved."""
@@ -167,14 +181,26 @@ def plan(
     cooldowns: Cooldowns,
     now: float,
     place: Placer,
+    under_way: Sequence[UnderWay] = (),
+    peaks: np.ndarray | None = None,
 ) -> Plan:
     """This round's moves (module docstring). ``shares`` (n, N_FEATURES): the nodes' load over the window as shares
     of their own capacity (drs_prom.moves.hot); ``capacity`` (n, N_FEATURES): each node's capacity in the units of
     the pods' usage; ``candidates``: every running pod (those on hot nodes may move; all of them tell the cluster's
-    usage per request). Nothing is changed but the plan's own copy of the load; the caller records the cool-downs of
-    the moves it makes."""
+    usage per request); ``under_way``: moves of earlier rounds not yet made (their pods are not candidates);
+    ``peaks`` (n, N_FEATURES): the nodes' load at a higher quantile over the window (``target_quantile``), which a
+    target must have room at (None: ``shares``). Nothing is changed but the plan's own copies of the load; the caller
+    records the cool-downs of the moves it makes."""
     view = np.array(shares, dtype=np.float64).reshape(len(names), N_FEATURES)
     cap = np.asarray(capacity, dtype=np.float64).reshape(len(names), N_FEATURES)
+    busy = view.copy() if peaks is None else np.array(peaks, dtype=np.float64).reshape(len(names), N_FEATURES)
+    relieving = set()
+    for w in under_way:
+        if not np.isfinite(w.usage).all():
+            continue
+        _shift(view, cap, w.source, w.target, w.usage)
+        _shift(busy, cap, w.source, w.target, w.usage)
+        relieving.add(w.source)
     out = Plan(hot=hot)
     index = {n: i for i, n in enumerate(names)}
     by_node: dict[int, list[Candidate]] = {}
@@ -197,6 +223,9 @@ def plan(
     for h in order:
         pods = by_node.get(h, [])
         moved = 0
+        if h in relieving and float(np.max(view[h])) <= settings.hot_above:
+            out.skipped[RELIEVED] += len(pods)
+            continue
         ranked = sorted(pods, key=lambda c: (-_relief(view, cap, c), c.facts.key))
         if not _rescuable(view[h], cap[h], ranked, settings):
             out.skipped[FUTILE] += len(ranked)
@@ -212,19 +241,25 @@ def plan(
                 break
             if moved and float(np.max(view[h])) < settings.cool_below:
                 break  # this round's moves cool it: no more
-            why = _check(c, names, view, cap, settings, cooldowns, now, owners, per_namespace, place, out.moves)
+            why = _check(c, names, view, busy, cap, settings, cooldowns, now, owners, per_namespace, place, out.moves)
             if isinstance(why, str):
                 out.skipped[why] += 1
                 continue
             move, target = why, index[why.target]
-            used_src, used_dst = usage_share(c.usage, cap[h]), usage_share(c.usage, cap[target])
-            view[h] = np.maximum(view[h] - used_src, 0.0)
-            view[target] = view[target] + used_dst
+            _shift(view, cap, h, target, c.usage)
+            _shift(busy, cap, h, target, c.usage)
             out.moves.append(move)
             owners.add(c.facts.owner)
             per_namespace[c.facts.namespace] += 1
             moved += 1
     return out
+
+
+def _shift(load: np.ndarray, cap: np.ndarray, source: int, target: int, usage: np.ndarray) -> None:
+    """Move ``usage`` (absolute units) from node ``source`` to node ``target`` (-1: not known) of ``load`` (shares)."""
+    load[source] = np.maximum(load[source] - usage_share(usage, cap[source]), 0.0)
+    if target >= 0:
+        load[target] = load[target] + usage_share(usage, cap[target])
 
 
 def _refill_rate(candidates: Sequence[Candidate], settings: RebalanceSettings) -> np.ndarray | None:
@@ -265,6 +300,7 @@ def _check(
     c: Candidate,
     names: Sequence[str],
     view: np.ndarray,
+    busy: np.ndarray,
     cap: np.ndarray,
     settings: RebalanceSettings,
     cooldowns: Cooldowns,
@@ -287,7 +323,7 @@ def _check(
     gain = relief(view[h], used_src)
     if gain <= 0.0:
         return NO_RELIEF
-    after = bottlenecks(view + usage_share(c.usage, cap))  # every node's bottleneck with the pod added to it
+    after = bottlenecks(busy + usage_share(c.usage, cap))  # every node's busier moments with the pod added to it
     bar = min(settings.hot_above, before) - settings.margin
     roomy = after <= bar
     roomy[h] = False

@@ -24,9 +24,10 @@ from drs_prom.types import KubeClient
 
 log = logging.getLogger(__name__)
 
-EVICTED, DRY_RUN, PDB, GONE, FAILED = "evicted", "dry_run", "pdb", "gone", "failed"
-OUTCOMES: tuple[str, ...] = (EVICTED, DRY_RUN, PDB, GONE, FAILED)
-"""What became of a planned move (the metrics' ``outcome`` label)."""
+EVICTED, SURGED, DRY_RUN, PDB, GONE, FAILED = "evicted", "surged", "dry_run", "pdb", "gone", "failed"
+OUTCOMES: tuple[str, ...] = (EVICTED, SURGED, DRY_RUN, PDB, GONE, FAILED)
+"""What became of a planned move (the metrics' ``outcome`` label); ``surged``: its replacement is being made first
+(drs_prom.rebalance.surge)."""
 COMPONENT = "drs-rebalancer"
 TOO_MANY_REQUESTS, NOT_FOUND, CONFLICT = 429, 404, 409
 

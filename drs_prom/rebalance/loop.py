@@ -29,11 +29,13 @@ from drs_prom.errors import MetricsError, ModelError
 from drs_prom.moves.hot import capacity_shares, hot_nodes
 from drs_prom.moves.plan import Candidate, Cooldowns, Move, Plan, plan
 from drs_prom.moves.refill import request_units
+from drs_prom.moves.under_way import Recent, remembered, under_way
 from drs_prom.policies.contract import Policy
 from drs_prom.rebalance import actions
 from drs_prom.rebalance.cluster import ClusterState, LivePlacer, blocked_by_budget, read_cluster
 from drs_prom.rebalance.metrics import RebalanceMetrics
 from drs_prom.rebalance.reads import node_quantiles, pod_usage
+from drs_prom.rebalance.surge import MOVED, SURGE_BLOCKERS, WAITING, InFlight, Surges
 from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.scheduler.decision.guardrails import BreachTracker, Trip, breaches, rules_for
 from drs_prom.signals.prometheus import PrometheusSource
@@ -42,7 +44,7 @@ from drs_prom.types import KubeClient
 
 log = logging.getLogger(__name__)
 
-MOVE_EVENT, STOP_EVENT = "rebalance_move", "rebalance_stop"
+MOVE_EVENT, STOP_EVENT, SURGE_EVENT = "rebalance_move", "rebalance_stop", "rebalance_surge"
 """Kinds of the journal's ``rollout_events`` rows the rebalancer writes."""
 
 
@@ -56,6 +58,8 @@ class RoundResult:
     outcomes: list[tuple[Move, str, str]] = field(default_factory=list)
     """(move, outcome (actions.OUTCOMES), the apiserver's or the budget's word when refused)."""
     error: str = ""
+    surges: list[tuple[InFlight, str]] = field(default_factory=list)
+    """(surge under way, what this round did with it: surge.MOVED, TIMED_OUT, ABANDONED or WAITING)."""
 
 
 def policies(settings: Settings) -> tuple[Policy, Policy]:
@@ -92,6 +96,8 @@ class Rebalancer:
 
         self.settings, self.api, self.source, self.clock = settings, api, source, clock
         self.core = client.CoreV1Api(api)
+        self.surges = Surges(self.core, client.AppsV1Api(api), client.AutoscalingV2Api(api))
+        self.recent: list[Recent] = []
         self.metrics = metrics or RebalanceMetrics()
         self.journal = journal
         if own is None or other is None:
@@ -126,6 +132,7 @@ class Rebalancer:
         out = RoundResult(at=now)
         try:
             state = read_cluster(self.api, self.settings, now)
+            flights = self.surges.in_flight(r.namespaces)
         except (ApiException, HTTPError, OSError) as exc:
             self.metrics.round_errors.labels("kubernetes").inc()
             out.error = f"kubernetes: {getattr(exc, 'reason', exc)}"
@@ -134,6 +141,11 @@ class Rebalancer:
         names = state.names
         try:
             raw = node_quantiles(self.source, self.settings, names)
+            busy = (
+                None
+                if r.target_quantile is None
+                else node_quantiles(self.source, self.settings, names, r.target_quantile)
+            )
             usage = pod_usage(self.source, self.settings)
             features = self.source.snapshot().features
         except MetricsError as exc:
@@ -141,13 +153,16 @@ class Rebalancer:
             out.error = f"prometheus: {exc}"
             log.warning("rebalance round skipped: %s", exc)
             return out
+        out.surges = self._advance(flights, usage, now)
         shares = capacity_shares(raw, state.link)
         self.hot = out.hot = hot_nodes(names, shares, self.hot, r.hot_above, r.cool_below)
         self.metrics.hot_nodes.set(len(self.hot))
         if r.taint_hot_nodes and self.evicting:
             self.tainted = actions.sync_taints(self.api, r.taint_key, self.hot, names)
             self.metrics.tainted_nodes.set(len(self.tainted))
-        out.plan = self._plan(state, shares, usage, features, now)
+        moving = [f for f, done in out.surges if done == WAITING]
+        peaks = None if busy is None else capacity_shares(busy, state.link)
+        out.plan = self._plan(state, shares, usage, features, now, moving, peaks)
         for move in out.plan.moves:
             outcome, detail = self._act(move, state, now)
             out.outcomes.append((move, outcome, detail))
@@ -162,11 +177,16 @@ class Rebalancer:
         usage: dict[tuple[str, str], np.ndarray],
         features: Any,
         now: float,
+        moving: list[InFlight],
+        peaks: np.ndarray | None,
     ) -> Plan:
         r = self.settings.rebalance
         index = {n: i for i, n in enumerate(state.names)}
         unknown = np.full(shares.shape[1], np.nan)
         own = self.settings.scheduler.scheduler_name
+        flying = [Recent(now, f.source, "", usage.get((f.namespace, f.pod), unknown)) for f in moving]
+        moved = under_way([*self.recent, *flying], index)
+        surging = {f.key for f in moving}
         candidates = [
             Candidate(
                 p.facts,
@@ -178,20 +198,39 @@ class Rebalancer:
                 placed_by_requests=p.scheduler != own,
             )
             for p in state.pods
+            if p.facts.key not in surging
         ]
         placer = LivePlacer(state, self.settings, self.own, self.other, features, self.tainted, now)
         self.cooldowns.forget(now, r.cooldown_seconds)
-        got = plan(state.names, shares, state.capacity, self.hot, candidates, r, self.cooldowns, now, placer)
+        got = plan(
+            state.names, shares, state.capacity, self.hot, candidates, r, self.cooldowns, now, placer, moved, peaks
+        )
         for reason, n in got.skipped.items():
             self.metrics.skips.labels(reason).inc(n)
         return got
 
     def _act(self, move: Move, state: ClusterState, now: float) -> tuple[str, str]:
         pod = next(p for p in state.pods if p.facts.key == move.pod.key)
+        r = self.settings.rebalance
+        outcome, detail = "", ""
         if not self.evicting:
             outcome = actions.DRY_RUN
             detail = "a PodDisruptionBudget allows no disruption now" if blocked_by_budget(pod, state.budgets) else ""
-        else:
+        elif r.surge and pod.facts.owner_kind == "ReplicaSet":
+            started, why = self.surges.start(move, pod.uid, now)
+            if started:
+                outcome = actions.SURGED
+                actions.pod_event(
+                    self.core,
+                    move,
+                    pod.uid,
+                    "RebalanceSurge",
+                    f"Replaced first by drs-rebalancer (its Deployment has one replica more until the new one is "
+                    f"ready): {move.describe()}",
+                )
+            elif why not in SURGE_BLOCKERS:
+                outcome, detail = actions.FAILED, why
+        if not outcome:
             outcome, detail = actions.evict(self.core, move, pod.uid)
             if outcome == actions.EVICTED:
                 actions.pod_event(
@@ -201,8 +240,10 @@ class Rebalancer:
                 actions.pod_event(
                     self.core, move, pod.uid, "RebalanceBlocked", f"Eviction refused ({detail}); not retried", True
                 )
-        if outcome in (actions.EVICTED, actions.DRY_RUN, actions.PDB):
+        if outcome in (actions.EVICTED, actions.SURGED, actions.DRY_RUN, actions.PDB):
             self.cooldowns.record(move.pod.owner, now)
+        if outcome == actions.EVICTED:
+            self.recent.append(Recent(now, move.source, "", np.asarray(move.usage, dtype=np.float64)))
         self.metrics.evictions.labels(outcome).inc()
         log.info(
             "%s %s: %s%s",
@@ -220,7 +261,7 @@ class Rebalancer:
                         "owner": move.pod.owner,
                         "outcome": outcome,
                         "detail": detail,
-                        "mode": "evict" if self.evicting else "dry-run",
+                        "mode": ("surge" if outcome == actions.SURGED else "evict") if self.evicting else "dry-run",
                         "source": move.source,
                         "target": move.target,
                         "source_before": move.source_before,
@@ -232,6 +273,37 @@ class Rebalancer:
                 )
             )
         return outcome, detail
+
+    def _advance(
+        self, flights: list[tuple[dict[str, Any], InFlight]], usage: dict[tuple[str, str], np.ndarray], now: float
+    ) -> list[tuple[InFlight, str]]:
+        """This round's step of each surge under way (drs_prom.rebalance.surge), in dry-run too (a surge started
+        before is finished, never left half done); forgets the moves the window no longer reads from before them."""
+        r = self.settings.rebalance
+        self.recent = remembered(self.recent, now, r)
+        out = []
+        for deployment, flight in flights:
+            done = self.surges.advance(deployment, flight, now, r.surge_timeout_seconds)
+            out.append((flight, done))
+            if done == WAITING:
+                self.cooldowns.record(f"{flight.namespace}/Deployment/{flight.deployment}", now)
+                continue
+            self.metrics.surges.labels(done).inc()
+            log.info("surge of %s (Deployment %s): %s", flight.key, flight.deployment, done)
+            if done == MOVED:
+                got = usage.get((flight.namespace, flight.pod))
+                if got is not None:
+                    self.recent.append(Recent(now, flight.source, "", got))
+            if self.journal is not None:
+                self.journal.append_event(
+                    RolloutEvent(
+                        kind=SURGE_EVENT,
+                        detail={"pod": flight.key, "deployment": flight.deployment, "result": done},
+                        ts=now,
+                    )
+                )
+        self.metrics.surging.set(sum(1 for _, done in out if done == WAITING))
+        return out
 
     def _guard(self, now: float) -> None:
         if not self.rules or self.stopped is not None:

@@ -7,6 +7,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from drs_prom.moves.eligibility import REASONS
 from drs_prom.moves.plan import PLAN_REASONS
 from drs_prom.rebalance.actions import OUTCOMES
+from drs_prom.rebalance.surge import RESULTS
 
 ROUND_ERRORS = ("prometheus", "kubernetes", "other")
 
@@ -26,8 +27,8 @@ class RebalanceMetrics:
         )
         self.evictions = Counter(
             "drs_rebalance_evictions_total",
-            "Moves planned, by outcome: evicted, dry_run (shadow: not evicted), pdb (refused by a "
-            "PodDisruptionBudget), gone (the pod was already gone), failed.",
+            "Moves planned, by outcome: evicted, surged (its replacement made first), dry_run (shadow: not "
+            "evicted), pdb (refused by a PodDisruptionBudget), gone (the pod was already gone), failed.",
             ["outcome"],
             registry=r,
         )
@@ -37,6 +38,14 @@ class RebalanceMetrics:
             ["reason"],
             registry=r,
         )
+        self.surges = Counter(
+            "drs_rebalance_surges_total",
+            "Surges ended, by result: moved (the pod handed over to its replacement), timed_out (the replacement "
+            "was not ready in time and was taken back), abandoned (someone else changed the Deployment's count).",
+            ["result"],
+            registry=r,
+        )
+        self.surging = Gauge("drs_rebalance_surges_in_flight", "Surges under way (Deployments annotated).", registry=r)
         self.hot_nodes = Gauge("drs_rebalance_hot_nodes", "Nodes hot in the last round (with hysteresis).", registry=r)
         self.tainted_nodes = Gauge(
             "drs_rebalance_tainted_nodes", "Nodes carrying the rebalancer's PreferNoSchedule taint.", registry=r
@@ -52,6 +61,8 @@ class RebalanceMetrics:
         )
         for outcome in OUTCOMES:
             self.evictions.labels(outcome)
+        for result in RESULTS:
+            self.surges.labels(result)
         for reason in (*REASONS, *PLAN_REASONS):
             self.skips.labels(reason)
         for source in ROUND_ERRORS:

@@ -19,12 +19,14 @@ from drs_prom.signals import promql
 from drs_prom.signals.prometheus import PrometheusSource
 
 
-def node_quantile_queries(settings: Settings) -> dict[str, str]:
-    """Per feature: its ``rebalance.quantile`` over ``rebalance.window`` for every node (by ``nodename``)."""
+def node_quantile_queries(settings: Settings, quantile: float | None = None) -> dict[str, str]:
+    """Per feature: its ``quantile`` (default ``rebalance.quantile``) over ``rebalance.window`` for every node (by
+    ``nodename``)."""
     r = settings.rebalance
+    q = r.quantile if quantile is None else quantile
     return {
-        f: f"quantile_over_time({r.quantile:g}, ({q})[{r.window}:{r.step}])"
-        for f, q in promql.queries_for(settings.prometheus).items()
+        f: f"quantile_over_time({q:g}, ({expr})[{r.window}:{r.step}])"
+        for f, expr in promql.queries_for(settings.prometheus).items()
     }
 
 
@@ -34,11 +36,14 @@ def pod_usage_queries(settings: Settings) -> dict[str, str]:
     return {f: f"avg_over_time({names[f]}[{settings.rebalance.window}])" for f in FEATURES}
 
 
-def node_quantiles(source: PrometheusSource, settings: Settings, nodes: Sequence[str]) -> np.ndarray:
-    """(len(nodes), N_FEATURES) raw signals (cpu and memory fractions, the rest bytes/s), NaN where a node has no
-    data. MetricsError when Prometheus cannot answer."""
+def node_quantiles(
+    source: PrometheusSource, settings: Settings, nodes: Sequence[str], quantile: float | None = None
+) -> np.ndarray:
+    """(len(nodes), N_FEATURES) raw signals (cpu and memory fractions, the rest bytes/s) at ``quantile`` (default
+    ``rebalance.quantile``) over the window, NaN where a node has no data. MetricsError when Prometheus cannot
+    answer."""
     out = np.full((len(nodes), N_FEATURES), np.nan)
-    for j, (_, query) in enumerate(node_quantile_queries(settings).items()):
+    for j, (_, query) in enumerate(node_quantile_queries(settings, quantile).items()):
         series = source.query(query)
         for i, name in enumerate(nodes):
             value = series.get(name)

@@ -307,16 +307,22 @@ class Cluster:
         self.node_of[pod] = node
         self.start[pod] = self.t
         self.running = np.append(self.running, pod)
-        self.req_cpu_m[node] += self.workload.cpu_m[pod]
-        self.req_mem[node] += self.workload.mem_bytes[pod]
-        self.pod_count[node] += 1
-        if self.workload.scalar is not None:
-            for name, amount in self.workload.scalar[pod]:
+        self.hold(pod, node)
+        self._rates = None
+
+    def hold(self, pod: int, node: int, sign: int = 1) -> None:
+        """Count ``pod``'s requests on ``node`` (``sign`` -1: take them off): a bound pod's, or those of a replica
+        of it still starting there (a surge, drs_prom.sim.rebalancer), which the filters count as a pod's."""
+        wl = self.workload
+        self.req_cpu_m[node] += sign * wl.cpu_m[pod]
+        self.req_mem[node] += sign * wl.mem_bytes[pod]
+        self.pod_count[node] += sign
+        if wl.scalar is not None:
+            for name, amount in wl.scalar[pod]:
                 arr = self.req_scalar.get(name)
                 if arr is None:
                     arr = self.req_scalar[name] = np.zeros(len(self.nodes), dtype=np.int64)
-                arr[node] += amount
-        self._rates = None
+                arr[node] += sign * amount
 
     def next_completion(self) -> float:
         """Time of the next pod completion at current rates (inf when nothing runs)."""
@@ -369,14 +375,8 @@ class Cluster:
         node = int(self.node_of[pod])
         if node < 0 or pod not in self.running:
             raise ValueError(f"pod {self.workload.names[pod]} is not running")
-        wl = self.workload
-        self.req_cpu_m[node] -= wl.cpu_m[pod]
-        self.req_mem[node] -= wl.mem_bytes[pod]
-        self.pod_count[node] -= 1
-        if wl.scalar is not None:
-            for name, amount in wl.scalar[pod]:
-                self.req_scalar[name][node] -= amount
-        left = wl.work[pod] if lose_progress else self.remaining[pod]
+        self.hold(pod, node, -1)
+        left = self.workload.work[pod] if lose_progress else self.remaining[pod]
         self.remaining[pod] = float(left) + float(extra_seconds)
         self.node_of[pod] = -1
         self.start[pod] = np.nan
@@ -384,6 +384,23 @@ class Cluster:
         self.running = self.running[self.running != pod]
         self._rates = None
         return node
+
+    def switch(self, pod: int, node: int, lose_progress: bool = False) -> int:
+        """Running ``pod`` hands over to its replica on ``node``, started there earlier and holding its requests
+        since (``hold``): a move made before the break. The replica goes on with the work left (all of it when
+        ``lose_progress``) and no start of its own to redo, since it started while the pod ran; its stored usage
+        starts with it, as a new pod's series do. Returns the node the pod left."""
+        left = int(self.node_of[pod])
+        if left < 0 or pod not in self.running:
+            raise ValueError(f"pod {self.workload.names[pod]} is not running")
+        self.hold(pod, left, -1)
+        if lose_progress:
+            self.remaining[pod] = float(self.workload.work[pod])
+        self.node_of[pod] = node
+        self.start[pod] = self.t
+        self.pod_cum[pod] = 0.0
+        self._rates = None
+        return left
 
     def _release(self, pods: np.ndarray, still_running: np.ndarray) -> None:
         self.remaining[pods] = 0.0

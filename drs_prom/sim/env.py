@@ -504,6 +504,31 @@ class SchedulingEnv:
         self._pending.append(pod)
         return node
 
+    def surge_context(self, pod: int) -> DecisionContext | None:
+        """The decision the policy faces for a replica of running ``pod`` made before the pod goes (a surge): the
+        cluster as it is, the pod still on its node (None: no node would take it)."""
+        return self._context(pod)
+
+    def surge(self, pod: int, node: int) -> None:
+        """A replica of running ``pod`` starts on ``node``: it holds the pod's requests there until ``switch`` (or
+        ``abandon_surge``); its own use while it starts is not modelled, the pod goes on running where it is."""
+        self.cluster.hold(pod, node)
+
+    def switch(self, pod: int, node: int, pod_load: np.ndarray, lose_progress: bool = False) -> int:
+        """The replica of ``pod`` started by ``surge`` on ``node`` takes over and the pod goes (a move, counted with
+        the evictions); ``pod_load``: the load the scheduler expected of it there. Returns the node the pod left."""
+        t = self.cluster.t
+        left = self.cluster.switch(pod, node, lose_progress)
+        self.resident.drop(pod, t)
+        self.resident.add(pod, self.node_names[node], pod_load)
+        self.evictions.append((t, pod, left))
+        self.landed.append((pod, left, node))
+        return left
+
+    def abandon_surge(self, pod: int, node: int) -> None:
+        """The replica started by ``surge`` on ``node`` goes without taking over (the pod ended first)."""
+        self.cluster.hold(pod, node, -1)
+
     def _placed(self, cluster: Cluster | None = None) -> tuple[Callable[[], Neighbours], ClusterHints]:
         """The running pods as the PLACED-stage filters read them (interpod ones: only pods of a profile with a
         ``Placement`` carry labels, ports, terms or claims), and whether one of them has required anti-affinity."""

@@ -8,7 +8,11 @@ the replacement of a pod goes where that policy would put it, as it does under t
 policy that stands for kube-scheduler, ``other_policy``, places by requests: drs_prom.moves.refill applies to its
 pods). The pods the plan moves are evicted (``SchedulingEnv.evict``): a replacement redoes the work left, or all of
 it for a profile whose state is lost, plus the profile's start penalty (drs_prom.sim.drift_spec.Restart), and is
-placed by the policy like any pending pod, wherever it then chooses.
+placed by the policy like any pending pod, wherever it then chooses. With ``surge`` (the default) a Deployment's pod
+is moved as the live rebalancer moves it, replacement first (drs_prom.rebalance.surge): the policy places a replica
+with the pod still running, the replica holds its requests there for the profile's start penalty, and at the first
+round after it the pod hands its work left over to it (``SchedulingEnv.switch``) and goes; a pod that ends first
+takes its replica with it. The replica's own use while it starts is not modelled.
 
 With ``taint_hot_nodes`` and a policy that stands for kube-scheduler (``other_policy``), the hot nodes carry a
 PreferNoSchedule taint: every decision while they are hot gets kube-scheduler's TaintToleration preference for the
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,6 +32,7 @@ from drs_prom.moves.eligibility import PodFacts
 from drs_prom.moves.hot import capacity_shares, hot_nodes, quantiles
 from drs_prom.moves.plan import Candidate, Cooldowns, Move, Placement, plan
 from drs_prom.moves.refill import request_units
+from drs_prom.moves.under_way import Recent, remembered, under_way
 from drs_prom.policies.contract import choose
 from drs_prom.sim.drift_spec import Restart
 from drs_prom.sim.env import SchedulingEnv
@@ -37,6 +43,22 @@ CONTROLLER_OF = {"Deployment": "ReplicaSet", "ReplicaSet": "ReplicaSet", "Statef
 any other kind (``Pod/...``: the pinned background pods) has none."""
 
 NAMESPACE = "default"
+UNPLACED_SURGE = "surge_unplaced"
+"""Why a planned move was not made: no node would take the pod's replica beside it (``skipped``)."""
+
+
+@dataclass(frozen=True)
+class Surge:
+    """A replica started for a move and not yet in charge."""
+
+    node: int
+    ready_at: float
+    """When it has started (the start penalty after it was placed)."""
+    pod_load: np.ndarray
+    """The load its scheduler expected of it there (what drs's memory of its binds keeps)."""
+    lose_progress: bool
+    usage: np.ndarray
+    """The pod's stored usage when the move was planned (absolute units)."""
 
 
 def rebalance_settings(scenario: Scenario, configured: RebalanceSettings | None = None) -> RebalanceSettings:
@@ -72,6 +94,9 @@ class SimRebalancer:
         self.ticks = 0
         self.rounds = 0
         self.skipped: dict[str, int] = {}
+        self.surging: dict[int, Surge] = {}
+        self.recent: list[Recent] = []
+        """Moves the window still reads from before them (drs_prom.moves.under_way)."""
 
     def reset(self, env: SchedulingEnv) -> None:
         self.reset_state()
@@ -85,8 +110,11 @@ class SimRebalancer:
         if self.ticks % self.every or len(self.samples) < (self.samples.maxlen or 1):
             return  # not a round yet, or not a whole window seen
         self.rounds += 1
+        self._hand_over(env)
         s = self.settings
-        shares = quantiles(np.stack(list(self.samples)), s.quantile)
+        window = np.stack(list(self.samples))
+        shares = quantiles(window, s.quantile)
+        peaks = None if s.target_quantile is None else quantiles(window, s.target_quantile)
         self.hot = hot_nodes(env.node_names, shares, self.hot, s.hot_above, s.cool_below)
         policy = env.deciding
         if s.taint_hot_nodes and policy is not None and policy.name == s.other_policy:
@@ -108,16 +136,63 @@ class SimRebalancer:
         now = c.t
         self.cooldowns.forget(now, s.cooldown_seconds)
         by_requests = policy.name == s.other_policy
+        names = env.node_names
+        candidates, moving = [], list(self.recent)
+        for cand in self._candidates(env, by_requests):
+            surge = self.surging.get(int(cand.facts.key))
+            if surge is None:
+                candidates.append(cand)
+            else:
+                moving.append(Recent(now, names[cand.node], names[surge.node], cand.usage))
         got = plan(
-            env.node_names, shares, cap, self.hot, self._candidates(env, by_requests), s, self.cooldowns, now, place
+            env.node_names,
+            shares,
+            cap,
+            self.hot,
+            candidates,
+            s,
+            self.cooldowns,
+            now,
+            place,
+            under_way(moving, index),
+            peaks,
         )
         for reason, n in got.skipped.items():
             self.skipped[reason] = self.skipped.get(reason, 0) + n
         for move in got.moves:
             pod = int(move.pod.key)
             restart = restart_of(self.scenario, env.workload.profiles[pod])
-            env.evict(pod, restart.penalty_seconds, restart.state == "lost")
             self.cooldowns.record(move.pod.owner, now)
+            usage = np.array(move.usage)
+            if not (s.surge and move.pod.owner_kind == "ReplicaSet"):
+                left = env.evict(pod, restart.penalty_seconds, restart.state == "lost")
+                self.recent.append(Recent(now, names[left], "", usage))
+                continue
+            ctx = env.surge_context(pod)
+            node = -1 if ctx is None else choose(decided, ctx)[0]
+            if ctx is None or node < 0:  # the replica would wait: the live rebalancer takes it back after a time
+                self.skipped[UNPLACED_SURGE] = self.skipped.get(UNPLACED_SURGE, 0) + 1
+                continue
+            env.surge(pod, node)
+            self.surging[pod] = Surge(
+                node, now + restart.penalty_seconds, ctx.pod_load[node], restart.state == "lost", usage
+            )
+
+    def _hand_over(self, env: SchedulingEnv) -> None:
+        """This round's end of the surges: a replica started long enough ago takes over from its pod; a pod that
+        ended takes its replica with it."""
+        c = env.cluster
+        self.recent = remembered(self.recent, c.t, self.settings)
+        running = set(c.running.tolist())
+        for pod, surge in list(self.surging.items()):
+            if pod not in running:
+                env.abandon_surge(pod, surge.node)
+            elif surge.ready_at <= c.t:
+                left = env.switch(pod, surge.node, surge.pod_load, surge.lose_progress)
+                self.recent.append(Recent(c.t, env.node_names[left], env.node_names[surge.node], surge.usage))
+            else:
+                continue
+            del self.surging[pod]
 
     def _candidates(self, env: SchedulingEnv, by_requests: bool) -> list[Candidate]:
         """The running pods placed by the policy, with their usage over the window from the per-pod integrals and

@@ -1,6 +1,6 @@
 """kube-controller-manager for the harness: the real controllers that turn API objects into status.
 
-Only the controllers a test asks for run (by default PDB status, ReplicaSets, garbage collection and
+Only the controllers a test asks for run (by default PDB status, Deployments, ReplicaSets, garbage collection and
 PersistentVolume binding); the node-lifecycle controller never does, since the harness's nodes have no
 kubelet and it would taint and evict them. The manager authenticates as ``system:kube-controller-manager``
 (a static token from the harness PKI) and runs each controller under its own ServiceAccount
@@ -21,6 +21,7 @@ from drs_prom.testbed.process import LOOPBACK, ManagedProcess, free_port
 
 DEFAULT_CONTROLLERS = (
     "disruption-controller",
+    "deployment-controller",
     "replicaset-controller",
     "garbage-collector-controller",
     "persistentvolume-binder-controller",

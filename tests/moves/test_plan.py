@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from drs_prom.config import RebalanceSettings
 from drs_prom.features import N_FEATURES
 from drs_prom.moves.eligibility import PodFacts
-from drs_prom.moves.plan import Candidate, Cooldowns, Move, Placement, plan
+from drs_prom.moves.plan import RELIEVED, Candidate, Cooldowns, Move, Placement, UnderWay, plan
 
 CAP = np.array([8.0, 32e9, 1e8, 1e8, 2e8, 2e8])
 
@@ -48,12 +48,13 @@ def best_fit(names: Sequence[str]):
     return place
 
 
-def run(shares, cands, s=None, place=None, cooldowns=None, now=0.0):
+def run(shares, cands, s=None, place=None, cooldowns=None, now=0.0, under_way=()):
     names = [f"n{i}" for i in range(len(shares))]
     s = s or RebalanceSettings()
     hot = frozenset(n for n, row in zip(names, shares) if row.max() > s.hot_above)
     cap = np.tile(CAP, (len(names), 1))
-    return plan(names, shares, cap, hot, cands, s, cooldowns or Cooldowns(), now, place or best_fit(names))
+    place = place or best_fit(names)
+    return plan(names, shares, cap, hot, cands, s, cooldowns or Cooldowns(), now, place, under_way)
 
 
 def test_moves_the_pod_that_relieves_the_hot_node_most_to_a_clearly_better_node():
@@ -135,6 +136,22 @@ def test_later_moves_see_the_earlier_ones():
     got = run(view(0.95, 0.92, 0.3, 0.3), [cand("a", 0, 1.6), cand("b", 1, 1.6)], place=place)
     assert [m.target for m in got.moves] == ["n2", "n3"]  # n2 took the first: the second goes elsewhere
     assert seen == [[], ["a"]]
+
+
+def test_a_node_that_moves_under_way_relieve_is_left_to_them_and_their_targets_count_as_loaded():
+    pods = [cand("b", 0, 1.2)]
+    shares = view(0.95, 0.3, 0.3)
+    assert [m.pod.key for m in run(shares, pods).moves] == ["b"]  # alone, b would move
+    moving = [UnderWay(0, 1, np.array([1.6, 1e9, 0, 0, 0, 0]))]  # 0.2 of n0 already on its way to n1
+    got = run(shares, pods, under_way=moving)
+    assert not got.moves and got.skipped[RELIEVED] == 1  # 0.75 once it has gone: below hot_above
+    hotter = view(1.1, 0.3, 0.3)
+    got = run(hotter, pods, under_way=moving)  # 0.9 once it has gone: still hot
+    assert [m.target for m in got.moves] == ["n2"]  # n1 holds what is under way: n2 is now the least loaded
+    unknown = [UnderWay(0, -1, np.full(N_FEATURES, np.nan))]
+    assert [m.pod.key for m in run(shares, pods, under_way=unknown).moves] == [
+        "b"
+    ]  # nothing known: counted as no relief
 
 
 @settings(max_examples=150, deadline=None)

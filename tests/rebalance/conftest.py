@@ -4,6 +4,7 @@ recording rules; all on loopback, all stopped after the module."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -13,14 +14,20 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
 
 from drs_prom.config import Settings, load_settings
+from drs_prom.moves.hot import bottlenecks, capacity_shares
+from drs_prom.rebalance.cluster import read_cluster
+from drs_prom.rebalance.reads import node_quantiles
 from drs_prom.signals import promql
 from drs_prom.signals.prometheus import PrometheusSource
 from drs_prom.testbed.prom_server import PrometheusProc, start_prometheus
 from tests.rebalance.twin import CPUS, MetricsTwin
 from tests.waiting import wait_for
 
+WINDOW = 20.0
+"""The harness's window (seconds): Harness.settings."""
 LABEL = "drs.io/rebalance-harness"
 """On the harness's nodes; every pod of the tests selects it, so no other test's node is a target."""
 
@@ -120,3 +127,55 @@ def pod_body(name: str, node: str, labels: dict[str, str], owner: dict[str, Any]
             **spec,
         },
     }
+
+
+def shares(h: Harness, settings) -> dict[str, float]:
+    """Each harness node's bottleneck share over the window, as the rebalancer reads it."""
+    state = read_cluster(h.api, settings, 0.0)
+    src = h.source(settings)
+    try:
+        raw = node_quantiles(src, settings, state.names)
+    finally:
+        src.close()
+    peak = bottlenecks(capacity_shares(raw, state.link))
+    return {n: float(p) for n, p in zip(state.names, peak) if n in h.nodes}
+
+
+def wait_hot(h: Harness, settings, hot: set[str], cool: set[str] = frozenset()) -> None:
+    """Until the window shows ``hot`` above hot_above and ``cool`` below cool_below (bounded)."""
+    r = settings.rebalance
+
+    def ok() -> dict[str, float] | None:
+        got = shares(h, settings)
+        fine = all(got.get(n, 0) > r.hot_above for n in hot) and all(got.get(n, 1) < r.cool_below for n in cool)
+        return got if fine else None
+
+    wait_for(ok, 3 * WINDOW + 30, f"nodes {sorted(hot)} hot and {sorted(cool)} cool over the window")
+
+
+@pytest.fixture
+def clean(harness):
+    """Each test starts on nodes whose whole window reads cool, and leaves the twin as it found it."""
+    wait_cool(harness)
+    yield
+    for name in list(harness.twin.pods):
+        harness.twin.remove_pod(name)
+    for n in harness.nodes:
+        harness.twin.set_extra(n, 0.2)
+
+
+def wait_cool(h: Harness) -> None:
+    """Until every harness node's window reads below 0.1 (after Prometheus starts, the first rate window of a new
+    series reads high: rate() extrapolates over its start)."""
+    s = h.settings("default")
+    wait_for(lambda: all(v < 0.1 for v in shares(h, s).values()), 3 * WINDOW + 30, "the harness's nodes to read cool")
+
+
+def pod_json(h: Harness, ns: str, name: str) -> dict[str, Any] | None:
+    core = client.CoreV1Api(h.api)
+    try:
+        return json.loads(core.read_namespaced_pod(name, ns, _preload_content=False).data)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise

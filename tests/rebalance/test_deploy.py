@@ -63,6 +63,12 @@ ALLOWED = [
     ("create", "pods:eviction", "some-ns"),
     ("create", "events", "some-ns"),
     ("create", "tokenreviews.authentication.k8s.io", None),  # delegated auth of its /metrics
+    ("patch", "pods", "some-ns"),  # a surge's pod deletion cost
+    ("list", "deployments.apps", None),  # the surges under way
+    ("get", "deployments.apps", "some-ns"),
+    ("patch", "deployments.apps", "some-ns"),  # a surge's replica count and its annotation
+    ("get", "replicasets.apps", "some-ns"),
+    ("list", "horizontalpodautoscalers.autoscaling", "some-ns"),
 ]
 REFUSED = [
     ("delete", "pods", "some-ns"),  # only through the Eviction API, so budgets hold
@@ -75,6 +81,10 @@ REFUSED = [
     ("get", "secrets", "drs-system"),
     ("delete", "poddisruptionbudgets.policy", "some-ns"),
     ("watch", "pods", None),
+    ("create", "deployments.apps", "some-ns"),
+    ("delete", "deployments.apps", "some-ns"),
+    ("patch", "replicasets.apps", "some-ns"),
+    ("patch", "horizontalpodautoscalers.autoscaling", "some-ns"),
 ]
 
 
@@ -123,5 +133,12 @@ def test_the_chart_says_what_the_manifest_says(helm_bin, tmp_path):
     )
     rules = tainting[("ClusterRole", "drs-rebalancer-drs")]["rules"]
     assert {"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]} in rules
+    evicting = documents(
+        render(
+            helm_bin, tmp_path, {"settings": {"prometheus": {"url": "http://p:9090"}, "rebalance": {"surge": False}}}
+        )
+    )
+    rules = evicting[("ClusterRole", "drs-rebalancer-drs")]["rules"]
+    assert not [r for r in rules if "deployments" in r["resources"] or "patch" in r["verbs"]]  # no surges: no writes
     off = documents(render(helm_bin, tmp_path, {"rebalancer": {"enabled": False}}))
     assert ("Deployment", "drs-rebalancer") not in off and ("ClusterRole", "drs-rebalancer-drs") not in off

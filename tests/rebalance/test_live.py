@@ -14,12 +14,11 @@ import numpy as np
 import pytest
 from kubernetes import client
 
-from drs_prom.moves.hot import bottlenecks, capacity_shares, hot_nodes
+from drs_prom.moves.hot import hot_nodes
 from drs_prom.rebalance import actions
-from drs_prom.rebalance.cluster import read_cluster
 from drs_prom.rebalance.loop import MOVE_EVENT, Rebalancer
 from drs_prom.rebalance.metrics import RebalanceMetrics
-from drs_prom.rebalance.reads import node_quantiles, pod_usage
+from drs_prom.rebalance.reads import pod_usage
 from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.stores.journal import Journal
 from drs_prom.testbed.build import ControlPlaneError
@@ -30,24 +29,10 @@ from drs_prom.testbed.descheduler import (
     token_secret,
     utilisation_query,
 )
-from tests.rebalance.conftest import LABEL, Harness, pod_body, running
+from tests.rebalance.conftest import LABEL, WINDOW, Harness, pod_body, pod_json, running, shares, wait_hot
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
-
-WINDOW = 20.0
-
-
-def shares(h: Harness, settings) -> dict[str, float]:
-    """Each harness node's bottleneck share over the window, as the rebalancer reads it."""
-    state = read_cluster(h.api, settings, 0.0)
-    src = h.source(settings)
-    try:
-        raw = node_quantiles(src, settings, state.names)
-    finally:
-        src.close()
-    peak = bottlenecks(capacity_shares(raw, state.link))
-    return {n: float(p) for n, p in zip(state.names, peak) if n in h.nodes}
 
 
 def replica_set(
@@ -104,46 +89,6 @@ def rebalancer(h: Harness, settings, journal: Journal | None = None) -> Rebalanc
     """Replacements predicted by least-loaded (deterministic: kube-default breaks ties at random, as kube-scheduler)."""
     policy = make_policy("least-loaded", PolicySpec.from_settings(settings))
     return Rebalancer(settings, h.api, h.source(settings), RebalanceMetrics(), journal, own=policy, other=policy)
-
-
-def wait_hot(h: Harness, settings, hot: set[str], cool: set[str] = frozenset()) -> None:
-    """Until the window shows ``hot`` above hot_above and ``cool`` below cool_below (bounded)."""
-    r = settings.rebalance
-
-    def ok() -> dict[str, float] | None:
-        got = shares(h, settings)
-        fine = all(got.get(n, 0) > r.hot_above for n in hot) and all(got.get(n, 1) < r.cool_below for n in cool)
-        return got if fine else None
-
-    wait_for(ok, 3 * WINDOW + 30, f"nodes {sorted(hot)} hot and {sorted(cool)} cool over the window")
-
-
-@pytest.fixture
-def clean(harness):
-    """Each test starts on nodes whose whole window reads cool, and leaves the twin as it found it."""
-    wait_cool(harness)
-    yield
-    for name in list(harness.twin.pods):
-        harness.twin.remove_pod(name)
-    for n in harness.nodes:
-        harness.twin.set_extra(n, 0.2)
-
-
-def wait_cool(h: Harness) -> None:
-    """Until every harness node's window reads below 0.1 (after Prometheus starts, the first rate window of a new
-    series reads high: rate() extrapolates over its start)."""
-    s = h.settings("default")
-    wait_for(lambda: all(v < 0.1 for v in shares(h, s).values()), 3 * WINDOW + 30, "the harness's nodes to read cool")
-
-
-def pod_json(h: Harness, ns: str, name: str) -> dict[str, Any] | None:
-    core = client.CoreV1Api(h.api)
-    try:
-        return json.loads(core.read_namespaced_pod(name, ns, _preload_content=False).data)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
 
 
 def events(h: Harness, ns: str, reason: str) -> list[Any]:

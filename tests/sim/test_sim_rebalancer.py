@@ -47,7 +47,7 @@ class EarlyPacker(PolicyBase):
         return -np.nan_to_num(ctx.load, nan=1.0).max(axis=1)
 
 
-def episode(extra: str = "mode: evict", rebalance: bool = True):
+def episode(extra: str = "mode: evict, surge: false", rebalance: bool = True):
     sc = parse_scenario(SCENARIO % extra)
     env = SchedulingEnv(sc, seed=0, rebalancer=SimRebalancer(rebalance_settings(sc), sc) if rebalance else None)
     return env, env.run(EarlyPacker(), seed=0)
@@ -70,9 +70,9 @@ def test_the_hot_node_is_relieved_by_moving_its_pods_to_the_cool_one():
 
 
 def test_young_pods_jobs_and_a_cooldown_keep_pods_in_place():
-    _, res = episode("mode: evict, min_age_seconds: 5000")
+    _, res = episode("mode: evict, surge: false, min_age_seconds: 5000")
     assert res.rebalance["evictions"] == 0
-    _, res = episode("mode: evict, cooldown_seconds: 10000, max_per_node: 5")
+    _, res = episode("mode: evict, surge: false, cooldown_seconds: 10000, max_per_node: 5")
     assert 1 <= res.rebalance["evictions"] <= 4  # one per owner at most
 
 
@@ -108,3 +108,52 @@ def test_the_prefer_no_schedule_taint_follows_the_hot_set_for_kube_schedulers_po
     assert [True, False] in seen  # the hot first node carried the taint while it was hot
     assert seen[-1] is None  # and lost it once it cooled
     assert parse_policies("kube-default+rebalance-taint") == ["kube-default", "kube-default+rebalance-taint"]
+
+
+def test_a_surge_starts_the_replica_first_and_the_pod_hands_over_its_work_without_a_restart():
+    env, res = episode("mode: evict")
+    _, evicted = episode()
+    moved = [p for _, p, _ in env.evictions]
+    assert len(moved) == 2 and [went for _, _, went in env.landed] == [1, 1]
+    assert res.objective_dict()["hot_time"] < episode(rebalance=False)[1].objective_dict()["hot_time"]
+    wl, c = env.workload, env.cluster
+    slow = (c.finish - wl.arrival) / wl.work
+    assert np.allclose(slow[moved], 1.0)  # no start penalty on the pod's path: its replica started beside it
+    assert slow[moved].max() < min((1000 + 25) / 1000, evicted.slowdown_mean * 2)
+
+
+def test_a_surges_replica_holds_its_requests_on_the_target_until_it_takes_over():
+    sc = parse_scenario(SCENARIO % "mode: evict")
+    rebalancer = SimRebalancer(rebalance_settings(sc), sc)
+    env = SchedulingEnv(sc, seed=0, rebalancer=rebalancer)
+    seen = []
+    tick = rebalancer.tick
+
+    def watch(e):
+        tick(e)
+        c = e.cluster
+        seen.append((c.t, dict(rebalancer.surging), c.req_cpu_m.copy(), c.node_of[:4].copy()))
+
+    rebalancer.tick = watch
+    env.run(EarlyPacker(), seed=0)
+    started = [(t, s, req, where) for t, s, req, where in seen if s]
+    assert started, "no surge was started"
+    t0, surging, req, where = started[0]
+    assert all(where[pod] == 0 and surge.node == 1 for pod, surge in surging.items())  # replicas beside the pods
+    assert req.tolist() == [2000, 500 * len(surging)]  # four pods of 500m on the first, the replicas' on the second
+    pod, surge = next(iter(surging.items()))
+    assert surge.ready_at == t0 + 25  # the profile's start penalty
+    after = next(where for t, s, _, where in seen if t >= surge.ready_at and pod not in s)
+    assert after[pod] == 1
+
+
+def test_a_replica_given_up_takes_its_requests_with_it():
+    sc = parse_scenario(SCENARIO % "mode: evict")
+    env = SchedulingEnv(sc, seed=0)
+    env.reset(0)
+    env.step(0)
+    before = env.cluster.req_cpu_m.copy()
+    env.surge(0, 1)
+    assert (env.cluster.req_cpu_m - before).tolist() == [0, 500]
+    env.abandon_surge(0, 1)
+    assert env.cluster.req_cpu_m.tolist() == before.tolist()
