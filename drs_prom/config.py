@@ -707,8 +707,9 @@ class RebalanceSettings(_Section):
     """The rebalancer, ``drs-prom rebalance`` (drs_prom.rebalance; its decisions are drs_prom.moves, which the
     simulator runs too): every ``interval_seconds`` it finds the nodes hot for a sustained ``window``, picks the pod
     whose move relieves each most, checks with the filters and the policy of the scheduler that owns the pod that a
-    clearly better node would take its replacement, and evicts it through the Eviction API (PodDisruptionBudgets
-    hold). Shadow first: in ``dry-run`` it logs, counts and journals what it would move and evicts nothing.
+    clearly better node would take its replacement, and moves it: a Deployment's pod replacement first (``surge``),
+    any other through the Eviction API (PodDisruptionBudgets hold). Shadow first: in ``dry-run`` it logs, counts and
+    journals what it would move and moves nothing.
 
     A node is hot, per signal against its own capacity (cpu, memory, network and disk, as the objectives' hot
     fraction), when the ``quantile`` of the signal over ``window`` is above ``hot_above`` on some signal, and stays

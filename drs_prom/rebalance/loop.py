@@ -1,4 +1,5 @@
-"""The rebalancer's rounds: read, decide (drs_prom.moves), act or only journal, keep the guardrails.
+"""The rebalancer's rounds: read, decide (drs_prom.moves), act (a surge, drs_prom.rebalance.surge, for a Deployment's
+pod; an eviction for any other) or only journal, keep the guardrails.
 
 ``Rebalancer.run_once`` is one round; ``run_rebalancer`` runs them every ``rebalance.interval_seconds`` behind
 /metrics, /healthz and /readyz until SIGTERM. A round that cannot read Prometheus or the apiserver does nothing and
@@ -35,7 +36,7 @@ from drs_prom.rebalance import actions
 from drs_prom.rebalance.cluster import ClusterState, LivePlacer, blocked_by_budget, read_cluster
 from drs_prom.rebalance.metrics import RebalanceMetrics
 from drs_prom.rebalance.reads import node_quantiles, pod_usage
-from drs_prom.rebalance.surge import MOVED, SURGE_BLOCKERS, WAITING, InFlight, Surges
+from drs_prom.rebalance.surge import MOVED, POD_GONE, SURGE_BLOCKERS, WAITING, InFlight, Surges
 from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.scheduler.decision.guardrails import BreachTracker, Trip, breaches, rules_for
 from drs_prom.signals.prometheus import PrometheusSource
@@ -220,14 +221,10 @@ class Rebalancer:
             started, why = self.surges.start(move, pod.uid, now)
             if started:
                 outcome = actions.SURGED
-                actions.pod_event(
-                    self.core,
-                    move,
-                    pod.uid,
-                    "RebalanceSurge",
-                    f"Replaced first by drs-rebalancer (its Deployment has one replica more until the new one is "
-                    f"ready): {move.describe()}",
-                )
+                message = f"Replaced first by drs-rebalancer (one replica more until it is ready): {move.describe()}"
+                actions.pod_event(self.core, move, pod.uid, "RebalanceSurge", message)
+            elif why == POD_GONE:
+                outcome = actions.GONE
             elif why not in SURGE_BLOCKERS:
                 outcome, detail = actions.FAILED, why
         if not outcome:

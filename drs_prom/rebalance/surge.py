@@ -50,6 +50,8 @@ RESULTS: tuple[str, ...] = (MOVED, TIMED_OUT, ABANDONED)
 """How a surge ended (the metrics' ``result`` label): the pod handed over to its replica; its replica was not ready
 in time and was taken back; someone else changed the Deployment's count, so the rebalancer let go."""
 ROLLING_OUT, PAUSED, AUTOSCALED, NO_DEPLOYMENT = "rolling_out", "paused", "autoscaled", "no_deployment"
+POD_GONE = "pod_gone"
+"""Why a surge did not start: the pod is gone or was replaced meanwhile."""
 SURGE_BLOCKERS: tuple[str, ...] = (NO_DEPLOYMENT, ROLLING_OUT, PAUSED, AUTOSCALED)
 """Why a pod is evicted rather than surged: no Deployment owns it, or its Deployment is rolling out, paused or
 scaled by an autoscaler."""
@@ -180,7 +182,8 @@ class Surges:
 
     def start(self, move: Move, uid: str, now: float) -> tuple[bool, str]:
         """Surge the pod of ``move`` (module docstring): (True, "") when under way; (False, why) when its owner
-        cannot be surged (``SURGE_BLOCKERS``: evict it instead) or a write failed (the mark is taken off again)."""
+        cannot be surged (``SURGE_BLOCKERS``: evict it instead), the pod is gone (``POD_GONE``) or a write failed
+        (the mark is taken off again)."""
         import orjson
         from kubernetes.client.rest import ApiException
 
@@ -188,10 +191,10 @@ class Surges:
         try:
             pod = orjson.loads(drained(self.core.read_namespaced_pod(name, namespace, _preload_content=False)))
         except ApiException as exc:
-            return False, f"{exc.status} {exc.reason}"
+            return False, POD_GONE if exc.status == 404 else f"{exc.status} {exc.reason}"
         meta = pod.get("metadata") or {}
         if uid and meta.get("uid") != uid:
-            return False, "404 the pod was replaced"
+            return False, POD_GONE
         deployment, why = self.deployment_of(pod)
         if deployment is None:
             return False, why
@@ -210,7 +213,7 @@ class Surges:
         try:
             self._mark(namespace, name, LOWEST_COST)
         except ApiException as exc:
-            return False, f"{exc.status} {exc.reason}"
+            return False, POD_GONE if exc.status == 404 else f"{exc.status} {exc.reason}"
         body = {
             "metadata": {
                 "resourceVersion": dmeta.get("resourceVersion"),
