@@ -217,6 +217,8 @@ class Rebalancer:
         if not self.evicting:
             outcome = actions.DRY_RUN
             detail = "a PodDisruptionBudget allows no disruption now" if blocked_by_budget(pod, state.budgets) else ""
+        elif r.surge and pod.facts.owner_kind == "ReplicaSet" and blocked_by_budget(pod, state.budgets):
+            outcome, detail = actions.PDB, "a PodDisruptionBudget allows no disruption now"
         elif r.surge and pod.facts.owner_kind == "ReplicaSet":
             started, why = self.surges.start(move, pod.uid, now)
             if started:
@@ -233,10 +235,8 @@ class Rebalancer:
                 actions.pod_event(
                     self.core, move, pod.uid, "Rebalanced", f"Evicted by drs-rebalancer: {move.describe()}"
                 )
-            elif outcome == actions.PDB:
-                actions.pod_event(
-                    self.core, move, pod.uid, "RebalanceBlocked", f"Eviction refused ({detail}); not retried", True
-                )
+        if outcome == actions.PDB and self.evicting:
+            actions.pod_event(self.core, move, pod.uid, "RebalanceBlocked", f"Not moved ({detail}); not retried", True)
         if outcome in (actions.EVICTED, actions.SURGED, actions.DRY_RUN, actions.PDB):
             self.cooldowns.record(move.pod.owner, now)
         if outcome == actions.EVICTED:

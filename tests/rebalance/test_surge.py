@@ -176,3 +176,29 @@ def test_a_deployment_scaled_by_an_autoscaler_has_its_pod_evicted_not_surged(har
     assert client.AppsV1Api(h.api).read_namespaced_deployment("scaled", namespace).spec.replicas == 2
     gone = pod_json(h, namespace, olds[1])
     assert gone is None or gone["metadata"].get("deletionTimestamp")
+
+
+def test_a_budget_that_allows_no_disruption_keeps_a_deployments_pod_from_a_surge_too(harness, namespace, clean):
+    h = harness
+    a, cool = h.nodes[1], h.nodes[3]
+    olds = deployment(h, namespace, "kept", a, [3.0, 3.5])
+    policy = client.PolicyV1Api(h.api)
+    pdb = {"metadata": {"name": "kept"}, "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "kept"}}}}
+    policy.create_namespaced_pod_disruption_budget(namespace, pdb)
+    wait_for(
+        lambda: (
+            (st := policy.read_namespaced_pod_disruption_budget("kept", namespace).status) is not None
+            and st.current_healthy == 2
+            and st.disruptions_allowed == 0
+        ),
+        30,
+        "the disruption controller to count the budget",
+    )
+    s = h.settings(namespace, mode="evict")
+    wait_hot(h, s, {a}, {cool})
+    got = rebalancer(h, s).run_once()
+    assert [o for _, o, _ in got.outcomes] == [actions.PDB]
+    d = client.AppsV1Api(h.api).read_namespaced_deployment("kept", namespace)
+    assert d.spec.replicas == 2 and SURGE_LABEL not in (d.metadata.labels or {})
+    assert {p.metadata.name for p in live_pods(h, namespace, "kept")} == set(olds)
+    assert DELETION_COST not in (pod_json(h, namespace, olds[1])["metadata"].get("annotations") or {})
