@@ -20,10 +20,10 @@ scheduled, running and ready, the lowest cost goes first):
 
 The Deployment never has fewer ready replicas than before the move, which is what a PodDisruptionBudget protects;
 a budget that allows no disruption at the moment still keeps the pod where it is, as it would stop an eviction (the
-rebalancer asks it before a surge: drs_prom.rebalance.loop). The state lives on the
-Deployment, so a rebalancer that restarts finishes what an earlier one started. A Deployment that is rolling out
-(not observed at its generation, or with replicas not yet updated), paused, or the target of a
-HorizontalPodAutoscaler (which owns the count) is not surged: its pod is evicted.
+rebalancer asks it before a surge: drs_prom.rebalance.loop). The state lives on the Deployment, so a rebalancer that
+restarts finishes what an earlier one started. A Deployment that is rolling out (not observed at its generation, or
+with replicas not yet updated or ready), paused, or the target of a HorizontalPodAutoscaler (which owns the count)
+is not surged: its pod is evicted.
 """
 
 from __future__ import annotations
