@@ -36,7 +36,7 @@ from drs_prom.rebalance import actions
 from drs_prom.rebalance.cluster import ClusterState, LivePlacer, blocked_by_budget, read_cluster
 from drs_prom.rebalance.metrics import RebalanceMetrics
 from drs_prom.rebalance.reads import node_quantiles, pod_usage
-from drs_prom.rebalance.surge import MOVED, POD_GONE, SURGE_BLOCKERS, WAITING, InFlight, Surges
+from drs_prom.rebalance.surge import BUDGET, MOVED, POD_GONE, SURGE_BLOCKERS, WAITING, InFlight, Surges
 from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.scheduler.decision.guardrails import BreachTracker, Trip, breaches, rules_for
 from drs_prom.signals.prometheus import PrometheusSource
@@ -217,16 +217,16 @@ class Rebalancer:
         if not self.evicting:
             outcome = actions.DRY_RUN
             detail = "a PodDisruptionBudget allows no disruption now" if blocked_by_budget(pod, state.budgets) else ""
-        elif r.surge and pod.facts.owner_kind == "ReplicaSet" and blocked_by_budget(pod, state.budgets):
-            outcome, detail = actions.PDB, "a PodDisruptionBudget allows no disruption now"
         elif r.surge and pod.facts.owner_kind == "ReplicaSet":
-            started, why = self.surges.start(move, pod.uid, now)
+            started, why = self.surges.start(move, pod.uid, now, blocked_by_budget(pod, state.budgets))
             if started:
                 outcome = actions.SURGED
                 message = f"Replaced first by drs-rebalancer (one replica more until it is ready): {move.describe()}"
                 actions.pod_event(self.core, move, pod.uid, "RebalanceSurge", message)
             elif why == POD_GONE:
                 outcome = actions.GONE
+            elif why == BUDGET:
+                outcome, detail = actions.PDB, "a PodDisruptionBudget allows no disruption now"
             elif why not in SURGE_BLOCKERS:
                 outcome, detail = actions.FAILED, why
         if not outcome:

@@ -51,8 +51,9 @@ RESULTS: tuple[str, ...] = (MOVED, TIMED_OUT, ABANDONED)
 """How a surge ended (the metrics' ``result`` label): the pod handed over to its replica; its replica was not ready
 in time and was taken back; someone else changed the Deployment's count, so the rebalancer let go."""
 ROLLING_OUT, PAUSED, AUTOSCALED, NO_DEPLOYMENT = "rolling_out", "paused", "autoscaled", "no_deployment"
-POD_GONE = "pod_gone"
-"""Why a surge did not start: the pod is gone or was replaced meanwhile."""
+POD_GONE, BUDGET = "pod_gone", "budget"
+"""Why a surge did not start: the pod is gone or was replaced meanwhile; a PodDisruptionBudget allows no disruption
+now (the pod stays, as an eviction would be refused)."""
 SURGE_BLOCKERS: tuple[str, ...] = (NO_DEPLOYMENT, ROLLING_OUT, PAUSED, AUTOSCALED)
 """Why a pod is evicted rather than surged: no Deployment owns it, or its Deployment is rolling out, paused or
 scaled by an autoscaler."""
@@ -181,10 +182,11 @@ class Surges:
         why = blocker(deployment, autoscaled)
         return (None, why) if why else (deployment, "")
 
-    def start(self, move: Move, uid: str, now: float) -> tuple[bool, str]:
+    def start(self, move: Move, uid: str, now: float, budget_blocks: bool = False) -> tuple[bool, str]:
         """Surge the pod of ``move`` (module docstring): (True, "") when under way; (False, why) when its owner
-        cannot be surged (``SURGE_BLOCKERS``: evict it instead), the pod is gone (``POD_GONE``) or a write failed
-        (the mark is taken off again)."""
+        cannot be surged (``SURGE_BLOCKERS``: evict it instead), the pod is gone (``POD_GONE``), ``budget_blocks``
+        says a PodDisruptionBudget allows no disruption (``BUDGET``), or a write failed (the mark is taken off
+        again)."""
         import orjson
         from kubernetes.client.rest import ApiException
 
@@ -199,6 +201,8 @@ class Surges:
         deployment, why = self.deployment_of(pod)
         if deployment is None:
             return False, why
+        if budget_blocks:
+            return False, BUDGET
         dmeta, dspec = deployment.get("metadata") or {}, deployment.get("spec") or {}
         cost = (meta.get("annotations") or {}).get(DELETION_COST)
         flight = InFlight(

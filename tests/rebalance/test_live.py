@@ -29,6 +29,7 @@ from drs_prom.testbed.descheduler import (
     token_secret,
     utilisation_query,
 )
+from tests.k8s.budgets import counted_budget
 from tests.rebalance.conftest import LABEL, WINDOW, Harness, pod_body, pod_json, running, shares, wait_hot
 from tests.waiting import wait_for
 
@@ -70,18 +71,7 @@ def replica_set(
 
     wait_for(adopted, 30, f"the ReplicaSet {name} to adopt its pods")
     if budget is not None:
-        policy = client.PolicyV1Api(h.api)
-        pdb = {"metadata": {"name": name}, "spec": {"minAvailable": budget, "selector": {"matchLabels": labels}}}
-        policy.create_namespaced_pod_disruption_budget(ns, pdb)
-        wait_for(
-            lambda: (
-                (st := policy.read_namespaced_pod_disruption_budget(name, ns).status) is not None
-                and st.current_healthy == len(placement)
-                and st.disruptions_allowed == max(0, len(placement) - budget)
-            ),
-            30,
-            "the disruption controller to count the budget",
-        )
+        counted_budget(h.api, ns, name, labels, min_available=budget, healthy=len(placement))
     return names
 
 

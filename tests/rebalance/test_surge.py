@@ -19,6 +19,7 @@ from drs_prom.rebalance.loop import Rebalancer
 from drs_prom.rebalance.metrics import RebalanceMetrics
 from drs_prom.rebalance.surge import DELETION_COST, LOWEST_COST, MOVED, SURGE_LABEL, TIMED_OUT
 from drs_prom.registry import PolicySpec, make_policy
+from tests.k8s.budgets import counted_budget
 from tests.rebalance.conftest import LABEL, Harness, pod_json, running, wait_hot
 from tests.waiting import wait_for
 
@@ -182,18 +183,7 @@ def test_a_budget_that_allows_no_disruption_keeps_a_deployments_pod_from_a_surge
     h = harness
     a, cool = h.nodes[1], h.nodes[3]
     olds = deployment(h, namespace, "kept", a, [3.0, 3.5])
-    policy = client.PolicyV1Api(h.api)
-    pdb = {"metadata": {"name": "kept"}, "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "kept"}}}}
-    policy.create_namespaced_pod_disruption_budget(namespace, pdb)
-    wait_for(
-        lambda: (
-            (st := policy.read_namespaced_pod_disruption_budget("kept", namespace).status) is not None
-            and st.current_healthy == 2
-            and st.disruptions_allowed == 0
-        ),
-        30,
-        "the disruption controller to count the budget",
-    )
+    counted_budget(h.api, namespace, "kept", {"app": "kept"}, min_available=2, healthy=2)
     s = h.settings(namespace, mode="evict")
     wait_hot(h, s, {a}, {cool})
     got = rebalancer(h, s).run_once()

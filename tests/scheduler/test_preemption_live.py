@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.k8s.budgets import counted_budget
 from tests.scheduler.conftest import events_for, list_pods, pod_body
 from tests.waiting import wait_for
 
@@ -55,21 +56,7 @@ def test_evicts_where_no_budget_breaks_and_binds(
     _placed(core, ns, "guarded-1", a, "1", "guarded", 100)
     _placed(core, ns, "free-old", b, "1", "free", 300)
     _placed(core, ns, "free-new", b, "1", "free", 50)
-    policy = client.PolicyV1Api(control_plane.admin_client)
-    budget = {
-        "metadata": {"name": "guarded"},
-        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "guarded"}}},
-    }
-    policy.create_namespaced_pod_disruption_budget(ns, budget)
-    wait_for(
-        lambda: (
-            (st := policy.read_namespaced_pod_disruption_budget("guarded", ns).status) is not None
-            and st.current_healthy == 2
-            and st.disruptions_allowed == 0
-        ),
-        30,
-        "the budget's status",
-    )
+    counted_budget(control_plane.admin_client, ns, "guarded", {"app": "guarded"}, min_available=2, healthy=2)
     sched = make_scheduler()
     tokens = []  # every preemption write waits for a token of the binds' bucket, as kube-scheduler's client does
     limit = sched.preemptor.limit

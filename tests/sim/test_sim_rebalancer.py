@@ -92,8 +92,9 @@ def test_the_bench_ranks_a_policy_with_and_without_the_rebalancer():
     assert "rebalance" not in data["kube-default"]["runs"][0]  # runs without it write what they always wrote
 
 
-def test_the_prefer_no_schedule_taint_follows_the_hot_set_for_kube_schedulers_pods():
-    sc = parse_scenario(SCENARIO % "mode: evict, taint_hot_nodes: true, other_policy: early-packer")
+def watched(extra: str, look) -> tuple[SimRebalancer, list]:
+    """An episode whose rebalancer's every tick appends ``look(env, rebalancer)`` to the list returned."""
+    sc = parse_scenario(SCENARIO % extra)
     rebalancer = SimRebalancer(rebalance_settings(sc), sc)
     env = SchedulingEnv(sc, seed=0, rebalancer=rebalancer)
     seen = []
@@ -101,10 +102,16 @@ def test_the_prefer_no_schedule_taint_follows_the_hot_set_for_kube_schedulers_po
 
     def watch(e):
         tick(e)
-        seen.append(None if e.prefer_not is None else e.prefer_not.tolist())
+        seen.append(look(e, rebalancer))
 
     rebalancer.tick = watch
     env.run(EarlyPacker(), seed=0)
+    return rebalancer, seen
+
+
+def test_the_prefer_no_schedule_taint_follows_the_hot_set_for_kube_schedulers_pods():
+    extra = "mode: evict, taint_hot_nodes: true, other_policy: early-packer"
+    _, seen = watched(extra, lambda e, _: None if e.prefer_not is None else e.prefer_not.tolist())
     assert [True, False] in seen  # the hot first node carried the taint while it was hot
     assert seen[-1] is None  # and lost it once it cooled
     assert parse_policies("kube-default+rebalance-taint") == ["kube-default", "kube-default+rebalance-taint"]
@@ -123,19 +130,11 @@ def test_a_surge_starts_the_replica_first_and_the_pod_hands_over_its_work_withou
 
 
 def test_a_surges_replica_holds_its_requests_on_the_target_until_it_takes_over():
-    sc = parse_scenario(SCENARIO % "mode: evict")
-    rebalancer = SimRebalancer(rebalance_settings(sc), sc)
-    env = SchedulingEnv(sc, seed=0, rebalancer=rebalancer)
-    seen = []
-    tick = rebalancer.tick
-
-    def watch(e):
-        tick(e)
+    def look(e, rebalancer):
         c = e.cluster
-        seen.append((c.t, dict(rebalancer.surging), c.req_cpu_m.copy(), c.node_of[:4].copy()))
+        return c.t, dict(rebalancer.surging), c.req_cpu_m.copy(), c.node_of[:4].copy()
 
-    rebalancer.tick = watch
-    env.run(EarlyPacker(), seed=0)
+    _, seen = watched("mode: evict", look)
     started = [(t, s, req, where) for t, s, req, where in seen if s]
     assert started, "no surge was started"
     t0, surging, req, where = started[0]
