@@ -36,7 +36,7 @@ from drs_prom.rebalance import actions
 from drs_prom.rebalance.cluster import ClusterState, LivePlacer, blocked_by_budget, read_cluster
 from drs_prom.rebalance.metrics import RebalanceMetrics
 from drs_prom.rebalance.reads import node_quantiles, pod_usage
-from drs_prom.rebalance.surge import BUDGET, MOVED, POD_GONE, SURGE_BLOCKERS, WAITING, InFlight, Surges
+from drs_prom.rebalance.surge import BUDGET, MOVED, POD_GONE, SURGE_BLOCKERS, WAITING, InFlight, Surges, landed_back
 from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.scheduler.decision.guardrails import BreachTracker, Trip, breaches, rules_for
 from drs_prom.signals.prometheus import PrometheusSource
@@ -142,11 +142,8 @@ class Rebalancer:
         names = state.names
         try:
             raw = node_quantiles(self.source, self.settings, names)
-            busy = (
-                None
-                if r.target_quantile is None
-                else node_quantiles(self.source, self.settings, names, r.target_quantile)
-            )
+            q = r.target_quantile
+            busy = None if q is None else node_quantiles(self.source, self.settings, names, q)
             usage = pod_usage(self.source, self.settings)
             features = self.source.snapshot().features
         except MetricsError as exc:
@@ -154,7 +151,7 @@ class Rebalancer:
             out.error = f"prometheus: {exc}"
             log.warning("rebalance round skipped: %s", exc)
             return out
-        out.surges = self._advance(flights, usage, now)
+        out.surges = self._advance(flights, state, usage, now)
         shares = capacity_shares(raw, state.link)
         self.hot = out.hot = hot_nodes(names, shares, self.hot, r.hot_above, r.cool_below)
         self.metrics.hot_nodes.set(len(self.hot))
@@ -272,7 +269,11 @@ class Rebalancer:
         return outcome, detail
 
     def _advance(
-        self, flights: list[tuple[dict[str, Any], InFlight]], usage: dict[tuple[str, str], np.ndarray], now: float
+        self,
+        flights: list[tuple[dict[str, Any], InFlight]],
+        state: ClusterState,
+        usage: dict[tuple[str, str], np.ndarray],
+        now: float,
     ) -> list[tuple[InFlight, str]]:
         """This round's step of each surge under way (drs_prom.rebalance.surge), in dry-run too (a surge started
         before is finished, never left half done); forgets the moves the window no longer reads from before them."""
@@ -280,7 +281,8 @@ class Rebalancer:
         self.recent = remembered(self.recent, now, r)
         out = []
         for deployment, flight in flights:
-            done = self.surges.advance(deployment, flight, now, r.surge_timeout_seconds)
+            back = landed_back(flight, [p.facts for p in state.pods], now)
+            done = self.surges.advance(deployment, flight, now, r.surge_timeout_seconds, back)
             out.append((flight, done))
             if done == WAITING:
                 self.cooldowns.record(f"{flight.namespace}/Deployment/{flight.deployment}", now)

@@ -40,8 +40,9 @@ class RebalanceMetrics:
         )
         self.surges = Counter(
             "drs_rebalance_surges_total",
-            "Surges ended, by result: moved (the pod handed over to its replacement), timed_out (the replacement "
-            "was not ready in time and was taken back), abandoned (someone else changed the Deployment's count).",
+            "Surges ended, by result: moved (the pod handed over to its replacement), landed_back (the replacement "
+            "was placed on the pod's own node and was taken back), timed_out (the replacement was not ready in time "
+            "and was taken back), abandoned (someone else changed the Deployment's count).",
             ["result"],
             registry=r,
         )

@@ -15,8 +15,9 @@ scheduled, running and ready, the lowest cost goes first):
    replicas as it asks for, it gets its count back in one guarded update that also drops the annotation, and the
    ReplicaSet removes the marked pod; if that has not happened within ``surge_timeout_seconds``, the mark comes off
    the pod first and then the count goes back, so the ReplicaSet removes the replica that is not ready (not-ready
-   pods go before ready ones) and the pod stays; if someone else changed the count meanwhile, the rebalancer takes
-   its mark off and leaves the count to them.
+   pods go before ready ones) and the pod stays; a replica placed on the pod's own node is taken back the same way
+   once it is ready (among ready pods on one node the ReplicaSet removes the one ready for less time); if someone
+   else changed the count meanwhile, the rebalancer takes its mark off and leaves the count to them.
 
 The Deployment never has fewer ready replicas than before the move, which is what a PodDisruptionBudget protects;
 a budget that allows no disruption at the moment still keeps the pod where it is, as it would stop an eviction (the
@@ -30,10 +31,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from drs_prom.moves.eligibility import PodFacts
 from drs_prom.moves.plan import Move
 from drs_prom.scheduler.write.kube_response import drained
 
@@ -46,10 +48,11 @@ SURGE_LABEL = "drs.io/rebalance-surge"
 """On a Deployment while a move of one of its pods is under way (listed by it); the annotation of the same key
 holds the move (``InFlight``)."""
 
-MOVED, TIMED_OUT, ABANDONED, WAITING = "moved", "timed_out", "abandoned", "waiting"
-RESULTS: tuple[str, ...] = (MOVED, TIMED_OUT, ABANDONED)
-"""How a surge ended (the metrics' ``result`` label): the pod handed over to its replica; its replica was not ready
-in time and was taken back; someone else changed the Deployment's count, so the rebalancer let go."""
+MOVED, LANDED_BACK, TIMED_OUT, ABANDONED, WAITING = "moved", "landed_back", "timed_out", "abandoned", "waiting"
+RESULTS: tuple[str, ...] = (MOVED, LANDED_BACK, TIMED_OUT, ABANDONED)
+"""How a surge ended (the metrics' ``result`` label): the pod handed over to its replica; its replica was placed on
+the pod's own node and was taken back; its replica was not ready in time and was taken back; someone else changed
+the Deployment's count, so the rebalancer let go."""
 ROLLING_OUT, PAUSED, AUTOSCALED, NO_DEPLOYMENT = "rolling_out", "paused", "autoscaled", "no_deployment"
 POD_GONE, BUDGET = "pod_gone", "budget"
 """Why a surge did not start: the pod is gone or was replaced meanwhile; a PodDisruptionBudget allows no disruption
@@ -144,6 +147,16 @@ def ready(deployment: Mapping[str, Any], flight: InFlight) -> bool:
     meta, status = deployment.get("metadata") or {}, deployment.get("status") or {}
     want = flight.replicas + 1
     return status.get("observedGeneration", 0) >= meta.get("generation", 0) and status.get("readyReplicas", 0) >= want
+
+
+def landed_back(flight: InFlight, pods: Iterable[PodFacts], now: float) -> bool:
+    """Whether a pod of the surge's Deployment started since the surge began runs on the pod's own node: its
+    replica, placed back where the heat is (a pod's start time is in whole seconds: one second of slack)."""
+    owner = f"{flight.namespace}/Deployment/{flight.deployment}"
+    since = now - flight.started + 1.0
+    return any(
+        p.owner == owner and p.key != flight.key and p.node == flight.source and p.age_seconds <= since for p in pods
+    )
 
 
 class Surges:
@@ -253,8 +266,13 @@ class Surges:
                 out.append((d, flight))
         return out
 
-    def advance(self, deployment: Mapping[str, Any], flight: InFlight, now: float, timeout: float) -> str:
-        """One round of a surge (module docstring): MOVED, TIMED_OUT, ABANDONED or WAITING."""
+    def advance(
+        self, deployment: Mapping[str, Any], flight: InFlight, now: float, timeout: float, landed_back: bool = False
+    ) -> str:
+        """One round of a surge (module docstring): MOVED, LANDED_BACK, TIMED_OUT, ABANDONED or WAITING.
+        ``landed_back``: a replica started since the surge began runs on the pod's own node (the caller reads the
+        pods); once it is ready the surge is taken back as on a time-out, and the ReplicaSet, among two ready pods
+        on one node, removes the one ready for less time: the replica."""
         from kubernetes.client.rest import ApiException
 
         spec = deployment.get("spec") or {}
@@ -264,6 +282,10 @@ class Surges:
                 self._settle(deployment, flight, None)
                 return ABANDONED
             if ready(deployment, flight):
+                if landed_back:
+                    self._unmark(flight)
+                    self._settle(deployment, flight, flight.replicas)
+                    return LANDED_BACK
                 self._settle(deployment, flight, flight.replicas)
                 return MOVED
             if now - flight.started < timeout:

@@ -101,10 +101,12 @@ def started(seconds_ago: float) -> str:
 
 
 def running(core: Any, ns: str, name: str, seconds_ago: float = 3600) -> None:
+    """Report the pod running and ready since ``seconds_ago``, as its kubelet would."""
+    since = started(seconds_ago)
     status = {
         "phase": "Running",
-        "startTime": started(seconds_ago),
-        "conditions": [{"type": "Ready", "status": "True"}],
+        "startTime": since,
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": since}],
     }
     core.patch_namespaced_pod_status(name, ns, {"status": status})
 

@@ -17,7 +17,7 @@ from kubernetes import client
 from drs_prom.rebalance import actions
 from drs_prom.rebalance.loop import Rebalancer
 from drs_prom.rebalance.metrics import RebalanceMetrics
-from drs_prom.rebalance.surge import DELETION_COST, LOWEST_COST, MOVED, SURGE_LABEL, TIMED_OUT
+from drs_prom.rebalance.surge import DELETION_COST, LANDED_BACK, LOWEST_COST, MOVED, SURGE_LABEL, TIMED_OUT
 from drs_prom.registry import PolicySpec, make_policy
 from tests.k8s.budgets import counted_budget
 from tests.rebalance.conftest import LABEL, Harness, pod_json, running, wait_hot
@@ -38,9 +38,10 @@ def live_pods(h: Harness, ns: str, app: str) -> list[Any]:
     return [p for p in got if not p.metadata.deletion_timestamp]
 
 
-def place(h: Harness, ns: str, app: str, node: str, cores: float, ready: bool = True) -> str:
+def place(h: Harness, ns: str, app: str, node: str, cores: float, ready: bool = True, seconds_ago: float = 3600) -> str:
     """Bind the ReplicaSet's next unbound pod of ``app`` to ``node`` and, with ``ready``, report it running and ready
-    with its usage served by the twin (the harness's scheduler and kubelet; module docstring)."""
+    since ``seconds_ago``, with its usage served by the twin (the harness's scheduler and kubelet; module
+    docstring)."""
     core = client.CoreV1Api(h.api)
     pod = wait_for(
         lambda: next((p for p in live_pods(h, ns, app) if not p.spec.node_name), None),
@@ -51,7 +52,7 @@ def place(h: Harness, ns: str, app: str, node: str, cores: float, ready: bool = 
     body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name}, "target": {"kind": "Node", "name": node}}
     core.create_namespaced_pod_binding(name, ns, body, _preload_content=False)
     if ready:
-        running(core, ns, name)
+        running(core, ns, name, seconds_ago)
         h.twin.add_pod(ns, name, node, cores)
     return name
 
@@ -192,3 +193,26 @@ def test_a_budget_that_allows_no_disruption_keeps_a_deployments_pod_from_a_surge
     assert d.spec.replicas == 2 and SURGE_LABEL not in (d.metadata.labels or {})
     assert {p.metadata.name for p in live_pods(h, namespace, "kept")} == set(olds)
     assert DELETION_COST not in (pod_json(h, namespace, olds[1])["metadata"].get("annotations") or {})
+
+
+def test_a_replacement_placed_back_on_the_pods_own_node_is_taken_back(harness, namespace, clean):
+    h = harness
+    a, cool = h.nodes[2], h.nodes[3]
+    apps = client.AppsV1Api(h.api)
+    olds = deployment(h, namespace, "back", a, [3.0, 3.5])
+    s = h.settings(namespace, mode="evict")
+    wait_hot(h, s, {a}, {cool})
+    rb = rebalancer(h, s)
+    assert [o for _, o, _ in rb.run_once().outcomes] == [actions.SURGED]
+    again = place(h, namespace, "back", a, 0.1, seconds_ago=0)  # its scheduler put it on the hot node itself
+    wait_ready(h, namespace, "back", 3)
+    done = rb.run_once()
+    assert [r for _, r in done.surges] == [LANDED_BACK]
+    assert apps.read_namespaced_deployment("back", namespace).spec.replicas == 2
+    wait_for(
+        lambda: {p.metadata.name for p in live_pods(h, namespace, "back")} == set(olds),
+        30,
+        f"the ReplicaSet to remove the replica ready for less time ({again})",
+    )
+    assert DELETION_COST not in (pod_json(h, namespace, olds[1])["metadata"].get("annotations") or {})
+    assert rb.metrics.registry.get_sample_value("drs_rebalance_surges_total", {"result": "landed_back"}) == 1

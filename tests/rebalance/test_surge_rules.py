@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drs_prom.moves.eligibility import PodFacts
 from drs_prom.rebalance.surge import (
     AUTOSCALED,
     PAUSED,
@@ -12,6 +13,7 @@ from drs_prom.rebalance.surge import (
     InFlight,
     blocker,
     in_flight,
+    landed_back,
     ready,
 )
 
@@ -62,3 +64,18 @@ def test_the_annotation_keeps_the_surge_and_a_broken_one_is_no_surge():
     assert in_flight(d) is None
     d["metadata"]["annotations"] = {SURGE_LABEL: '{"pod": "web-1"}'}
     assert in_flight(d) is None
+
+
+def test_a_replica_started_since_the_surge_on_the_pods_own_node_has_landed_back():
+    flight = InFlight("shop", "web", "web-1", "u1", 2, 1000.0, "n1", None)
+
+    def pod(key: str, node: str, age: float, owner: str = "shop/Deployment/web") -> PodFacts:
+        return PodFacts(key=key, namespace="shop", node=node, owner_kind="ReplicaSet", owner=owner, age_seconds=age)
+
+    now = 1060.0
+    moving = pod("shop/web-1", "n1", 3600)
+    assert not landed_back(flight, [moving, pod("shop/web-0", "n1", 3600)], now)  # older pods of it, not a replica
+    assert not landed_back(flight, [moving, pod("shop/web-2", "n2", 30)], now)  # the replica elsewhere
+    assert not landed_back(flight, [moving, pod("shop/api-2", "n1", 30, "shop/Deployment/api")], now)  # another owner
+    assert landed_back(flight, [moving, pod("shop/web-2", "n1", 30)], now)
+    assert landed_back(flight, [moving, pod("shop/web-2", "n1", 60.5)], now)  # start times are whole seconds
