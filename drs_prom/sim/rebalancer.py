@@ -12,7 +12,8 @@ placed by the policy like any pending pod, wherever it then chooses. With ``surg
 is moved as the live rebalancer moves it, replacement first (drs_prom.rebalance.surge): the policy places a replica
 with the pod still running, the replica holds its requests there for the profile's start penalty, and at the first
 round after it the pod hands its work left over to it (``SchedulingEnv.switch``) and goes; a pod that ends first
-takes its replica with it. The replica's own use while it starts is not modelled.
+takes its replica with it, and a replica placed on the pod's own node is taken back (``landed_back`` live). The
+replica's own use while it starts is not modelled.
 
 With ``taint_hot_nodes`` and a policy that stands for kube-scheduler (``other_policy``), the hot nodes carry a
 PreferNoSchedule taint: every decision while they are hot gets kube-scheduler's TaintToleration preference for the
@@ -179,14 +180,14 @@ class SimRebalancer:
             )
 
     def _hand_over(self, env: SchedulingEnv) -> None:
-        """This round's end of the surges: a replica started long enough ago takes over from its pod; a pod that
-        ended takes its replica with it."""
+        """This round's end of the surges: a replica started long enough ago takes over from its pod, unless it was
+        placed on the pod's own node (then it is taken back); a pod that ended takes its replica with it."""
         c = env.cluster
         self.recent = remembered(self.recent, c.t, self.settings)
         running = set(c.running.tolist())
         for pod, surge in list(self.surging.items()):
-            if pod not in running:
-                env.abandon_surge(pod, surge.node)
+            if pod not in running or (surge.ready_at <= c.t and surge.node == c.node_of[pod]):
+                env.abandon_surge(pod, surge.node)  # ended first, or its replica landed back: taken back
             elif surge.ready_at <= c.t:
                 left = env.switch(pod, surge.node, surge.pod_load, surge.lose_progress)
                 self.recent.append(Recent(c.t, env.node_names[left], env.node_names[surge.node], surge.usage))
