@@ -10,7 +10,7 @@ from drs_prom.policies.contract import DecisionContext, PolicyBase
 from drs_prom.sim.bench import format_table, parse_policies, run_bench
 from drs_prom.sim.env import SchedulingEnv
 from drs_prom.sim.rebalance_report import pair_stats
-from drs_prom.sim.rebalancer import SimRebalancer, rebalance_settings
+from drs_prom.sim.rebalancer import SimRebalancer, Surge, rebalance_settings
 from drs_prom.sim.scenario import parse_scenario
 
 SCENARIO = """
@@ -156,3 +156,17 @@ def test_a_replica_given_up_takes_its_requests_with_it():
     assert (env.cluster.req_cpu_m - before).tolist() == [0, 500]
     env.abandon_surge(0, 1)
     assert env.cluster.req_cpu_m.tolist() == before.tolist()
+
+
+def test_a_replica_placed_on_its_pods_own_node_is_taken_back_not_switched():
+    sc = parse_scenario(SCENARIO % "mode: evict")
+    rebalancer = SimRebalancer(rebalance_settings(sc), sc)
+    env = SchedulingEnv(sc, seed=0, rebalancer=rebalancer)
+    env.reset(0)
+    env.step(0)
+    before = env.cluster.req_cpu_m.copy()
+    env.surge(0, 0)
+    rebalancer.surging[0] = Surge(0, env.cluster.t, np.zeros(6), False, np.zeros(6))
+    rebalancer._hand_over(env)
+    assert env.cluster.req_cpu_m.tolist() == before.tolist() and env.cluster.node_of[0] == 0
+    assert not rebalancer.surging and not env.evictions  # no move made
