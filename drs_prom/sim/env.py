@@ -526,7 +526,8 @@ class SchedulingEnv:
         return left
 
     def abandon_surge(self, pod: int, node: int) -> None:
-        """The replica started by ``surge`` on ``node`` goes without taking over (the pod ended first)."""
+        """The replica started by ``surge`` on ``node`` goes without taking over (the pod ended first, or the replica
+        was placed on the pod's own node)."""
         self.cluster.hold(pod, node, -1)
 
     def _placed(self, cluster: Cluster | None = None) -> tuple[Callable[[], Neighbours], ClusterHints]:

@@ -19,9 +19,13 @@ from kubernetes import client
 from drs_prom.config import Settings, load_settings
 from drs_prom.moves.hot import bottlenecks, capacity_shares
 from drs_prom.rebalance.cluster import read_cluster
+from drs_prom.rebalance.loop import Rebalancer
+from drs_prom.rebalance.metrics import RebalanceMetrics
 from drs_prom.rebalance.reads import node_quantiles
+from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.signals import promql
 from drs_prom.signals.prometheus import PrometheusSource
+from drs_prom.stores.journal import Journal
 from drs_prom.testbed.prom_server import PrometheusProc, start_prometheus
 from tests.rebalance.twin import CPUS, MetricsTwin
 from tests.waiting import wait_for
@@ -181,3 +185,10 @@ def pod_json(h: Harness, ns: str, name: str) -> dict[str, Any] | None:
         if exc.status == 404:
             return None
         raise
+
+
+def rebalancer(h: Harness, settings: Settings, journal: Journal | None = None, clock: Any = time.time) -> Rebalancer:
+    """Replacements predicted by least-loaded (deterministic: kube-default breaks ties at random, as kube-scheduler)."""
+    policy = make_policy("least-loaded", PolicySpec.from_settings(settings))
+    metrics = RebalanceMetrics()
+    return Rebalancer(settings, h.api, h.source(settings), metrics, journal, clock, own=policy, other=policy)

@@ -16,10 +16,8 @@ from kubernetes import client
 
 from drs_prom.moves.hot import hot_nodes
 from drs_prom.rebalance import actions
-from drs_prom.rebalance.loop import MOVE_EVENT, Rebalancer
-from drs_prom.rebalance.metrics import RebalanceMetrics
+from drs_prom.rebalance.loop import MOVE_EVENT
 from drs_prom.rebalance.reads import pod_usage
-from drs_prom.registry import PolicySpec, make_policy
 from drs_prom.stores.journal import Journal
 from drs_prom.testbed.build import ControlPlaneError
 from drs_prom.testbed.descheduler import (
@@ -30,7 +28,7 @@ from drs_prom.testbed.descheduler import (
     utilisation_query,
 )
 from tests.k8s.budgets import counted_budget
-from tests.rebalance.conftest import LABEL, WINDOW, Harness, pod_body, pod_json, running, shares, wait_hot
+from tests.rebalance.conftest import LABEL, WINDOW, Harness, pod_body, pod_json, rebalancer, running, shares, wait_hot
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -73,12 +71,6 @@ def replica_set(
     if budget is not None:
         counted_budget(h.api, ns, name, labels, min_available=budget, healthy=len(placement))
     return names
-
-
-def rebalancer(h: Harness, settings, journal: Journal | None = None) -> Rebalancer:
-    """Replacements predicted by least-loaded (deterministic: kube-default breaks ties at random, as kube-scheduler)."""
-    policy = make_policy("least-loaded", PolicySpec.from_settings(settings))
-    return Rebalancer(settings, h.api, h.source(settings), RebalanceMetrics(), journal, own=policy, other=policy)
 
 
 def events(h: Harness, ns: str, reason: str) -> list[Any]:

@@ -15,21 +15,12 @@ import pytest
 from kubernetes import client
 
 from drs_prom.rebalance import actions
-from drs_prom.rebalance.loop import Rebalancer
-from drs_prom.rebalance.metrics import RebalanceMetrics
 from drs_prom.rebalance.surge import DELETION_COST, LANDED_BACK, LOWEST_COST, MOVED, SURGE_LABEL, TIMED_OUT
-from drs_prom.registry import PolicySpec, make_policy
 from tests.k8s.budgets import counted_budget
-from tests.rebalance.conftest import LABEL, Harness, pod_json, running, wait_hot
+from tests.rebalance.conftest import LABEL, Harness, pod_json, rebalancer, running, wait_hot
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def rebalancer(h: Harness, settings, clock: Any = None) -> Rebalancer:
-    policy = make_policy("least-loaded", PolicySpec.from_settings(settings))
-    kw = {} if clock is None else {"clock": clock}
-    return Rebalancer(settings, h.api, h.source(settings), RebalanceMetrics(), None, own=policy, other=policy, **kw)
 
 
 def live_pods(h: Harness, ns: str, app: str) -> list[Any]:
