@@ -81,13 +81,20 @@ def wait_ready(h: Harness, ns: str, app: str, n: int) -> None:
     wait_for(ok, 30, f"Deployment {app} to report {n} ready replicas")
 
 
+def hot_deployment(h: Harness, ns: str, app: str, node: str, **rebalance: Any) -> tuple[list[str], Any]:
+    """A Deployment of two pods (3 and 3.5 cores) on ``node``, and the settings (mode evict, ``rebalance``) under
+    which the window reads ``node`` hot and the last harness node cool."""
+    olds = deployment(h, ns, app, node, [3.0, 3.5])
+    s = h.settings(ns, mode="evict", **rebalance)
+    wait_hot(h, s, {node}, {h.nodes[3]})
+    return olds, s
+
+
 def test_a_deployments_pod_is_replaced_first_and_removed_once_its_replacement_is_ready(harness, namespace, clean):
     h = harness
-    a, cool = h.nodes[1], h.nodes[3]
+    a = h.nodes[1]
     apps = client.AppsV1Api(h.api)
-    olds = deployment(h, namespace, "web", a, [3.0, 3.5])
-    s = h.settings(namespace, mode="evict")
-    wait_hot(h, s, {a}, {cool})
+    olds, s = hot_deployment(h, namespace, "web", a)
     rb = rebalancer(h, s)
     got = rb.run_once()
     assert [o for _, o, _ in got.outcomes] == [actions.SURGED]
@@ -101,7 +108,7 @@ def test_a_deployments_pod_is_replaced_first_and_removed_once_its_replacement_is
     waiting = rb.run_once()  # the replacement is not ready yet: nothing more happens, and nothing else moves
     assert [done for _, done in waiting.surges] == ["waiting"] and not waiting.outcomes
 
-    new = place(h, namespace, "web", cool, 3.5)
+    new = place(h, namespace, "web", h.nodes[3], 3.5)  # the cool node
     wait_ready(h, namespace, "web", 3)
     done = rb.run_once()
     assert [r for _, r in done.surges] == [MOVED]
@@ -122,16 +129,14 @@ def test_a_deployments_pod_is_replaced_first_and_removed_once_its_replacement_is
 
 def test_a_replacement_that_does_not_get_ready_in_time_is_taken_back_and_the_pod_stays(harness, namespace, clean):
     h = harness
-    a, cool = h.nodes[2], h.nodes[3]
+    a = h.nodes[2]
     apps = client.AppsV1Api(h.api)
-    olds = deployment(h, namespace, "slow", a, [3.0, 3.5])
-    s = h.settings(namespace, mode="evict", surge_timeout_seconds=60)
-    wait_hot(h, s, {a}, {cool})
+    olds, s = hot_deployment(h, namespace, "slow", a, surge_timeout_seconds=60)
     now = [time.time()]  # the pods' ages are read against it
     rb = rebalancer(h, s, clock=lambda: now[0])
     got = rb.run_once()
     assert [o for _, o, _ in got.outcomes] == [actions.SURGED]
-    stuck = place(h, namespace, "slow", cool, 3.5, ready=False)  # bound, never ready
+    stuck = place(h, namespace, "slow", h.nodes[3], 3.5, ready=False)  # bound, never ready
     now[0] += 61
     done = rb.run_once()
     assert [r for _, r in done.surges] == [TIMED_OUT]
@@ -149,8 +154,8 @@ def test_a_replacement_that_does_not_get_ready_in_time_is_taken_back_and_the_pod
 
 def test_a_deployment_scaled_by_an_autoscaler_has_its_pod_evicted_not_surged(harness, namespace, clean):
     h = harness
-    a, cool = h.nodes[0], h.nodes[3]
-    olds = deployment(h, namespace, "scaled", a, [3.0, 3.5])
+    a = h.nodes[0]
+    olds, s = hot_deployment(h, namespace, "scaled", a)
     hpa = {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
@@ -162,8 +167,6 @@ def test_a_deployment_scaled_by_an_autoscaler_has_its_pod_evicted_not_surged(har
         },
     }
     client.AutoscalingV2Api(h.api).create_namespaced_horizontal_pod_autoscaler(namespace, hpa)
-    s = h.settings(namespace, mode="evict")
-    wait_hot(h, s, {a}, {cool})
     got = rebalancer(h, s).run_once()
     assert [o for _, o, _ in got.outcomes] == [actions.EVICTED]
     assert client.AppsV1Api(h.api).read_namespaced_deployment("scaled", namespace).spec.replicas == 2
@@ -173,11 +176,9 @@ def test_a_deployment_scaled_by_an_autoscaler_has_its_pod_evicted_not_surged(har
 
 def test_a_budget_that_allows_no_disruption_keeps_a_deployments_pod_from_a_surge_too(harness, namespace, clean):
     h = harness
-    a, cool = h.nodes[1], h.nodes[3]
-    olds = deployment(h, namespace, "kept", a, [3.0, 3.5])
+    a = h.nodes[1]
+    olds, s = hot_deployment(h, namespace, "kept", a)
     counted_budget(h.api, namespace, "kept", {"app": "kept"}, min_available=2, healthy=2)
-    s = h.settings(namespace, mode="evict")
-    wait_hot(h, s, {a}, {cool})
     got = rebalancer(h, s).run_once()
     assert [o for _, o, _ in got.outcomes] == [actions.PDB]
     d = client.AppsV1Api(h.api).read_namespaced_deployment("kept", namespace)
@@ -188,11 +189,9 @@ def test_a_budget_that_allows_no_disruption_keeps_a_deployments_pod_from_a_surge
 
 def test_a_replacement_placed_back_on_the_pods_own_node_is_taken_back(harness, namespace, clean):
     h = harness
-    a, cool = h.nodes[2], h.nodes[3]
+    a = h.nodes[2]
     apps = client.AppsV1Api(h.api)
-    olds = deployment(h, namespace, "back", a, [3.0, 3.5])
-    s = h.settings(namespace, mode="evict")
-    wait_hot(h, s, {a}, {cool})
+    olds, s = hot_deployment(h, namespace, "back", a)
     rb = rebalancer(h, s)
     assert [o for _, o, _ in rb.run_once().outcomes] == [actions.SURGED]
     again = place(h, namespace, "back", a, 0.1, seconds_ago=0)  # its scheduler put it on the hot node itself
