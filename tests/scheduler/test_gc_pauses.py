@@ -36,11 +36,12 @@ def test_frozen_objects_leave_the_full_collection_but_are_still_freed():
         timed = gc_pauses.pauses()[2][0]
         frozen = gc_pauses.freeze_startup_heap()
         assert gc_pauses.pauses()[2][0] == timed  # its own collection is start-up, not a pause
-        assert frozen >= 20_000 and gc.get_freeze_count() == frozen
+        # The frozen count can only drop from here, a little: objects freed by reference counting meanwhile, e.g. by
+        # other threads of the suite, leave the frozen set (a CI run saw 639254 -> 639252 across the collection
+        # below, a fresh clone 747526 -> 747524 right after the freeze).
+        assert frozen >= 20_000 and frozen - 1000 < gc.get_freeze_count() <= frozen
         gc.collect()
-        # A full collection leaves them frozen: none is back among the objects it scans. (The frozen count itself
-        # may drop a little: objects freed by reference counting meanwhile, e.g. by other threads of the suite,
-        # leave the frozen set; a CI run saw 639254 -> 639252.)
+        # A full collection leaves them frozen: none is back among the objects it scans.
         scanned = {id(o) for o in gc.get_objects(generation=2)}
         assert not any(id(n) in scanned for n in keep)
         assert gc.get_freeze_count() > frozen - 1000
