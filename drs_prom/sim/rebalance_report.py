@@ -16,6 +16,8 @@ from drs_prom.outcomes.paired_stats import paired_ci
 from drs_prom.sim.bench_results import BenchReport
 
 SUFFIXES = ("+rebalance", "+rebalance-taint")
+SLOWDOWN_DECIMALS = 9
+"""Places a p95 slowdown is compared to (a slowdown of 1 + 1e-9 is a billionth of a pod's run time)."""
 
 
 def pair_stats(report: BenchReport, policy: str, suffix: str = SUFFIXES[0]) -> dict[str, float] | None:
@@ -29,8 +31,8 @@ def pair_stats(report: BenchReport, policy: str, suffix: str = SUFFIXES[0]) -> d
         return None
     hot0 = np.array([a.objective_dict()["hot_time"] for a, _ in pairs])
     hot1 = np.array([b.objective_dict()["hot_time"] for _, b in pairs])
-    p0 = np.array([a.objective_dict()["slowdown_p95"] for a, _ in pairs])
-    p1 = np.array([b.objective_dict()["slowdown_p95"] for _, b in pairs])
+    p0 = np.round([a.objective_dict()["slowdown_p95"] for a, _ in pairs], SLOWDOWN_DECIMALS)
+    p1 = np.round([b.objective_dict()["slowdown_p95"] for _, b in pairs], SLOWDOWN_DECIMALS)
     c0 = np.array([a.composite for a, _ in pairs])
     c1 = np.array([b.composite for _, b in pairs])
     scale = float(hot0.mean())
@@ -51,6 +53,7 @@ def pair_stats(report: BenchReport, policy: str, suffix: str = SUFFIXES[0]) -> d
         "slowdown_p95_diff": p95_mean,
         "slowdown_p95_diff_low": p95_lo,
         "slowdown_p95_diff_high": p95_hi,
+        "slowdown_p95_seeds_worse": float((p1 > p0).sum()),
         "composite_diff": comp_mean,
         "composite_diff_low": comp_lo,
         "composite_diff_high": comp_hi,
@@ -76,7 +79,8 @@ def pairs_text(report: BenchReport) -> list[str]:
             f"{s['hot_time_with']:.4f} ({100 * s['hot_time_change']:+.1f}% "
             f"[{100 * s['hot_time_change_low']:+.1f}, {100 * s['hot_time_change_high']:+.1f}]); p95 slowdown "
             f"{s['slowdown_p95']:.3f} -> {s['slowdown_p95_with']:.3f} ({s['slowdown_p95_diff']:+.3f} "
-            f"[{s['slowdown_p95_diff_low']:+.3f}, {s['slowdown_p95_diff_high']:+.3f}]); composite "
+            f"[{s['slowdown_p95_diff_low']:+.3f}, {s['slowdown_p95_diff_high']:+.3f}], worse on "
+            f"{s['slowdown_p95_seeds_worse']:.0f}); composite "
             f"{s['composite_diff']:+.3f} [{s['composite_diff_low']:+.3f}, {s['composite_diff_high']:+.3f}]; "
             f"{s['evictions_per_node_hour']:.2f} evictions per node-hour ({s['evictions']:.1f} per episode), "
             f"{100 * s['landed_back_share']:.0f}% of replacements back on the node they left"
