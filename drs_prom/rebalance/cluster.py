@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from drs_prom.config import Settings
-from drs_prom.constraints import chain
+from drs_prom.constraints import chain, taint_score
 from drs_prom.constraints.placed import Neighbours, with_pods
 from drs_prom.constraints.preemption import Budget, without_pods
 from drs_prom.features import N_FEATURES
@@ -194,12 +194,29 @@ class LivePlacer:
     ) -> None:
         """``own``/``other``: what stands for drs-prom's scheduler and for any other one; ``features``: the nodes'
         signals now (a snapshot, as a scheduler deciding now would read them; a replacement's expected load is the
-        pod's stored usage); ``prefer_not``: nodes carrying the rebalancer's PreferNoSchedule taint (kube-scheduler
+        pod's stored usage); ``prefer_not``: nodes carrying the rebalancer's PreferNoSchedule taint (either scheduler
         then prefers other nodes)."""
         self.state, self.settings, self.own, self.other = state, settings, own, other
         self.features, self.prefer_not, self.now = features, prefer_not, now
         self.by_key = {p.facts.key: p for p in state.pods}
         self.index = {n: i for i, n in enumerate(state.names)}
+
+    def taint_term(self, request: PodRequest, nodes: Sequence[NodeInfo], mask: np.ndarray) -> np.ndarray | None:
+        """TaintToleration's score term, which kube-scheduler and drs-prom's scheduler both add: the nodes'
+        PreferNoSchedule taints, the rebalancer's own among them even where the nodes read before it set it."""
+        key = self.settings.rebalance.taint_key
+        at = np.flatnonzero(mask)
+        counts = [
+            taint_score.intolerable(request, nodes[i])
+            + (nodes[i].name in self.prefer_not and all(t.key != key for t in nodes[i].taints))
+            for i in at.tolist()
+        ]
+        got = taint_score.normalised(np.array(counts, dtype=np.int64))
+        if got is None:
+            return None
+        out = np.zeros(len(nodes), dtype=np.float64)
+        out[at] = got
+        return taint_score.combined(None, out)
 
     def policy_for(self, pod: RunningPod) -> Policy:
         return self.own if pod.scheduler == self.settings.scheduler.scheduler_name else self.other
@@ -235,9 +252,6 @@ class LivePlacer:
         policy = self.policy_for(pod)
         norm = input_scales(policy, self.settings.normalisation)
         cap = self.state.capacity
-        soft = None
-        if self.prefer_not and policy is self.other:
-            soft = np.array([0.0 if n.name in self.prefer_not else 100.0 for n in nodes])
         ctx = DecisionContext(
             pod=request,
             nodes=nodes,
@@ -246,7 +260,7 @@ class LivePlacer:
             pod_load=pod_matrix(demand, cap[:, 0], cap[:, 1], norm),
             now=self.now,
             full=link_capacity.full_matrix(self.state.link, scales(norm)),
-            soft_scores=soft,
+            soft_scores=self.taint_term(request, nodes, mask),
         )
         node, _ = choose(policy, ctx, bind=False)
         return Placement(node, mask)

@@ -311,7 +311,7 @@ class Scheduler:
         rows, feasible = self._candidates(mask)
         nodes = view.infos(rows)
         requests = view.requests(rows)
-        soft = view.soft_scores(req, rows, feasible)  # ScheduleAnyway spread: a term every policy sees
+        soft = view.soft_scores(req, rows, feasible)  # ScheduleAnyway spread, PreferNoSchedule: terms every policy sees
         names = [n.name for n in nodes]
         resident = self.cache.resident.matrix(names)
         measured = self.decider.measured_at()

@@ -44,7 +44,7 @@ from typing import Protocol
 import numpy as np
 
 from drs_prom.config import Normalisation, ObjectiveSettings
-from drs_prom.constraints import chain
+from drs_prom.constraints import chain, taint_score
 from drs_prom.constraints.framework import ClusterHints
 from drs_prom.constraints.placed import EMPTY, Neighbours
 from drs_prom.outcomes.objectives import (
@@ -69,7 +69,7 @@ from drs_prom.sim.source import SimSource
 from drs_prom.sim.usage_history import SimUsageHistory
 from drs_prom.sim.workload import Workload, generate
 from drs_prom.sim.zonal_volumes import workload_storage
-from drs_prom.types import PodRequest
+from drs_prom.types import NodeInfo, PodRequest
 from drs_prom.usage.estimator import UsageModel, estimate, shipped_usage_model
 
 ESTIMATED, TOLD = "estimated", "told"
@@ -302,6 +302,7 @@ class SchedulingEnv:
         # the value of ctx.load at which each node's resource is full (cpu/mem are fractions of the node)
         self._full = full_matrix(self.nodes.capacity[:, 2:], scales(self.norm))
         self._static = chain.StaticMasks(self.nodes.infos)  # nodes never change within a scenario
+        self._soft_tainted = any(taint_score.has_soft_taint(n) for n in self.nodes.infos)
         self._interpod = False
         self.rebalancer = rebalancer
         self.deciding: Policy | None = None
@@ -477,8 +478,26 @@ class SchedulingEnv:
             full=self._full,
             resident=self.resident.matrix(self.node_names),
             ended=self.resident.ended(self.node_names, self.cluster.t),
-            soft_scores=None if self.prefer_not is None else np.where(self.prefer_not, 0.0, 100.0),
+            soft_scores=self._soft_scores(req, nodes, mask),
         )
+
+    def _soft_scores(self, req: PodRequest, nodes: Sequence[NodeInfo], mask: np.ndarray) -> np.ndarray | None:
+        """TaintToleration's score term, as the live scheduler adds it (scheduler.watch.nodes.NodeView.soft_scores):
+        the nodes' own PreferNoSchedule taints and the one a rebalancer put on ``prefer_not``; None without any."""
+        if self.prefer_not is None and not self._soft_tainted:
+            return None
+        at = np.flatnonzero(mask)
+        counts = np.zeros(len(at), dtype=np.int64)
+        if self._soft_tainted:
+            counts += [taint_score.intolerable(req, nodes[i]) for i in at.tolist()]
+        if self.prefer_not is not None:
+            counts += self.prefer_not[at]
+        got = taint_score.normalised(counts)
+        if got is None:
+            return None
+        out = np.zeros(len(mask), dtype=np.float64)
+        out[at] = got
+        return taint_score.combined(None, out)
 
     def what_if_evicted(self, pod: int, before: Sequence[tuple[int, int]] = ()) -> DecisionContext | None:
         """The decision the policy would face for ``pod``'s replacement if it were evicted now, after the pods of

@@ -15,9 +15,9 @@ round after it the pod hands its work left over to it (``SchedulingEnv.switch``)
 takes its replica with it, and a replica placed on the pod's own node is taken back (``landed_back`` live). The
 replica's own use while it starts is not modelled.
 
-With ``taint_hot_nodes`` and a policy that stands for kube-scheduler (``other_policy``), the hot nodes carry a
-PreferNoSchedule taint: every decision while they are hot gets kube-scheduler's TaintToleration preference for the
-other nodes (``SchedulingEnv.prefer_not``).
+With ``taint_hot_nodes`` the hot nodes carry a PreferNoSchedule taint: every decision while they are hot, whichever
+policy makes it, gets TaintToleration's preference for the other nodes (``SchedulingEnv.prefer_not``), as
+kube-scheduler and drs-prom's scheduler both give it.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class SimRebalancer:
         peaks = None if s.target_quantile is None else quantiles(window, s.target_quantile)
         self.hot = hot_nodes(env.node_names, shares, self.hot, s.hot_above, s.cool_below)
         policy = env.deciding
-        if s.taint_hot_nodes and policy is not None and policy.name == s.other_policy:
+        if s.taint_hot_nodes and policy is not None:
             env.prefer_not = np.array([n in self.hot for n in env.node_names]) if self.hot else None
         if not self.hot or policy is None:
             return

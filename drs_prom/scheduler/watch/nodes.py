@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drs_prom.constraints import chain, spread_score
+from drs_prom.constraints import chain, spread_score, taint_score
 from drs_prom.constraints.framework import ClusterHints, FilterResult, NodeArrays
 from drs_prom.constraints.placed import EMPTY, Neighbours
 from drs_prom.policies.device_stage import is_device
@@ -52,6 +52,8 @@ class NodeTable:
             k: np.array([b.allocatable_scalar.get(k, 0) for b in self.base], dtype=np.int64).reshape(n) for k in names
         }
         self.devices = tuple(k for k in names if is_device(k))  # the scalar resources that are devices, sorted
+        # the nodes with a PreferNoSchedule taint: only there can TaintToleration's score tell nodes apart
+        self.soft_tainted = np.array([taint_score.has_soft_taint(b) for b in self.base], dtype=bool).reshape(n)
         self.req_scalar: dict[str, np.ndarray] = {}  # one array per scalar resource some placed pod requests
         # network/disk bandwidth per node from its labels (NaN: the standard), parsed once per table
         self.link, self.link_errors = link_capacity.matrix((b.name, b.labels) for b in self.base)
@@ -127,15 +129,25 @@ class NodeView:
 
     def soft_scores(self, pod: PodRequest, rows: np.ndarray, feasible: np.ndarray) -> np.ndarray | None:
         """The score terms every policy shares for the nodes at ``rows`` (``feasible``: which of them passed
-        the filters), 0 where infeasible; None when the pod has none (its decision is the policy's alone)."""
-        if not pod.soft_spread:
-            return None
+        the filters), 0 where infeasible: the pod's ScheduleAnyway spread and, where some feasible node has a
+        PreferNoSchedule taint, TaintToleration's score (taint_score.combined); None when neither applies (the
+        decision is the policy's alone)."""
         rows = np.asarray(rows)
-        got = spread_score.scores(pod, self.table.base, rows[feasible].tolist(), self.near())
-        out = np.zeros(len(rows), dtype=np.float64)
-        if got is not None:
-            out[np.flatnonzero(feasible)] = got
-        return out
+        picked = rows[feasible]
+        at = np.flatnonzero(feasible)
+        spread = None
+        if pod.soft_spread:
+            spread = np.zeros(len(rows), dtype=np.float64)
+            got = spread_score.scores(pod, self.table.base, picked.tolist(), self.near())
+            if got is not None:
+                spread[at] = got
+        taints = None
+        if self.table.soft_tainted[picked].any():
+            got = taint_score.scores(pod, [self.table.base[i] for i in picked.tolist()])
+            if got is not None:
+                taints = np.zeros(len(rows), dtype=np.float64)
+                taints[at] = got
+        return taint_score.combined(spread, taints)
 
     def filter_result(self, pod: PodRequest) -> FilterResult:
         """Reasons per node, as kube-scheduler words them (for a FailedScheduling event)."""
