@@ -818,8 +818,8 @@ class RebalanceSettings(_Section):
     )
     taint_hot_nodes: bool = Field(
         False,
-        description="Put a PreferNoSchedule taint on a hot node while it stays hot (kube-scheduler then prefers "
-        "other nodes for replacements and new pods); off by default.",
+        description="Put a PreferNoSchedule taint on a hot node while it stays hot (kube-scheduler and drs-prom's "
+        "scheduler then prefer other nodes for replacements and new pods); off by default.",
     )
     taint_key: str = Field("drs.io/hot", description="Key of that taint.")
     journal_path: str = Field(
