@@ -54,6 +54,7 @@ class NodeTable:
         self.devices = tuple(k for k in names if is_device(k))  # the scalar resources that are devices, sorted
         # the nodes with a PreferNoSchedule taint: only there can TaintToleration's score tell nodes apart
         self.soft_tainted = np.array([taint_score.has_soft_taint(b) for b in self.base], dtype=bool).reshape(n)
+        self.any_soft_tainted = bool(self.soft_tainted.any())
         self.req_scalar: dict[str, np.ndarray] = {}  # one array per scalar resource some placed pod requests
         # network/disk bandwidth per node from its labels (NaN: the standard), parsed once per table
         self.link, self.link_errors = link_capacity.matrix((b.name, b.labels) for b in self.base)
@@ -132,6 +133,8 @@ class NodeView:
         the filters), 0 where infeasible: the pod's ScheduleAnyway spread and, where some feasible node has a
         PreferNoSchedule taint, TaintToleration's score (taint_score.combined); None when neither applies (the
         decision is the policy's alone)."""
+        if not pod.soft_spread and not self.table.any_soft_tainted:
+            return None  # the common case costs nothing
         rows = np.asarray(rows)
         picked = rows[feasible]
         at = np.flatnonzero(feasible)
