@@ -43,24 +43,34 @@ def intolerable(pod: PodRequest, node: NodeInfo) -> int:
     )
 
 
-def scores(pod: PodRequest, nodes: Sequence[NodeInfo]) -> np.ndarray | None:
-    """0..100 for each of ``nodes`` (the feasible ones: the counts are normalised over them), None when the pod
-    tolerates every PreferNoSchedule taint among them (all would score 100: the term would change nothing)."""
-    return normalised(np.array([intolerable(pod, n) for n in nodes], dtype=np.int64))
+def counts(pod: PodRequest, nodes: Sequence[NodeInfo]) -> np.ndarray:
+    """Each node's count of PreferNoSchedule taints the pod does not tolerate."""
+    return np.array([intolerable(pod, n) for n in nodes], dtype=np.int64)
 
 
-def normalised(counts: np.ndarray) -> np.ndarray | None:
-    """NormalizeScore in reverse over the feasible nodes' ``counts`` of intolerable taints (None: all 0)."""
-    counts = np.asarray(counts, dtype=np.int64)
-    top = int(counts.max()) if len(counts) else 0
+def normalised(found: np.ndarray) -> np.ndarray | None:
+    """NormalizeScore in reverse over the feasible nodes' counts of intolerable taints (``found``), 0..100 (None: all
+    0, the term would change nothing)."""
+    c = np.asarray(found, dtype=np.int64)
+    top = int(c.max()) if len(c) else 0
     if top == 0:
         return None
-    return (MAX_NODE_SCORE - MAX_NODE_SCORE * counts // top).astype(np.float64)
+    return (MAX_NODE_SCORE - MAX_NODE_SCORE * c // top).astype(np.float64)
+
+
+def term(found: np.ndarray, feasible: np.ndarray) -> np.ndarray | None:
+    """The weighted term for every node of ``feasible`` (0 where infeasible), from the counts of the feasible ones in
+    order (``found``): ``WEIGHT x normalised(found)``, on the spread term's scale; None when it changes nothing."""
+    got = normalised(found)
+    if got is None:
+        return None
+    out = np.zeros(len(feasible), dtype=np.float64)
+    out[np.flatnonzero(feasible)] = WEIGHT * got
+    return out
 
 
 def combined(spread: np.ndarray | None, taints: np.ndarray | None) -> np.ndarray | None:
-    """The score terms every policy shares, on the spread term's scale: spread + WEIGHT x taints (None: neither)."""
-    if taints is None:
-        return spread
-    weighted = WEIGHT * taints
-    return weighted if spread is None else spread + weighted
+    """The score terms every policy shares: the spread term plus the taint ``term`` (None: neither)."""
+    if taints is None or spread is None:
+        return spread if taints is None else taints
+    return np.asarray(spread + taints, dtype=np.float64)

@@ -205,18 +205,10 @@ class LivePlacer:
         """TaintToleration's score term, which kube-scheduler and drs-prom's scheduler both add: the nodes'
         PreferNoSchedule taints, the rebalancer's own among them even where the nodes read before it set it."""
         key = self.settings.rebalance.taint_key
-        at = np.flatnonzero(mask)
-        counts = [
-            taint_score.intolerable(request, nodes[i])
-            + (nodes[i].name in self.prefer_not and all(t.key != key for t in nodes[i].taints))
-            for i in at.tolist()
-        ]
-        got = taint_score.normalised(np.array(counts, dtype=np.int64))
-        if got is None:
-            return None
-        out = np.zeros(len(nodes), dtype=np.float64)
-        out[at] = got
-        return taint_score.combined(None, out)
+        at = np.flatnonzero(mask).tolist()
+        counts = taint_score.counts(request, [nodes[i] for i in at])
+        counts += [nodes[i].name in self.prefer_not and all(t.key != key for t in nodes[i].taints) for i in at]
+        return taint_score.term(counts, mask)
 
     def policy_for(self, pod: RunningPod) -> Policy:
         return self.own if pod.scheduler == self.settings.scheduler.scheduler_name else self.other

@@ -489,15 +489,10 @@ class SchedulingEnv:
         at = np.flatnonzero(mask)
         counts = np.zeros(len(at), dtype=np.int64)
         if self._soft_tainted:
-            counts += [taint_score.intolerable(req, nodes[i]) for i in at.tolist()]
+            counts += taint_score.counts(req, [nodes[i] for i in at.tolist()])
         if self.prefer_not is not None:
             counts += self.prefer_not[at]
-        got = taint_score.normalised(counts)
-        if got is None:
-            return None
-        out = np.zeros(len(mask), dtype=np.float64)
-        out[at] = got
-        return taint_score.combined(None, out)
+        return taint_score.term(counts, mask)
 
     def what_if_evicted(self, pod: int, before: Sequence[tuple[int, int]] = ()) -> DecisionContext | None:
         """The decision the policy would face for ``pod``'s replacement if it were evicted now, after the pods of

@@ -34,14 +34,22 @@ def _pod(*tolerations: Toleration) -> PodRequest:
     return PodRequest(name="p", namespace="default", cpu_m=100, mem_bytes=2**26, tolerations=tolerations)
 
 
+def _scores(pod: PodRequest, nodes: list[NodeInfo]) -> np.ndarray | None:
+    return taint_score.normalised(taint_score.counts(pod, nodes))
+
+
 def test_intolerable_prefer_no_schedule_taints_are_counted_and_normalised_in_reverse() -> None:
     soft, spot = Taint("drain-soon", "true", "PreferNoSchedule"), Taint("spot", "true", "PreferNoSchedule")
     nodes = [_node("clean"), _node("one", soft), _node("two", soft, spot), _node("hard", Taint("x", "", "NoSchedule"))]
     assert [taint_score.intolerable(_pod(), n) for n in nodes] == [0, 1, 2, 0]
-    assert taint_score.scores(_pod(), nodes).tolist() == [100.0, 50.0, 0.0, 100.0]
+    assert _scores(_pod(), nodes).tolist() == [100.0, 50.0, 0.0, 100.0]
     # three counts over a maximum of 3: integer division as Go's int64 (100 - 100*1//3 = 67)
     three = [_node("a"), _node("b", soft), _node("c", soft, spot, Taint("z", "", "PreferNoSchedule"))]
-    assert taint_score.scores(_pod(), three).tolist() == [100.0, 67.0, 0.0]
+    assert _scores(_pod(), three).tolist() == [100.0, 67.0, 0.0]
+    # the weighted term over every node, 0 where infeasible
+    term = taint_score.term(np.array([0, 1, 2]), np.array([True, False, True, True]))
+    assert term is not None and term.tolist() == [150.0, 0.0, 75.0, 0.0]
+    assert taint_score.term(np.zeros(2, dtype=np.int64), np.ones(2, dtype=bool)) is None
 
 
 def test_a_toleration_of_the_taint_or_of_every_effect_takes_it_off_the_count() -> None:
@@ -52,13 +60,13 @@ def test_a_toleration_of_the_taint_or_of_every_effect_takes_it_off_the_count() -
         Toleration(key="drain-soon", operator="Exists"),  # no effect: every effect
         Toleration(operator="Exists"),  # no key: every taint
     ):
-        assert taint_score.scores(_pod(tol), nodes) is None, tol
+        assert _scores(_pod(tol), nodes) is None, tol
     for tol in (  # the wrong effect, key or value tolerates nothing here
         Toleration(key="drain-soon", operator="Exists", effect="NoSchedule"),
         Toleration(key="spot", operator="Exists"),
         Toleration(key="drain-soon", operator="Equal", value="false"),
     ):
-        assert taint_score.scores(_pod(tol), nodes).tolist() == [100.0, 0.0], tol
+        assert _scores(_pod(tol), nodes).tolist() == [100.0, 0.0], tol
 
 
 def test_the_view_scores_only_the_feasible_nodes_and_none_without_a_soft_taint() -> None:

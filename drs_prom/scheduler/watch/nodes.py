@@ -146,10 +146,7 @@ class NodeView:
                 spread[at] = got
         taints = None
         if self.table.soft_tainted[picked].any():
-            got = taint_score.scores(pod, [self.table.base[i] for i in picked.tolist()])
-            if got is not None:
-                taints = np.zeros(len(rows), dtype=np.float64)
-                taints[at] = got
+            taints = taint_score.term(taint_score.counts(pod, [self.table.base[i] for i in picked.tolist()]), feasible)
         return taint_score.combined(spread, taints)
 
     def filter_result(self, pod: PodRequest) -> FilterResult:
