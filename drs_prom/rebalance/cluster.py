@@ -5,7 +5,8 @@ would buy nothing), parsed by the scheduler's own parsers (drs_prom.scheduler.wa
 cluster as the scheduler does. ``facts`` reads what the eligibility rules need of a pod (drs_prom.moves.eligibility);
 ``LivePlacer`` answers drs_prom.moves.plan's question, where the scheduler that owns a pod would put its
 replacement: the filter chain on the cluster with the pod gone (and this round's earlier moves made), then the policy
-that stands for that scheduler (drs-prom's model for its own pods, kube-default for kube-scheduler's).
+that stands for that scheduler (drs-prom's model for its own pods, kube-default for kube-scheduler's) with the score
+terms both schedulers add to it (ScheduleAnyway spread, PreferNoSchedule taints).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from drs_prom.config import Settings
-from drs_prom.constraints import chain, taint_score
+from drs_prom.constraints import chain, spread_score, taint_score
 from drs_prom.constraints.placed import Neighbours, with_pods
 from drs_prom.constraints.preemption import Budget, without_pods
 from drs_prom.features import N_FEATURES
@@ -210,6 +211,20 @@ class LivePlacer:
         counts += [nodes[i].name in self.prefer_not and all(t.key != key for t in nodes[i].taints) for i in at]
         return taint_score.term(counts, mask)
 
+    def soft_terms(
+        self, request: PodRequest, nodes: Sequence[NodeInfo], near: Neighbours, mask: np.ndarray
+    ) -> np.ndarray | None:
+        """The score terms both schedulers add to their own scores: the pod's ScheduleAnyway spread over the
+        placed pods ``near`` (kube-scheduler's PodTopologySpread score) and ``taint_term``; None when neither
+        applies."""
+        spread = None
+        if request.soft_spread:
+            spread = np.zeros(len(nodes), dtype=np.float64)
+            got = spread_score.scores(request, nodes, np.flatnonzero(mask).tolist(), near)
+            if got is not None:
+                spread[mask] = got
+        return taint_score.combined(spread, self.taint_term(request, nodes, mask))
+
     def policy_for(self, pod: RunningPod) -> Policy:
         return self.own if pod.scheduler == self.settings.scheduler.scheduler_name else self.other
 
@@ -252,7 +267,7 @@ class LivePlacer:
             pod_load=pod_matrix(demand, cap[:, 0], cap[:, 1], norm),
             now=self.now,
             full=link_capacity.full_matrix(self.state.link, scales(norm)),
-            soft_scores=self.taint_term(request, nodes, mask),
+            soft_scores=self.soft_terms(request, nodes, near, mask),
         )
         node, _ = choose(policy, ctx, bind=False)
         return Placement(node, mask)
