@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from drs_prom.config import load_settings
 from drs_prom.constraints import taint_score
@@ -121,3 +123,16 @@ def test_every_policy_avoids_a_soft_tainted_node_unless_the_pod_tolerates_it() -
                 assert view.names[got] == "busy" and got == int(np.argmax(with_soft_scores(own, soft)))
         alone = dataclasses.replace(ctx, soft_scores=None)
         assert view.names[choose(kube_default, alone)[0]] == "empty"  # the emptier node, by requests, alone
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=12))
+def test_normalised_counts_keep_kube_schedulers_order_and_range(found: list[int]) -> None:
+    got = taint_score.normalised(np.array(found))
+    if max(found) == 0:
+        assert got is None
+        return
+    assert got is not None and ((got >= 0) & (got <= 100)).all()
+    assert got[int(np.argmax(found))] == 0 and all(g == 100 for g, c in zip(got, found) if c == 0)
+    order = np.argsort(found, kind="stable")
+    assert (np.diff(got[order]) <= 0).all()  # more intolerable taints never score higher
