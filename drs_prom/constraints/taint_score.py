@@ -9,8 +9,8 @@ tooling relies on that: the cluster autoscaler marks a node it means to remove w
 ``DeletionCandidateOfClusterAutoscaler:PreferNoSchedule``, and the rebalancer's ``taint_hot_nodes`` marks the nodes
 it is relieving.
 
-Pure: the pod and nodes in, an array out; the decision adds it to whichever policy decides, beside the ScheduleAnyway
-spread term (drs_prom.constraints.spread_score), each weighed as the default profile weighs it.
+Pure: the pod and nodes in, an array out; drs_prom.constraints.soft_terms adds it beside the ScheduleAnyway spread
+term (drs_prom.constraints.spread_score), each weighed as the default profile weighs it.
 """
 
 from __future__ import annotations
@@ -67,10 +67,3 @@ def term(found: np.ndarray, feasible: np.ndarray) -> np.ndarray | None:
     out = np.zeros(len(feasible), dtype=np.float64)
     out[np.flatnonzero(feasible)] = WEIGHT * got
     return out
-
-
-def combined(spread: np.ndarray | None, taints: np.ndarray | None) -> np.ndarray | None:
-    """The score terms every policy shares: the spread term plus the taint ``term`` (None: neither)."""
-    if taints is None or spread is None:
-        return spread if taints is None else taints
-    return np.asarray(spread + taints, dtype=np.float64)

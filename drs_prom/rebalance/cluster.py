@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from drs_prom.config import Settings
-from drs_prom.constraints import chain, spread_score, taint_score
+from drs_prom.constraints import chain, soft_terms
 from drs_prom.constraints.placed import Neighbours, with_pods
 from drs_prom.constraints.preemption import Budget, without_pods
 from drs_prom.features import N_FEATURES
@@ -202,28 +202,19 @@ class LivePlacer:
         self.by_key = {p.facts.key: p for p in state.pods}
         self.index = {n: i for i, n in enumerate(state.names)}
 
-    def taint_term(self, request: PodRequest, nodes: Sequence[NodeInfo], mask: np.ndarray) -> np.ndarray | None:
-        """TaintToleration's score term, which kube-scheduler and drs-prom's scheduler both add: the nodes'
-        PreferNoSchedule taints, the rebalancer's own among them even where the nodes read before it set it."""
-        key = self.settings.rebalance.taint_key
-        at = np.flatnonzero(mask).tolist()
-        counts = taint_score.counts(request, [nodes[i] for i in at])
-        counts += [nodes[i].name in self.prefer_not and all(t.key != key for t in nodes[i].taints) for i in at]
-        return taint_score.term(counts, mask)
-
     def soft_terms(
         self, request: PodRequest, nodes: Sequence[NodeInfo], near: Neighbours, mask: np.ndarray
     ) -> np.ndarray | None:
-        """The score terms both schedulers add to their own scores: the pod's ScheduleAnyway spread over the
-        placed pods ``near`` (kube-scheduler's PodTopologySpread score) and ``taint_term``; None when neither
-        applies."""
-        spread = None
-        if request.soft_spread:
-            spread = np.zeros(len(nodes), dtype=np.float64)
-            got = spread_score.scores(request, nodes, np.flatnonzero(mask).tolist(), near)
-            if got is not None:
-                spread[mask] = got
-        return taint_score.combined(spread, self.taint_term(request, nodes, mask))
+        """The score terms both schedulers add to their own scores (constraints.soft_terms: the pod's ScheduleAnyway
+        spread over the placed pods ``near``, the nodes' PreferNoSchedule taints), the rebalancer's own taint among
+        them even where the nodes were read before it set it; None when none applies."""
+        key = self.settings.rebalance.taint_key
+        at = np.flatnonzero(mask).tolist()
+        extra = np.array(
+            [nodes[i].name in self.prefer_not and all(t.key != key for t in nodes[i].taints) for i in at],
+            dtype=np.int64,
+        )
+        return soft_terms.terms(request, nodes, at, mask, lambda: near, extra_taints=extra)
 
     def policy_for(self, pod: RunningPod) -> Policy:
         return self.own if pod.scheduler == self.settings.scheduler.scheduler_name else self.other

@@ -44,7 +44,7 @@ from typing import Protocol
 import numpy as np
 
 from drs_prom.config import Normalisation, ObjectiveSettings
-from drs_prom.constraints import chain, taint_score
+from drs_prom.constraints import chain, soft_terms, taint_score
 from drs_prom.constraints.framework import ClusterHints
 from drs_prom.constraints.placed import EMPTY, Neighbours
 from drs_prom.outcomes.objectives import (
@@ -487,12 +487,8 @@ class SchedulingEnv:
         if self.prefer_not is None and not self._soft_tainted:
             return None
         at = np.flatnonzero(mask)
-        counts = np.zeros(len(at), dtype=np.int64)
-        if self._soft_tainted:
-            counts += taint_score.counts(req, [nodes[i] for i in at.tolist()])
-        if self.prefer_not is not None:
-            counts += self.prefer_not[at]
-        return taint_score.term(counts, mask)
+        extra = None if self.prefer_not is None else self.prefer_not[at]
+        return soft_terms.terms(req, nodes, at.tolist(), mask, lambda: EMPTY, self._soft_tainted, extra)
 
     def what_if_evicted(self, pod: int, before: Sequence[tuple[int, int]] = ()) -> DecisionContext | None:
         """The decision the policy would face for ``pod``'s replacement if it were evicted now, after the pods of

@@ -39,14 +39,18 @@ def test_the_placer_counts_soft_taints_and_its_own_taint_once():
     with_taint = placer(state, prefer_not=frozenset({"tainted", "tainting"}))
     pod = PodRequest("p", cpu_m=100, mem_bytes=2**26)
     every = np.ones(4, dtype=bool)
-    term = with_taint.taint_term(pod, nodes, every)
+    term = with_taint.soft_terms(pod, nodes, Neighbours(), every)
     assert term is not None and term.tolist() == [0.0, 0.0, 150.0, 0.0]  # one intolerable taint each, plain none
     spot = PodRequest("q", cpu_m=100, mem_bytes=2**26, tolerations=(Toleration(key="spot", operator="Exists"),))
-    term = with_taint.taint_term(spot, nodes, every)
+    term = with_taint.soft_terms(spot, nodes, Neighbours(), every)
     assert term is not None and term.tolist() == [0.0, 0.0, 150.0, 150.0]
-    term = with_taint.taint_term(spot, nodes, np.array([True, True, False, True]))  # over the feasible nodes only
+    term = with_taint.soft_terms(
+        spot, nodes, Neighbours(), np.array([True, True, False, True])
+    )  # over the feasible nodes only
     assert term is not None and term.tolist() == [0.0, 0.0, 0.0, 150.0]
-    assert placer(state).taint_term(spot, nodes[1:], np.ones(3, dtype=bool)) is None  # nothing to prefer: no term
+    assert (
+        placer(state).soft_terms(spot, nodes[1:], Neighbours(), np.ones(3, dtype=bool)) is None
+    )  # nothing to prefer: no term
 
 
 def test_the_placer_adds_the_terms_the_scheduler_adds():

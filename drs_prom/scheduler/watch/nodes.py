@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drs_prom.constraints import chain, spread_score, taint_score
+from drs_prom.constraints import chain, soft_terms, taint_score
 from drs_prom.constraints.framework import ClusterHints, FilterResult, NodeArrays
 from drs_prom.constraints.placed import EMPTY, Neighbours
 from drs_prom.policies.device_stage import is_device
@@ -131,23 +131,13 @@ class NodeView:
     def soft_scores(self, pod: PodRequest, rows: np.ndarray, feasible: np.ndarray) -> np.ndarray | None:
         """The score terms every policy shares for the nodes at ``rows`` (``feasible``: which of them passed
         the filters), 0 where infeasible: the pod's ScheduleAnyway spread and, where some feasible node has a
-        PreferNoSchedule taint, TaintToleration's score (taint_score.combined); None when neither applies (the
+        PreferNoSchedule taint, TaintToleration's score (constraints.soft_terms); None when neither applies (the
         decision is the policy's alone)."""
         if not pod.soft_spread and not self.table.any_soft_tainted:
             return None  # the common case costs nothing
-        rows = np.asarray(rows)
-        picked = rows[feasible]
-        at = np.flatnonzero(feasible)
-        spread = None
-        if pod.soft_spread:
-            spread = np.zeros(len(rows), dtype=np.float64)
-            got = spread_score.scores(pod, self.table.base, picked.tolist(), self.near())
-            if got is not None:
-                spread[at] = got
-        taints = None
-        if self.table.soft_tainted[picked].any():
-            taints = taint_score.term(taint_score.counts(pod, [self.table.base[i] for i in picked.tolist()]), feasible)
-        return taint_score.combined(spread, taints)
+        picked = np.asarray(rows)[feasible]
+        tainted = bool(self.table.soft_tainted[picked].any())
+        return soft_terms.terms(pod, self.table.base, picked.tolist(), feasible, self.near, tainted)
 
     def filter_result(self, pod: PodRequest) -> FilterResult:
         """Reasons per node, as kube-scheduler words them (for a FailedScheduling event)."""
