@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from drs_prom.policies.contract import DecisionContext
+from drs_prom.policies.finite import nan_as
 from drs_prom.policies.load_aware import full_of
 
 CLUSTER_FEATURES: tuple[str, ...] = (
@@ -53,8 +54,8 @@ def decision_features(ctx: DecisionContext, metric_window: float, arrival_rate: 
     n = len(ctx.nodes)
     load = np.asarray(ctx.load, dtype=np.float64)
     stale = np.isnan(load).any(axis=1) if n else np.zeros(0, bool)
-    rel = np.nan_to_num(load / full_of(ctx), nan=0.0)[~stale] if n else np.zeros((0, 6))
-    pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx), nan=0.0) if n else np.zeros((0, 6))
+    rel = nan_as(load / full_of(ctx), 0.0)[~stale] if n else np.zeros((0, 6))
+    pod = nan_as(np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx), 0.0) if n else np.zeros((0, 6))
     alloc_cpu = np.array([x.allocatable_cpu_m for x in ctx.nodes], dtype=np.float64)
     alloc_mem = np.array([x.allocatable_mem_bytes for x in ctx.nodes], dtype=np.float64)
     req_cpu = np.array([x.requested_cpu_m for x in ctx.nodes], dtype=np.float64)

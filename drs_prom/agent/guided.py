@@ -42,6 +42,7 @@ from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.config import Normalisation
 from drs_prom.policies.baselines import BalancedLoad, LeastLoaded, kube_default_scores
 from drs_prom.policies.contract import DecisionContext
+from drs_prom.policies.finite import nan_as
 from drs_prom.policies.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, CapacityTerms, full_of
 from drs_prom.policies.recent_binds import RecentBinds
 from drs_prom.policies.teachers import (
@@ -219,9 +220,9 @@ class GuideScores:
         pending = self.recent.pending(ctx)
         cand = candidate_matrix(ctx, pending)
         full = full_of(ctx)
-        load = np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=1.0) + pending
+        load = nan_as(ctx.load, 1.0) + pending
         rel = load / full
-        pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0) / full
+        pod = nan_as(ctx.pod_load, 0.0) / full
         after = rel + pod
         added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
         raw = self.heuristic_scores(ctx)

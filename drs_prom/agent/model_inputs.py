@@ -12,6 +12,7 @@ import numpy as np
 
 from drs_prom.features import DRS_SCALE, N_FEATURES
 from drs_prom.policies.contract import DecisionContext, node_requests
+from drs_prom.policies.finite import nan_as
 
 CANDIDATE_SCHEMA = 2
 """Bumped when the columns of candidate_matrix change; models record it."""
@@ -52,7 +53,7 @@ def candidate_matrix(ctx: DecisionContext, recent: np.ndarray | None = None) -> 
     learns how much each feature and the request pressure matter.
     """
     load, stale = _clean_load(ctx.load)
-    pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0)
+    pod = nan_as(ctx.pod_load, 0.0)
     n = len(load)
     rec = np.zeros_like(load) if recent is None else np.asarray(recent, dtype=np.float64)
     load = np.minimum(load + rec, 2.0)
@@ -96,7 +97,7 @@ def drs_state(ctx: DecisionContext) -> np.ndarray:
     load, taken from the first node (DRS's workers were identical).
     """
     load, _ = _clean_load(ctx.load)
-    pod = np.nan_to_num(np.asarray(ctx.pod_load, dtype=np.float64), nan=0.0)
+    pod = nan_as(ctx.pod_load, 0.0)
     vec = np.concatenate([load.reshape(-1), pod[0] if len(pod) else np.zeros(N_FEATURES)])
     return (vec * DRS_SCALE).astype(np.float32)
 

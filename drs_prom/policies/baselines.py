@@ -51,6 +51,7 @@ from __future__ import annotations
 import numpy as np
 
 from drs_prom.policies.contract import DecisionContext, PolicyBase
+from drs_prom.policies.finite import nan_as
 from drs_prom.policies.load_aware import imbalance_if_placed, peak_load
 from drs_prom.policies.recent_binds import RemembersRecentBinds
 
@@ -151,7 +152,7 @@ class BalancedLoad(LeastLoaded):
     def _score(self, ctx: DecisionContext) -> np.ndarray:
         pending = self.recent.pending(ctx)
         after, ok = _after(ctx, pending)
-        load = np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + pending
+        load = nan_as(ctx.load, 0.0) + pending
         imb = imbalance_if_placed(load, np.asarray(ctx.pod_load, dtype=np.float64))
         s = -imb - 1e-3 * peak_load(after)
         return np.where(ok, s, _NO_METRICS)

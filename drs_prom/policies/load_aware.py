@@ -51,6 +51,7 @@ import numpy as np
 
 from drs_prom.features import N_FEATURES
 from drs_prom.policies.contract import DecisionContext
+from drs_prom.policies.finite import nan_as
 from drs_prom.policies.recent_binds import RecentBinds, RemembersRecentBinds
 
 MAX_NODE_SCORE = 100
@@ -311,7 +312,7 @@ class CapacityBalancedLoad(RemembersRecentBinds):
     def node_terms(self, ctx: DecisionContext) -> CapacityTerms:
         """capacity_terms of every node on the metrics plus this policy's recent binds, over each node's capacity."""
         full = full_of(ctx)
-        rel = (np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + self.recent.pending(ctx)) / full
+        rel = (nan_as(ctx.load, 0.0) + self.recent.pending(ctx)) / full
         return capacity_terms(rel, np.asarray(ctx.pod_load, dtype=np.float64) / full)
 
     def scores_of(self, ctx: DecisionContext, terms: CapacityTerms) -> np.ndarray:

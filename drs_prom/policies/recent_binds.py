@@ -9,12 +9,71 @@ learned policy share this one implementation.
 from __future__ import annotations
 
 from collections import deque
-from itertools import repeat, takewhile
+from itertools import islice, repeat, takewhile
 
 import numpy as np
 
 from drs_prom.features import N_FEATURES
 from drs_prom.policies.contract import DecisionContext, PolicyBase
+
+
+class _Tail:
+    """The entries after one time ``now`` as arrays, oldest first, kept from call to call.
+
+    While the scheduler drains a queue, every decision until the next snapshot asks for the binds after the same
+    measurement time, and there are more of them at each decision: read from the deque each time, that was a Python
+    pass over all of them per decision (quadratic over a burst). Kept here, a decision adds only the binds appended
+    since the last one. Anything else that changes the entries after ``now`` (a drop among them, a rebuild, a
+    clear, an appended bind not after ``now``) reads them from the deque again.
+    """
+
+    def __init__(self) -> None:
+        self.now: float | None = None
+        self.size = 0
+        self.times = np.zeros(0)
+        self.slots = np.zeros(0, dtype=np.int64)
+        self.rows = np.zeros((0, N_FEATURES))
+        self.new = 0  # entries appended since the arrays were last brought up to date
+
+    def forget(self) -> None:
+        self.now = None
+
+    def dropped(self, t: float) -> None:
+        if self.now is not None and t > self.now:
+            self.now = None
+
+    def appended(self) -> None:
+        self.new += 1
+
+    def entries(
+        self, now: float, deque_: deque[tuple[float, int, np.ndarray]]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(times, node slots, rows) of the entries after ``now`` at the end of ``deque_``, oldest first."""
+        if self.now == now and self.new <= len(deque_):
+            added = list(islice(reversed(deque_), self.new))
+            if all(e[0] > now for e in added):
+                self._extend(added[::-1])
+                return self.times[: self.size], self.slots[: self.size], self.rows[: self.size]
+        tail = list(takewhile(lambda e: e[0] > now, reversed(deque_)))
+        self.now, self.size = now, 0
+        self._extend(tail[::-1])
+        return self.times[: self.size], self.slots[: self.size], self.rows[: self.size]
+
+    def _extend(self, entries: list[tuple[float, int, np.ndarray]]) -> None:
+        self.new = 0
+        k = len(entries)
+        if not k:
+            return
+        need = self.size + k
+        if need > len(self.times):
+            grow = max(need, 2 * len(self.times), 64)
+            self.times = np.concatenate([self.times[: self.size], np.zeros(grow - self.size)])
+            self.slots = np.concatenate([self.slots[: self.size], np.zeros(grow - self.size, dtype=np.int64)])
+            self.rows = np.concatenate([self.rows[: self.size], np.zeros((grow - self.size, N_FEATURES))])
+        self.times[self.size : need] = [e[0] for e in entries]
+        self.slots[self.size : need] = [e[1] for e in entries]
+        self.rows[self.size : need] = [e[2] for e in entries]
+        self.size = need
 
 
 class RecentBinds:
@@ -52,6 +111,7 @@ class RecentBinds:
         self._index_key: tuple[str, ...] = ()
         self._index_slots = -1
         self._index = np.zeros(0, dtype=np.int64)
+        self._tail = _Tail()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -96,19 +156,18 @@ class RecentBinds:
         """Rows remembered after ``now`` count once, not more: the running sums fade every row by ``(now - t) / w``,
         which is negative for them. Only the newest entries can be after ``now`` (the binds since the snapshot the
         caller's load comes from), so they are taken from the end of the time-ordered deque."""
-        tail = list(takewhile(lambda e: e[0] > now, reversed(self._entries)))
+        times, slots, rows = self._tail.entries(now, self._entries)
         where = np.full(len(self._slot), -1, dtype=np.int64)  # node slot -> row of ``out``
         where[self._index[known]] = np.flatnonzero(known)
-        rows = where[np.fromiter((e[1] for e in tail), np.int64, len(tail))]
-        over = (
-            np.stack([e[2] for e in tail])
-            * ((np.fromiter((e[0] for e in tail), float, len(tail)) - now) / self.window_seconds)[:, None]
-        )
-        seen = rows >= 0
-        np.subtract.at(out, rows[seen], over[seen])
+        # newest first, as the entries are taken from the end: the same order of subtraction whatever was cached
+        at = where[slots[::-1]]
+        over = rows[::-1] * ((times[::-1] - now) / self.window_seconds)[:, None]
+        seen = at >= 0
+        np.subtract.at(out, at[seen], over[seen])
 
     def clear(self) -> None:
         self._changes += 1
+        self._tail.forget()
         self._entries.clear()
         self._sum[:] = 0.0
         self._tsum[:] = 0.0
@@ -125,6 +184,7 @@ class RecentBinds:
     def _drop(self, entry: tuple[float, int, np.ndarray]) -> None:
         self._changes += 1
         t, slot, row = entry
+        self._tail.dropped(t)
         self._count[slot] -= 1
         if self._count[slot] == 0:  # exactly zero again, whatever rounding the sums collected
             self._sum[slot] = 0.0
@@ -136,6 +196,7 @@ class RecentBinds:
     def _rebuild(self, entries: list[tuple[float, int, np.ndarray]]) -> None:
         """Recompute every sum from the entries (time order restored, t0 rebased)."""
         self._changes += 1
+        self._tail.forget()
         self._entries = deque(entries)
         self._t0 = entries[0][0] if entries else 0.0
         self._sum[:] = 0.0
@@ -163,6 +224,7 @@ class RecentBinds:
         elif t < self._entries[-1][0]:
             self._ordered = False
         self._entries.append((t, slot, row))
+        self._tail.appended()
         self._sum[slot] += row
         self._tsum[slot] += row * (t - self._t0)
         self._count[slot] += 1

@@ -25,6 +25,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from drs_prom.features import N_FEATURES
+from drs_prom.policies.finite import nan_as
 from drs_prom.policies.recent_binds import RecentBinds
 
 
@@ -57,7 +58,7 @@ class ResidentLoad:
 
     def add(self, pod: Hashable, node: str, row: Sequence[float] | np.ndarray) -> None:
         """Count ``pod`` on ``node`` with expected load ``row`` (N_FEATURES values, NaN read as 0)."""
-        r = np.nan_to_num(np.asarray(row, dtype=np.float64).reshape(N_FEATURES), nan=0.0)
+        r = nan_as(np.asarray(row, dtype=np.float64).reshape(N_FEATURES), 0.0)
         with self._lock:
             self._drop(pod)
             self._pods[pod] = (node, r)

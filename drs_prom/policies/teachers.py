@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from drs_prom.policies.contract import DecisionContext, node_requests
+from drs_prom.policies.finite import nan_as
 from drs_prom.policies.load_aware import (
     NO_METRICS_SCORE,
     CapacityBalancedOverload,
@@ -54,7 +55,7 @@ def resident_relative(ctx: DecisionContext, pending: np.ndarray) -> np.ndarray:
     ended pods (ctx.ended), raised to the expected load of our running pods (ctx.resident) where that is higher,
     i.e. where the metrics still lag or capacity caps them."""
     full = full_of(ctx)
-    load = np.nan_to_num(np.asarray(ctx.load, dtype=np.float64), nan=0.0) + pending
+    load = nan_as(ctx.load, 0.0) + pending
     if ctx.ended is not None:
         load = np.maximum(load - np.asarray(ctx.ended, dtype=np.float64), 0.0)
     rel = load / full

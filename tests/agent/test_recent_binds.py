@@ -98,3 +98,34 @@ def test_time_going_backwards_starts_over() -> None:
     assert memory.pending(_ctx(["a", "b"], 101.0, load))[0, 0] == pytest.approx(0.2 * 0.9)
     assert memory.pending(_ctx(["a", "b"], 5.0, load)).sum() == 0.0
     assert len(memory) == 0
+
+
+def test_binds_after_the_snapshot_kept_between_decisions_read_as_from_the_deque_to_the_bit() -> None:
+    """A memory asked at every decision keeps the binds after the snapshot's time from one decision to the next; its
+    answer equals, to the bit, that of a twin given the same binds that reads them from its deque at every call,
+    across refreshes, expiry, binds out of time order, a periodic rebuild and a node set that changes."""
+    rng = np.random.default_rng(11)
+    all_names = [f"n{i}" for i in range(9)]
+    w = 4.0
+    kept, twin = RecentBinds(w), RecentBinds(w)
+    kept.MAX_REMEMBERED = twin.MAX_REMEMBERED = 50  # the size cap drops binds after the snapshot; rebuilds happen
+    now = measured = 1.7e9
+    after = 0
+    for step in range(3000):
+        now += float(rng.exponential(0.03))
+        if rng.random() < 0.02:  # a refresh
+            measured = max(measured, now - float(rng.uniform(0.0, 0.3)))
+        if step % 700 == 350:  # a pause: the window passes
+            now += 2 * w
+        t = now - float(rng.uniform(0.0, 0.5)) if rng.random() < 0.02 else now  # now and then out of order
+        names = all_names if rng.random() < 0.8 else list(rng.choice(all_names, size=5, replace=False))
+        pod_load = rng.uniform(0, 0.3, (len(names), 6))
+        ctx = dataclasses.replace(_ctx(names, t, pod_load), measured_at=measured)
+        twin._tail.forget()  # the twin reads the binds after the snapshot from its deque every time
+        got, want = kept.pending(ctx), twin.pending(ctx)
+        assert got.tobytes() == want.tobytes(), step
+        after += kept._tail.size > 0  # binds after the snapshot were read from the kept arrays
+        node = int(rng.integers(len(names)))
+        kept.record(ctx, node)
+        twin.record(ctx, node)
+    assert after > 1000
