@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from drs_prom.policies.contract import DecisionContext
-from drs_prom.policies.finite import nan_as
+from drs_prom.policies.array_math import mean_of, nan_as, std_of
+from drs_prom.policies.contract import DecisionContext, node_requests
 from drs_prom.policies.load_aware import full_of
 
 CLUSTER_FEATURES: tuple[str, ...] = (
@@ -45,8 +45,8 @@ N_CLUSTER_FEATURES = len(CLUSTER_FEATURES)
 
 
 def _cv(x: np.ndarray) -> float:
-    m = float(np.mean(x)) if len(x) else 0.0
-    return float(np.std(x) / m) if m > 0 else 0.0
+    m = mean_of(x) if len(x) else 0.0
+    return std_of(x) / m if m > 0 else 0.0
 
 
 def decision_features(ctx: DecisionContext, metric_window: float, arrival_rate: float) -> np.ndarray:
@@ -56,31 +56,30 @@ def decision_features(ctx: DecisionContext, metric_window: float, arrival_rate: 
     stale = np.isnan(load).any(axis=1) if n else np.zeros(0, bool)
     rel = nan_as(load / full_of(ctx), 0.0)[~stale] if n else np.zeros((0, 6))
     pod = nan_as(np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx), 0.0) if n else np.zeros((0, 6))
-    alloc_cpu = np.array([x.allocatable_cpu_m for x in ctx.nodes], dtype=np.float64)
-    alloc_mem = np.array([x.allocatable_mem_bytes for x in ctx.nodes], dtype=np.float64)
-    req_cpu = np.array([x.requested_cpu_m for x in ctx.nodes], dtype=np.float64)
+    requests = node_requests(ctx)  # NODE_REQUEST_COLUMNS: the node table's arrays where the scheduler has them
+    req_cpu, alloc_cpu, alloc_mem = requests[:, 0].copy(), requests[:, 1].copy(), requests[:, 3].copy()
     peak = rel.max(axis=1) if len(rel) else np.zeros(1)
     req_share = float(req_cpu.sum() / max(alloc_cpu.sum(), 1.0))
-    cpu_mean = float(rel[:, 0].mean()) if len(rel) else 0.0
+    cpu_mean = mean_of(rel[:, 0]) if len(rel) else 0.0
     feats = [
         math.log(max(n, 1)),
         _cv(alloc_cpu),
         _cv(alloc_mem),
         cpu_mean,
         float(rel[:, 0].max()) if len(rel) else 0.0,
-        float(rel[:, 1].mean()) if len(rel) else 0.0,
+        mean_of(rel[:, 1]) if len(rel) else 0.0,
         float(rel[:, 1].max()) if len(rel) else 0.0,
         float(rel[:, 2:].mean(axis=0).max()) if len(rel) else 0.0,
-        float(peak.mean()),
-        float(peak.std()),
-        float((peak > 0.8).mean()),
-        float((peak > 1.0).mean()),
+        mean_of(peak),
+        std_of(peak),
+        mean_of(peak > 0.8),
+        mean_of(peak > 1.0),
         req_share,
         req_share - cpu_mean,
-        float(np.asarray(ctx.feasible, bool).mean()) if n else 0.0,
-        float(ctx.pod.cpu_m / max(alloc_cpu.mean(), 1.0)) if n else 0.0,
-        float(pod.max(axis=1).mean()) if len(pod) else 0.0,
-        float(stale.mean()) if n else 0.0,
+        mean_of(np.asarray(ctx.feasible, bool)) if n else 0.0,
+        float(ctx.pod.cpu_m / max(mean_of(alloc_cpu), 1.0)) if n else 0.0,
+        mean_of(pod.max(axis=1)) if len(pod) else 0.0,
+        mean_of(stale) if n else 0.0,
         math.log1p(max(metric_window, 0.0)),
         math.log(max(arrival_rate, 1e-3)),
     ]

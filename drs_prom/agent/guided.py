@@ -40,9 +40,9 @@ from drs_prom.agent.cluster_context import CLUSTER_FEATURES, ArrivalTrend, Clust
 from drs_prom.agent.model_inputs import CANDIDATE_COLUMNS, candidate_matrix
 from drs_prom.agent.numpy_policy import Layers, forward
 from drs_prom.config import Normalisation
+from drs_prom.policies.array_math import nan_as, std_of
 from drs_prom.policies.baselines import BalancedLoad, LeastLoaded, kube_default_scores
 from drs_prom.policies.contract import DecisionContext
-from drs_prom.policies.finite import nan_as
 from drs_prom.policies.load_aware import CapacityBalancedLoad, CapacityBalancedOverload, CapacityTerms, full_of
 from drs_prom.policies.recent_binds import RecentBinds
 from drs_prom.policies.teachers import (
@@ -131,7 +131,7 @@ def score_gaps(scores: np.ndarray, feasible: np.ndarray) -> tuple[np.ndarray, np
         return gap, first
     rated = s[f]
     best = rated.max()
-    sd = float(rated.std())
+    sd = std_of(rated)
     d = s - best
     gap = np.where(f, np.clip(d / (sd + 1e-9), -GAP_CLIP, 0.0), -GAP_CLIP)
     first = (f & (d >= -1e-12)).astype(np.float64)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from drs_prom.features import DRS_SCALE, N_FEATURES
+from drs_prom.policies.array_math import nan_as
 from drs_prom.policies.contract import DecisionContext, node_requests
-from drs_prom.policies.finite import nan_as
 
 CANDIDATE_SCHEMA = 2
 """Bumped when the columns of candidate_matrix change; models record it."""

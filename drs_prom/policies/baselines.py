@@ -50,8 +50,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from drs_prom.policies.array_math import nan_as
 from drs_prom.policies.contract import DecisionContext, PolicyBase
-from drs_prom.policies.finite import nan_as
 from drs_prom.policies.load_aware import imbalance_if_placed, peak_load
 from drs_prom.policies.recent_binds import RemembersRecentBinds
 

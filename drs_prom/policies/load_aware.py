@@ -50,8 +50,8 @@ from collections.abc import Callable
 import numpy as np
 
 from drs_prom.features import N_FEATURES
+from drs_prom.policies.array_math import nan_as
 from drs_prom.policies.contract import DecisionContext
-from drs_prom.policies.finite import nan_as
 from drs_prom.policies.recent_binds import RecentBinds, RemembersRecentBinds
 
 MAX_NODE_SCORE = 100

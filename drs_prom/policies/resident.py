@@ -25,7 +25,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from drs_prom.features import N_FEATURES
-from drs_prom.policies.finite import nan_as
+from drs_prom.policies.array_math import nan_as
 from drs_prom.policies.recent_binds import RecentBinds
 
 

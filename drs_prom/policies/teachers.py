@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from drs_prom.policies.array_math import nan_as
 from drs_prom.policies.contract import DecisionContext, node_requests
-from drs_prom.policies.finite import nan_as
 from drs_prom.policies.load_aware import (
     NO_METRICS_SCORE,
     CapacityBalancedOverload,
