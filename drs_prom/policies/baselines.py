@@ -89,11 +89,15 @@ def kube_default_scores(ctx: DecisionContext) -> np.ndarray:
     """
     cpu = ctx.pod.cpu_m or DEFAULT_MILLI_CPU_REQUEST
     mem = ctx.pod.mem_bytes or DEFAULT_MEMORY_REQUEST
-    nodes = ctx.nodes
-    acpu = np.fromiter((n.allocatable_cpu_m for n in nodes), dtype=np.int64, count=len(nodes))
-    amem = np.fromiter((n.allocatable_mem_bytes for n in nodes), dtype=np.int64, count=len(nodes))
-    rc = np.fromiter((n.requested_cpu_m for n in nodes), dtype=np.int64, count=len(nodes)) + cpu
-    rm = np.fromiter((n.requested_mem_bytes for n in nodes), dtype=np.int64, count=len(nodes)) + mem
+    if ctx.node_requests is not None:  # the node table's arrays (NODE_REQUEST_COLUMNS): whole numbers as float64
+        table = np.asarray(ctx.node_requests, dtype=np.float64)[:, :4].astype(np.int64)
+        rc, acpu, rm, amem = table[:, 0] + cpu, table[:, 1], table[:, 2] + mem, table[:, 3]
+    else:
+        nodes = ctx.nodes
+        acpu = np.fromiter((n.allocatable_cpu_m for n in nodes), dtype=np.int64, count=len(nodes))
+        amem = np.fromiter((n.allocatable_mem_bytes for n in nodes), dtype=np.int64, count=len(nodes))
+        rc = np.fromiter((n.requested_cpu_m for n in nodes), dtype=np.int64, count=len(nodes)) + cpu
+        rm = np.fromiter((n.requested_mem_bytes for n in nodes), dtype=np.int64, count=len(nodes)) + mem
 
     def least(req: np.ndarray, alloc: np.ndarray) -> np.ndarray:
         ok = (alloc > 0) & (req <= alloc)

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,7 @@ from drs_prom.policies.baselines import (
     kube_default_scores,
     least_allocated_score,
 )
-from drs_prom.policies.contract import DecisionContext, choose
+from drs_prom.policies.contract import DecisionContext, choose, node_requests
 from drs_prom.registry import make_policy, policies_by_name
 from drs_prom.signals.state import imbalance
 from drs_prom.types import NodeInfo, PodRequest
@@ -183,3 +185,6 @@ def test_vectorised_kube_default_agrees_with_the_scalar_k8s_formulas():
         fit = (least_allocated_score(rc, n.allocatable_cpu_m) + least_allocated_score(rm, n.allocatable_mem_bytes)) // 2
         expected.append(fit + balanced_allocation_score([rc / n.allocatable_cpu_m, rm / n.allocatable_mem_bytes]))
     assert kube_default_scores(_ctx(nodes, pod=pod)).tolist() == expected
+    # the scheduler's node table hands the same numbers as arrays (NODE_REQUEST_COLUMNS): the same scores
+    table = node_requests(_ctx(nodes, pod=pod))
+    assert kube_default_scores(dataclasses.replace(_ctx(nodes, pod=pod), node_requests=table)).tolist() == expected
