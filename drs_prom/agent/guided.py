@@ -125,12 +125,10 @@ def score_gaps(scores: np.ndarray, feasible: np.ndarray) -> tuple[np.ndarray, np
     """
     s = np.asarray(scores, dtype=np.float64)
     f = np.asarray(feasible, bool) & np.isfinite(s) & (s > NO_METRICS)
-    gap = np.full(len(s), -GAP_CLIP)
-    first = np.zeros(len(s))
-    if not f.any():
-        return gap, first
     rated = s[f]
-    best = rated.max()
+    if not len(rated):
+        return np.full(len(s), -GAP_CLIP), np.zeros(len(s))
+    best = np.maximum.reduce(rated)
     sd = std_of(rated)
     d = s - best
     gap = np.where(f, np.clip(d / (sd + 1e-9), -GAP_CLIP, 0.0), -GAP_CLIP)
