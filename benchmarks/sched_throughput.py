@@ -673,7 +673,8 @@ class SimPrometheus:
 def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict:
     """Mean ms per decision (filter + load matrix + score) with the model and with kube-default, on the
     scheduling loop's own path: the node table's view, its vectorised filters, the sampled candidates
-    and their NodeInfo and request rows, the shared score terms, then the Decider. ``spread``: the model
+    and their NodeInfo, request rows, link capacities and device resources from the table, the shared
+    score terms, then the Decider. ``spread``: the model
     again for a pod with a ScheduleAnyway zone constraint (nodes in three zones, ten placed pods on each,
     a third of them matching), whose shared term counts over every node."""
     import pandas as pd
@@ -742,6 +743,8 @@ def decision_cost(n_nodes: int, model_path: str | None, reps: int = 300) -> dict
                 names=view.names,
                 requests=view.requests(rows),
                 soft=terms,
+                link=view.link(rows),
+                devices=view.devices(rows),
             )
         out[label] = (time.perf_counter() - t0) / reps * 1000
     return out
