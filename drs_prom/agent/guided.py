@@ -172,6 +172,7 @@ class GuideScores:
         self._room = guides[0] in ROOM_KEEPERS
         self._take = np.zeros(0)
         self._terms: CapacityTerms | None = None  # set only while heuristic_scores runs
+        self._rel: np.ndarray | None = None  # set only while rows runs: resident_relative on the shared memory
         self.context = ClusterFeatures()
         self.trend = ArrivalTrend()
         self._staged: tuple[DecisionContext, tuple[np.ndarray, float, float], tuple[float, float]] | None = None
@@ -182,8 +183,9 @@ class GuideScores:
 
     def _room_scores(self, ctx: DecisionContext) -> np.ndarray:
         """The room-keeping teacher's scores (the peak teacher's, or drs-v4's room teacher's); keeps its room take for
-        the input row."""
-        scores, self._take = self.room.scores_and_take(ctx)
+        the input row. It reads the resident-relative load ``rows`` computed for the input row, when it did."""
+        rel = self._rel if self._rel is not None else resident_relative(ctx, self.recent.pending(ctx))
+        scores, self._take = self.room.scores_and_take_on(ctx, rel)
         return scores
 
     def _capacity_terms(self, ctx: DecisionContext) -> CapacityTerms:
@@ -223,14 +225,19 @@ class GuideScores:
         pod = nan_as(ctx.pod_load, 0.0) / full
         after = rel + pod
         added = (np.maximum(after - 1.0, 0.0) - np.maximum(rel - 1.0, 0.0)).sum(axis=1)
-        raw = self.heuristic_scores(ctx)
+        resident_rel = resident_relative(ctx, pending) if self._resident else None
+        self._rel = resident_rel
+        try:
+            raw = self.heuristic_scores(ctx)
+        finally:
+            self._rel = None
         feasible = np.asarray(ctx.feasible, bool)
         gaps, firsts = zip(*(score_gaps(s, feasible) for s in raw), strict=True)
         n = len(ctx.nodes)
         resident: list[np.ndarray] = []
-        if self._resident:
+        if resident_rel is not None:
             resident = [
-                np.clip(resident_relative(ctx, pending) + pod, 0.0, 3.0),
+                np.clip(resident_rel + pod, 0.0, 3.0),
                 over_request_take(ctx)[:, None],
             ]
         if self._room:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from drs_prom.features import DRS_SCALE, N_FEATURES
-from drs_prom.policies.array_math import nan_as
+from drs_prom.policies.array_math import mean_along, nan_as, std_along
 from drs_prom.policies.contract import DecisionContext, node_requests
 
 CANDIDATE_SCHEMA = 2
@@ -58,8 +58,8 @@ def candidate_matrix(ctx: DecisionContext, recent: np.ndarray | None = None) -> 
     rec = np.zeros_like(load) if recent is None else np.asarray(recent, dtype=np.float64)
     load = np.minimum(load + rec, 2.0)
     after = np.minimum(load + pod, 2.0)  # not clipped at 1: piling onto a full node must show
-    mean = load.mean(axis=0)
-    std = load.std(axis=0)
+    mean = mean_along(load, 0)
+    std = std_along(load, 0)
     # var after placing on i: only row i changes, by d = after_i - load_i.
     d = after - load
     sq = (load**2).sum(axis=0)

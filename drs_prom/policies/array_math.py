@@ -38,3 +38,25 @@ def std_of(values: Any) -> float:
     dev = a - mean
     np.multiply(dev, dev, out=dev)
     return float(np.sqrt(np.add.reduce(dev, axis=None) / a.size))
+
+
+def mean_along(values: np.ndarray, axis: int) -> np.ndarray:
+    """``np.mean(values, axis=axis)`` of a 2-D floating-point array."""
+    a = np.asarray(values)
+    total = np.add.reduce(a, axis=axis)
+    np.true_divide(total, a.shape[axis], out=total, casting="unsafe")
+    return np.asarray(total)
+
+
+def std_along(values: np.ndarray, axis: int) -> np.ndarray:
+    """``np.std(values, axis=axis)`` of a 2-D floating-point array."""
+    a = np.asarray(values)
+    n = a.shape[axis]
+    mean = np.add.reduce(a, axis=axis, keepdims=True)
+    np.true_divide(mean, n, out=mean, casting="unsafe")
+    dev = a - mean
+    np.multiply(dev, dev, out=dev)
+    total = np.add.reduce(dev, axis=axis)
+    np.true_divide(total, n, out=total, casting="unsafe")
+    np.sqrt(total, out=total)
+    return np.asarray(total)

@@ -50,7 +50,7 @@ from collections.abc import Callable
 import numpy as np
 
 from drs_prom.features import N_FEATURES
-from drs_prom.policies.array_math import nan_as
+from drs_prom.policies.array_math import mean_along, nan_as
 from drs_prom.policies.contract import DecisionContext
 from drs_prom.policies.recent_binds import RecentBinds, RemembersRecentBinds
 
@@ -260,7 +260,7 @@ def peak_load(after: np.ndarray) -> np.ndarray:
     """Per node: its busiest resource plus its mean resource, from (n, N_FEATURES) load after the bind. The
     bottleneck-first measure least-loaded ranks by, and balanced-load and capacity-balanced break near ties with;
     higher is a hotter node."""
-    return np.asarray(after.max(axis=1) + after.mean(axis=1))
+    return np.asarray(np.maximum.reduce(after, axis=1) + mean_along(after, 1))
 
 
 CapacityTerms = tuple[np.ndarray, np.ndarray, np.ndarray]

@@ -82,7 +82,11 @@ class CapacityBalancedResident(CapacityBalancedOverload):
     over_request_penalty = 0.2
 
     def node_scores(self, ctx: DecisionContext) -> np.ndarray:
-        rel = resident_relative(ctx, self.recent.pending(ctx))
+        return self.scores_on(ctx, resident_relative(ctx, self.recent.pending(ctx)))
+
+    def scores_on(self, ctx: DecisionContext, rel: np.ndarray) -> np.ndarray:
+        """``node_scores`` from the node-relative load ``rel`` (``resident_relative`` on this policy's memory of
+        binds), which the subclasses read as well: computed once per decision."""
         pod = np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx)
         s = capacity_balanced_scores(rel, pod, self.overload_penalty)
         s -= self.over_request_penalty * over_request_take(ctx)
@@ -110,12 +114,19 @@ class CapacityBalancedRoom(CapacityBalancedResident):
     def scores_and_take(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
         """The node scores and the room take they subtract (slot_take over the remembered shapes and the pod's
         own)."""
+        return self.scores_and_take_on(ctx, resident_relative(ctx, self.recent.pending(ctx)))
+
+    def scores_and_take_on(self, ctx: DecisionContext, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``scores_and_take`` from the node-relative load ``rel`` (``scores_on``)."""
         take = slot_take(ctx, *self.shapes.shapes_with(ctx))
-        s = super().node_scores(ctx) - self.room_penalty * take
+        s = super().scores_on(ctx, rel) - self.room_penalty * take
         return np.where(has_metrics(ctx), s, NO_METRICS_SCORE), take
 
     def node_scores(self, ctx: DecisionContext) -> np.ndarray:
         return self.scores_and_take(ctx)[0]
+
+    def scores_on(self, ctx: DecisionContext, rel: np.ndarray) -> np.ndarray:
+        return self.scores_and_take_on(ctx, rel)[0]
 
     def bound(self, ctx: DecisionContext, node: int) -> None:
         self.shapes.record(ctx)
@@ -137,8 +148,7 @@ class CapacityBalancedPeak(CapacityBalancedRoom):
     name = "capacity-balanced-peak"
     peak_weight = 0.03
 
-    def scores_and_take(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
-        s, take = super().scores_and_take(ctx)
-        rel = resident_relative(ctx, self.recent.pending(ctx))
+    def scores_and_take_on(self, ctx: DecisionContext, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s, take = super().scores_and_take_on(ctx, rel)
         s = s - self.peak_weight * peak_load(rel + np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx))
         return np.where(has_metrics(ctx), s, NO_METRICS_SCORE), take

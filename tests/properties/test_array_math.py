@@ -8,7 +8,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from drs_prom.policies.array_math import mean_of, nan_as, std_of
+from drs_prom.policies.array_math import mean_along, mean_of, nan_as, std_along, std_of
 
 shapes = hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=40)
 any_values = hnp.arrays(
@@ -60,3 +60,17 @@ def test_std_of_is_numpys_std(values: np.ndarray, column: bool) -> None:
     if column and values.ndim == 2:
         values = values[:, 0]
     assert _bits(std_of(values)) == _bits(float(np.std(values)))
+
+
+@given(
+    values=hnp.arrays(
+        dtype=np.float64,
+        shape=hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=40),
+        elements=st.floats(-1e6, 1e6, allow_subnormal=False),
+    ),
+    axis=st.sampled_from([0, 1]),
+)
+@example(values=np.array([[0.1, 0.2, 0.3, 0.4, 0.5, 0.6]] * 100), axis=0)
+def test_mean_and_std_along_an_axis_are_numpys(values: np.ndarray, axis: int) -> None:
+    assert mean_along(values, axis).tobytes() == np.mean(values, axis=axis).tobytes()
+    assert std_along(values, axis).tobytes() == np.std(values, axis=axis).tobytes()
