@@ -33,7 +33,7 @@ class _Tail:
         self.times = np.zeros(0)
         self.slots = np.zeros(0, dtype=np.int64)
         self.rows = np.zeros((0, N_FEATURES))
-        self.new = 0  # entries appended since the arrays were last brought up to date
+        self.appends = 0  # the memory's count of appends when the arrays were last brought up to date
 
     def forget(self) -> None:
         self.now = None
@@ -42,25 +42,24 @@ class _Tail:
         if self.now is not None and t > self.now:
             self.now = None
 
-    def appended(self) -> None:
-        self.new += 1
-
     def entries(
-        self, now: float, deque_: deque[tuple[float, int, np.ndarray]]
+        self, now: float, deque_: deque[tuple[float, int, np.ndarray]], appends: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(times, node slots, rows) of the entries after ``now`` at the end of ``deque_``, oldest first."""
-        if self.now == now and self.new <= len(deque_):
-            added = list(islice(reversed(deque_), self.new))
+        """(times, node slots, rows) of the entries after ``now`` at the end of ``deque_``, oldest first;
+        ``appends``: how many entries were ever appended to it (the ones since the last call are at its end)."""
+        new = appends - self.appends
+        if self.now == now and new <= len(deque_):
+            added = list(islice(reversed(deque_), new))
             if all(e[0] > now for e in added):
-                self._extend(added[::-1])
+                self._extend(added[::-1], appends)
                 return self.times[: self.size], self.slots[: self.size], self.rows[: self.size]
         tail = list(takewhile(lambda e: e[0] > now, reversed(deque_)))
         self.now, self.size = now, 0
-        self._extend(tail[::-1])
+        self._extend(tail[::-1], appends)
         return self.times[: self.size], self.slots[: self.size], self.rows[: self.size]
 
-    def _extend(self, entries: list[tuple[float, int, np.ndarray]]) -> None:
-        self.new = 0
+    def _extend(self, entries: list[tuple[float, int, np.ndarray]], appends: int) -> None:
+        self.appends = appends
         k = len(entries)
         if not k:
             return
@@ -156,7 +155,7 @@ class RecentBinds:
         """Rows remembered after ``now`` count once, not more: the running sums fade every row by ``(now - t) / w``,
         which is negative for them. Only the newest entries can be after ``now`` (the binds since the snapshot the
         caller's load comes from), so they are taken from the end of the time-ordered deque."""
-        times, slots, rows = self._tail.entries(now, self._entries)
+        times, slots, rows = self._tail.entries(now, self._entries, self._appends)
         where = np.full(len(self._slot), -1, dtype=np.int64)  # node slot -> row of ``out``
         where[self._index[known]] = np.flatnonzero(known)
         # newest first, as the entries are taken from the end: the same order of subtraction whatever was cached
@@ -224,7 +223,6 @@ class RecentBinds:
         elif t < self._entries[-1][0]:
             self._ordered = False
         self._entries.append((t, slot, row))
-        self._tail.appended()
         self._sum[slot] += row
         self._tsum[slot] += row * (t - self._t0)
         self._count[slot] += 1
