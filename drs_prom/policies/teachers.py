@@ -82,11 +82,11 @@ class CapacityBalancedResident(CapacityBalancedOverload):
     over_request_penalty = 0.2
 
     def node_scores(self, ctx: DecisionContext) -> np.ndarray:
-        return self.scores_on(ctx, resident_relative(ctx, self.recent.pending(ctx)))
+        return self._resident_scores(ctx, resident_relative(ctx, self.recent.pending(ctx)))
 
-    def scores_on(self, ctx: DecisionContext, rel: np.ndarray) -> np.ndarray:
-        """``node_scores`` from the node-relative load ``rel`` (``resident_relative`` on this policy's memory of
-        binds), which the subclasses read as well: computed once per decision."""
+    def _resident_scores(self, ctx: DecisionContext, rel: np.ndarray) -> np.ndarray:
+        """This policy's own scores from the node-relative load ``rel`` (``resident_relative`` on its memory of
+        binds), which the room-keeping subclasses read as well: computed once per decision."""
         pod = np.asarray(ctx.pod_load, dtype=np.float64) / full_of(ctx)
         s = capacity_balanced_scores(rel, pod, self.overload_penalty)
         s -= self.over_request_penalty * over_request_take(ctx)
@@ -117,16 +117,13 @@ class CapacityBalancedRoom(CapacityBalancedResident):
         return self.scores_and_take_on(ctx, resident_relative(ctx, self.recent.pending(ctx)))
 
     def scores_and_take_on(self, ctx: DecisionContext, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``scores_and_take`` from the node-relative load ``rel`` (``scores_on``)."""
+        """``scores_and_take`` from the node-relative load ``rel`` (``resident_relative``)."""
         take = slot_take(ctx, *self.shapes.shapes_with(ctx))
-        s = super().scores_on(ctx, rel) - self.room_penalty * take
+        s = self._resident_scores(ctx, rel) - self.room_penalty * take
         return np.where(has_metrics(ctx), s, NO_METRICS_SCORE), take
 
     def node_scores(self, ctx: DecisionContext) -> np.ndarray:
         return self.scores_and_take(ctx)[0]
-
-    def scores_on(self, ctx: DecisionContext, rel: np.ndarray) -> np.ndarray:
-        return self.scores_and_take_on(ctx, rel)[0]
 
     def bound(self, ctx: DecisionContext, node: int) -> None:
         self.shapes.record(ctx)
