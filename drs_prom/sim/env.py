@@ -478,17 +478,20 @@ class SchedulingEnv:
             full=self._full,
             resident=self.resident.matrix(self.node_names),
             ended=self.resident.ended(self.node_names, self.cluster.t),
-            soft_scores=self._soft_scores(req, nodes, mask),
+            soft_scores=self._soft_scores(req, nodes, mask, near),
         )
 
-    def _soft_scores(self, req: PodRequest, nodes: Sequence[NodeInfo], mask: np.ndarray) -> np.ndarray | None:
-        """TaintToleration's score term, as the live scheduler adds it (scheduler.watch.nodes.NodeView.soft_scores):
-        the nodes' own PreferNoSchedule taints and the one a rebalancer put on ``prefer_not``; None without any."""
-        if self.prefer_not is None and not self._soft_tainted:
+    def _soft_scores(
+        self, req: PodRequest, nodes: Sequence[NodeInfo], mask: np.ndarray, near: Callable[[], Neighbours]
+    ) -> np.ndarray | None:
+        """The score terms every policy sees, as the live scheduler adds them (scheduler.watch.nodes.NodeView.
+        soft_scores): the pod's ScheduleAnyway spread over the placed pods ``near``, and TaintToleration's term for the
+        nodes' own PreferNoSchedule taints and the one a rebalancer put on ``prefer_not``; None without any."""
+        if not req.soft_spread and self.prefer_not is None and not self._soft_tainted:
             return None
         at = np.flatnonzero(mask)
         extra = None if self.prefer_not is None else self.prefer_not[at]
-        return soft_terms.terms(req, nodes, at.tolist(), mask, lambda: EMPTY, self._soft_tainted, extra)
+        return soft_terms.terms(req, nodes, at.tolist(), mask, near, self._soft_tainted, extra)
 
     def what_if_evicted(self, pod: int, before: Sequence[tuple[int, int]] = ()) -> DecisionContext | None:
         """The decision the policy would face for ``pod``'s replacement if it were evicted now, after the pods of

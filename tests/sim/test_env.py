@@ -219,3 +219,25 @@ def test_demand_jitter_makes_actual_load_differ_from_what_policies_are_told():
     assert noisy.pod_request(0).demand == exact.pod_request(0).demand
     ratio = noisy.demand[exact.demand > 0] / exact.demand[exact.demand > 0]
     assert ratio.min() >= 0.5 and ratio.max() <= 1.5 and ratio.std() > 0.1
+
+
+def test_the_simulators_shared_terms_count_a_schedule_anyway_pods_spread_over_the_placed_pods():
+    """The shared score terms get the simulator's placed pods, as the live view gets its own: a node that already runs
+    two pods the constraint selects scores below the others (with no placed pods every node would score alike)."""
+    from drs_prom.constraints.placed import Neighbours
+    from drs_prom.types import LabelSelector, PodRecord, PodRequest, SpreadConstraint
+
+    env = SchedulingEnv(tiny(nodes=3), seed=0)
+    env.reset()
+    nodes = [
+        dataclasses.replace(n, labels={**n.labels, "kubernetes.io/hostname": n.name}) for n in env.cluster.node_infos()
+    ]
+    soft = SpreadConstraint(
+        max_skew=1, topology_key="kubernetes.io/hostname", selector=LabelSelector(match_labels=(("app", "x"),))
+    )
+    pod = PodRequest(name="p", cpu_m=100, mem_bytes=2**20, labels={"app": "x"}, soft_spread=(soft,))
+    placed = [PodRecord(uid=f"u{i}", namespace="default", node=nodes[0].name, labels=(("app", "x"),)) for i in range(2)]
+    near = Neighbours(pods_by_node={nodes[0].name: placed})
+    terms = env._soft_scores(pod, nodes, np.ones(len(nodes), bool), lambda: near)
+    assert terms is not None
+    assert terms[0] < terms[1] == terms[2]
