@@ -92,8 +92,8 @@ class Scheduler:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         self.coord = client.CoordinationV1Api(api_client)
-        self.writer = binder.ApiWriter(api_client)
         workers = bind_workers or self.cfg.bind_workers
+        self.writer = binder.ApiWriter(api_client, workers + 2)  # a kept connection per bind and event worker
         # the binds' and events' HTTP in a child process, off this process's GIL, given a core for it
         use_child = write_process.wanted(self.cfg.write_process, write_process.usable_cpus())
         self._remote = RemoteWriter(self.writer, workers + 2) if use_child else None
@@ -234,6 +234,7 @@ class Scheduler:
         self._events.shutdown()
         if self._remote is not None:
             self._remote.close()
+        self.writer.close()
         if self.journal is not None:
             self.journal.flush()
         if self.elector is not None:

@@ -1,8 +1,9 @@
 """Binding a pod to a node, and the events that say so.
 
 The pods/binding subresource is what kube-scheduler uses (RBAC: create pods/binding). Both writes go
-through ``ApiWriter`` (the api client's pool, none of its generic serialisation). 409 (already
-bound) and 404 (deleted) are ordinary outcomes of racing other actors, not errors.
+through ``ApiWriter`` (kept connections with the api client's credentials, none of its generic
+serialisation). 409 (already bound) and 404 (deleted) are ordinary outcomes of racing other
+actors, not errors.
 Events are core/v1 Events with ``source.component`` = the scheduler name, so
 ``kubectl describe pod`` shows them as it shows kube-scheduler's.
 """
@@ -16,9 +17,9 @@ import uuid
 from typing import Any, Protocol
 
 import orjson
-import urllib3
 
 from drs_prom.scheduler.watch.kube import kube_timestamp
+from drs_prom.scheduler.write import api_connections
 from drs_prom.types import KubeClient
 
 log = logging.getLogger(__name__)
@@ -27,16 +28,17 @@ BOUND, CONFLICT, GONE, FAILED = "bound", "conflict", "gone", "failed"
 
 
 class ApiWriter:
-    """POSTs JSON through the api client's own connection pool (its TLS setup, client
-    certificate and bearer token), skipping the generated client's generic (de)serialisation
-    layer, which cost more CPU per bind than the rest of a scheduling cycle. Only for the two
-    writes of the binding cycle: bindings and events."""
+    """POSTs JSON to the api client's apiserver with its credentials (its TLS settings, client
+    certificate and bearer token) on kept connections of its own (``api_connections``), skipping the
+    generated client's generic (de)serialisation layer, which cost more CPU per bind than the rest of
+    a scheduling cycle. Only for the two writes of the binding cycle: bindings and events."""
 
-    def __init__(self, api_client: KubeClient) -> None:
+    def __init__(self, api_client: KubeClient, pool_size: int = 16) -> None:
         self.configuration = api_client.configuration
-        self.pool = api_client.rest_client.pool_manager
-        self.host = str(self.configuration.host).rstrip("/")
+        self.setup = api_connections.connection_setup(self.configuration, pool_size)
+        self.host = self.setup["host"]
         self.user_agent = getattr(api_client, "user_agent", None) or "drs-prom"
+        self.connections = api_connections.poster(self.setup, api_client.rest_client.pool_manager)
 
     def headers(self) -> dict[str, str]:
         """Request headers with the current credentials (an expiring token is refreshed first)."""
@@ -48,23 +50,10 @@ class ApiWriter:
 
     def post(self, path: str, body: dict[str, Any], timeout: float) -> tuple[int, bytes]:
         """(HTTP status, response body); connection errors raise."""
-        return post_json(self.pool, self.host + path, body, self.headers(), timeout)
+        return self.connections.post(path, orjson.dumps(body), self.headers(), timeout)
 
-
-def post_json(
-    pool: urllib3.PoolManager, url: str, body: dict[str, Any], headers: dict[str, str], timeout: float
-) -> tuple[int, bytes]:
-    """One POST of ``body`` as JSON, no retries: (HTTP status, response body); connection errors raise.
-    Shared by ``ApiWriter`` and the write process's child (drs_prom.scheduler.write.write_child)."""
-    resp = pool.request(
-        "POST",
-        url,
-        body=orjson.dumps(body),
-        headers=headers,
-        timeout=urllib3.Timeout(total=timeout),
-        retries=False,
-    )
-    return resp.status, resp.data
+    def close(self) -> None:
+        self.connections.close()
 
 
 class Writer(Protocol):

@@ -1,12 +1,13 @@
 """The binding cycle's writes (Bindings, Events) made by a child process, off the scheduler's GIL.
 
 Why: the scheduler is one Python process, so all its threads share one core's worth of
-Python. A POST through urllib3 costs 0.3-0.8 ms of that CPU (request building, the socket
-calls, response parsing); with one Binding and one Event per pod this was a third to a half of
-the scheduler's CPU per pod in a queue drain (py-spy, benchmarks/profile_breakdown.py), while
+Python. A POST through urllib3 cost 0.3-0.8 ms of that CPU (request building, the socket
+calls, response parsing; on kept ``http.client`` connections, ``api_connections``, about half); with
+one Binding and one Event per pod this was a third to a half of the scheduler's CPU per pod in a
+queue drain (py-spy, benchmarks/profile_breakdown.py), while
 kube-scheduler, in Go, spreads the same work over every core. ``RemoteWriter`` has
 ``ApiWriter``'s ``post``: the bind worker pickles the request (tens of microseconds), the
-child (``write_child``: urllib3 and ``bind.post_json``) sends it on another core, and the reply wakes the worker.
+child (``write_child``: ``api_connections``) sends it on another core, and the reply wakes the worker.
 ``bind`` and ``emit_event`` do not know the difference, and the bind workers keep
 kube-scheduler's assumed-pod semantics, fencing and the client rate limit as before.
 
@@ -33,6 +34,8 @@ import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from drs_prom.scheduler.write.bind import ApiWriter
 
@@ -102,8 +105,8 @@ class RemoteWriter:
 
     def start(self) -> RemoteWriter:
         """Start the child; on any failure say why in one line and keep writing in-process."""
-        cfg = self.local.configuration
-        if getattr(cfg, "proxy", None):
+        setup = {**self.local.setup, "threads": self.threads}
+        if setup["proxy"]:
             log.info("a proxy is configured: binds and events are written in-process")
             return self
         ours, theirs = socket.socketpair()
@@ -122,19 +125,7 @@ class RemoteWriter:
         self._sock = ours  # kept for shutdown(): a half-close tells the child to finish
         conn = Connection(os.dup(ours.fileno()))
         try:
-            conn.send(
-                {
-                    "host": self.local.host,
-                    "verify_ssl": bool(cfg.verify_ssl),
-                    "ssl_ca_cert": cfg.ssl_ca_cert,
-                    "cert_file": cfg.cert_file,
-                    "key_file": cfg.key_file,
-                    "ca_cert_data": getattr(cfg, "ca_cert_data", None),
-                    "assert_hostname": cfg.assert_hostname,
-                    "tls_server_name": getattr(cfg, "tls_server_name", None),
-                    "threads": self.threads,
-                }
-            )
+            conn.send(setup)
             if not conn.poll(START_TIMEOUT_S):
                 raise WriteProcessError(f"no answer in {START_TIMEOUT_S:.0f} s")
             kind, detail = conn.recv()
@@ -164,7 +155,7 @@ class RemoteWriter:
             seq = next(self._seq)
             self._pending[seq] = call
             try:
-                conn.send((seq, path, body, headers, timeout))
+                conn.send((seq, path, orjson.dumps(body), headers, timeout))
             except (OSError, ValueError) as exc:
                 self._pending.pop(seq, None)
                 raise WriteProcessError(f"write process unreachable: {exc}") from exc
