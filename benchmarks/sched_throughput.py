@@ -755,7 +755,7 @@ def write_floor(cp: ControlPlane, node: str, n_pods: int) -> dict[str, float]:
     Scheduled Event, through ``bind.ApiWriter``, no generated client), made one after the other
     from this process, and no decision: the least any Python scheduler that writes like
     kube-scheduler pays per pod, to set beside kube-scheduler's whole CPU per pod. Measured for the
-    writer's kept ``http.client`` connections (what the scheduler uses) and, in the same run, for
+    writer's kept connections (``api_connections``, what the scheduler uses) and, in the same run, for
     urllib3 on the api client's own pool (what it falls back to for a proxy)."""
     from kubernetes import client
 

@@ -29,15 +29,15 @@ def _post_configmap(poster: api_connections.Poster, cp: ControlPlane, ns: str) -
 
 
 def _counted_connects(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the TLS connections opened (the real connect runs)."""
+    """Count the connections opened (the real ones are opened)."""
     opened: list[int] = []
-    real = api_connections._TlsConnection.connect
+    real = api_connections.KeptConnections._open
 
-    def connect(self: api_connections._TlsConnection) -> None:
+    def _open(self: api_connections.KeptConnections, timeout: float) -> Any:
         opened.append(1)
-        real(self)
+        return real(self, timeout)
 
-    monkeypatch.setattr(api_connections._TlsConnection, "connect", connect)
+    monkeypatch.setattr(api_connections.KeptConnections, "_open", _open)
     return opened
 
 
@@ -50,6 +50,36 @@ def test_posts_one_after_another_share_one_kept_connection(control_plane, core, 
         conns.close()
     assert len(opened) == 1
     assert len(core.list_namespaced_config_map(ns, label_selector="").items) >= 6
+
+
+def test_a_large_answer_and_an_error_answer_are_read_whole_and_the_connection_kept(control_plane, ns, monkeypatch):
+    opened = _counted_connects(monkeypatch)
+    conns = api_connections.KeptConnections(_setup(control_plane))
+    headers = ApiWriter(control_plane.admin_client).headers()
+    big = {f"k{i}": "v" * 1000 for i in range(300)}  # a 300 kB answer: many reads, chunked by the apiserver
+    try:
+        body = orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": big})
+        status, data = conns.post(f"/api/v1/namespaces/{ns}/configmaps", body, headers, 10)
+        assert status == 201 and orjson.loads(data)["data"] == big
+        status, data = conns.post("/api/v1/namespaces/no-such-namespace/configmaps", body, headers, 10)
+        assert status == 404 and "no-such-namespace" in orjson.loads(data)["message"]
+        assert _post_configmap(conns, control_plane, ns) == 201
+    finally:
+        conns.close()
+    assert len(opened) == 1
+
+
+def test_a_line_break_in_a_header_or_the_path_is_refused_before_anything_is_sent(control_plane, ns, monkeypatch):
+    opened = _counted_connects(monkeypatch)
+    conns = api_connections.KeptConnections(_setup(control_plane))
+    headers = ApiWriter(control_plane.admin_client).headers()
+    for path, extra in (
+        (f"/api/v1/namespaces/{ns}/configmaps", {"X-Smuggled": "a\r\nX-Other: b"}),
+        (f"/api/v1/namespaces/{ns}/configmaps HTTP/1.1\r\nX-Other: b", {}),
+    ):
+        with pytest.raises(ValueError, match="line break"):
+            conns.post(path, b"{}", {**headers, **extra}, 10)
+    assert opened == []
 
 
 @pytest.mark.parametrize("keep", [6, 3])

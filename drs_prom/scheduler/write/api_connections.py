@@ -1,10 +1,11 @@
-"""The binding cycle's POSTs on kept-alive connections of the standard library's ``http.client``.
+"""The binding cycle's POSTs on kept-alive connections: the request written as bytes, the answer read by httptools.
 
 Why: a POST through urllib3's ``PoolManager.request`` costs about 0.5 ms of CPU on this path (the
-URL parsed and the pool looked up, Timeout and Retry objects, its response wrapper and decoders);
-the same POST written with ``http.client`` on a kept connection about half of that
-(``benchmarks/sched_throughput.py --floor`` measures both in one run). A queue drain makes two per pod, the Binding and its Scheduled
-event, on the core its decisions run on.
+URL parsed and the pool looked up, Timeout and Retry objects, http.client's response and its email
+header parser, urllib3's wrapper and decoders); written as bytes on a kept connection and read by
+httptools (llhttp, the C parser of Node and uvicorn) it costs a fifth of that
+(``benchmarks/sched_throughput.py --floor`` measures both in one run). A queue drain makes two per
+pod, the Binding and its Scheduled event, on the core its decisions run on.
 
 TLS is the kubernetes client's: the context comes from urllib3's own ``create_urllib3_context``
 with the settings the client gives its pool (CA file or data, client certificate, ``verify_ssl``,
@@ -20,13 +21,16 @@ caller counts the failure, as with urllib3 and ``retries=False``.
 
 from __future__ import annotations
 
-import http.client
 import logging
+import re
+import socket
 import ssl
 import threading
+import time
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+import httptools
 import urllib3
 from urllib3.util.ssl_ import create_urllib3_context
 from urllib3.util.wait import wait_for_read
@@ -84,77 +88,112 @@ def tls_context(setup: dict[str, Any]) -> ssl.SSLContext:
     return ctx
 
 
-class _TlsConnection(http.client.HTTPConnection):
-    """``http.client``'s connection (TCP_NODELAY, keep-alive) wrapped in ``context`` for ``server_hostname``
-    (the kubeconfig's ``tls-server-name`` where set, else the host)."""
+class _Response:
+    """httptools' callbacks for one response: its body, whether the connection may be kept (read when the
+    headers end: the parser forgets it once the message is complete), and whether it has ended."""
 
-    default_port = 443
+    __slots__ = ("body", "done", "keep", "parser")
 
-    def __init__(
-        self, host: str, port: int | None, context: ssl.SSLContext, server_hostname: str, timeout: float
-    ) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self._tls = context
-        self._server_hostname = server_hostname
+    def __init__(self) -> None:
+        self.body: list[bytes] = []
+        self.done = False
+        self.keep = False
+        self.parser: httptools.HttpResponseParser | None = None
 
-    def connect(self) -> None:
-        super().connect()
-        self.sock = self._tls.wrap_socket(self.sock, server_hostname=self._server_hostname)
+    def on_headers_complete(self) -> None:
+        assert self.parser is not None
+        self.keep = self.parser.should_keep_alive()
+
+    def on_body(self, data: bytes) -> None:
+        self.body.append(data)
+
+    def on_message_complete(self) -> None:
+        self.done = True
+        self.parser = None  # no cycle left between the parser and its callbacks
 
 
 class KeptConnections:
     """Connections to one apiserver, each used by one request at a time and kept for the next; at most
-    ``setup["threads"]`` are kept idle (more may be open while that many requests are in flight)."""
+    ``setup["threads"]`` are kept idle (more may be open while that many requests are in flight).
+
+    The request is written as bytes (a request line, the headers given, ``Host`` and ``Content-Length``) and
+    the answer read by httptools (llhttp, Node's parser: chunked bodies, keep-alive) without building
+    header objects nobody reads; ``http.client`` spent twice as long reading an answer, most of it in the
+    email parser it reads headers with."""
 
     def __init__(self, setup: dict[str, Any]) -> None:
         why = unsupported(setup)
         if why is not None:
             raise ValueError(f"kept connections cannot be used: {why}")
         url = urlsplit(setup["host"])
-        self._host = url.hostname or "localhost"
-        self._port = url.port
+        self._address = (url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80))
         self._prefix = url.path.rstrip("/")
+        self._host_line = f"Host: {url.netloc}\r\n"
         self._tls = tls_context(setup) if url.scheme == "https" else None
-        self._server_hostname = setup.get("tls_server_name") or self._host
+        self._server_hostname = setup.get("tls_server_name") or self._address[0]
         self._keep = max(1, int(setup.get("threads", 16)))
-        self._idle: list[http.client.HTTPConnection] = []
+        self._idle: list[socket.socket] = []
         self._lock = threading.Lock()
 
-    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+    def _open(self, timeout: float) -> socket.socket:
+        sock = socket.create_connection(self._address, timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a request is one write: never wait for an ACK
+            if self._tls is not None:
+                sock = self._tls.wrap_socket(sock, server_hostname=self._server_hostname)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _connection(self, timeout: float) -> socket.socket:
         while True:
             with self._lock:
-                conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                if self._tls is None:
-                    return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
-                return _TlsConnection(self._host, self._port, self._tls, self._server_hostname, timeout)
-            if conn.sock is not None and not wait_for_read(conn.sock, timeout=0.0):
-                conn.sock.settimeout(timeout)
-                return conn
-            conn.close()  # closed by the apiserver while idle (or left unread): never reused
+                sock = self._idle.pop() if self._idle else None
+            if sock is None:
+                return self._open(timeout)
+            if not wait_for_read(sock, timeout=0.0):
+                return sock
+            sock.close()  # closed by the apiserver while idle (or sent something unasked): never reused
 
     def post(self, path: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
-        conn = self._connection(timeout)
+        if _UNSAFE.search(path) or _UNSAFE.search("".join(headers.values())) or _UNSAFE.search("".join(headers)):
+            raise ValueError("a request path or header holds a line break or NUL")
+        lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        head = f"POST {self._prefix}{path} HTTP/1.1\r\n{self._host_line}{lines}Content-Length: {len(body)}\r\n\r\n"
+        deadline = time.monotonic() + timeout
+        sock = self._connection(timeout)
         try:
-            conn.request("POST", self._prefix + path, body=body, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
+            sock.settimeout(timeout)
+            sock.sendall(head.encode("ascii") + body)
+            answer = _Response()
+            answer.parser = parser = httptools.HttpResponseParser(answer)
+            while not answer.done:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                data = sock.recv(65536)
+                if not data:
+                    raise ConnectionError("the apiserver closed the connection before its answer ended")
+                parser.feed_data(data)
+            status = parser.get_status_code()
         except BaseException:
-            conn.close()
+            sock.close()
             raise
-        if conn.sock is not None:  # None: the apiserver said Connection: close
+        if answer.keep:
             with self._lock:
                 if len(self._idle) < self._keep:
-                    self._idle.append(conn)
-                    return resp.status, data
-        conn.close()
-        return resp.status, data
+                    self._idle.append(sock)
+                    return status, b"".join(answer.body)
+        sock.close()
+        return status, b"".join(answer.body)
 
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+        for sock in idle:
+            sock.close()
+
+
+_UNSAFE = re.compile(r"[\r\n\x00]")
 
 
 class UrllibPool:

@@ -2,7 +2,7 @@
 
 Why: the scheduler is one Python process, so all its threads share one core's worth of
 Python. A POST through urllib3 cost 0.3-0.8 ms of that CPU (request building, the socket
-calls, response parsing; on kept ``http.client`` connections, ``api_connections``, about half); with
+calls, response parsing; on kept connections, ``api_connections``, about a third of that); with
 one Binding and one Event per pod this was a third to a half of the scheduler's CPU per pod in a
 queue drain (py-spy, benchmarks/profile_breakdown.py), while
 kube-scheduler, in Go, spreads the same work over every core. ``RemoteWriter`` has
