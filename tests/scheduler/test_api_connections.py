@@ -69,7 +69,7 @@ def test_a_large_answer_and_an_error_answer_are_read_whole_and_the_connection_ke
     assert len(opened) == 1
 
 
-def test_a_line_break_in_a_header_or_the_path_is_refused_before_anything_is_sent(control_plane, ns, monkeypatch):
+def test_a_line_break_or_a_name_not_ascii_is_refused_before_a_connection_is_opened(control_plane, ns, monkeypatch):
     opened = _counted_connects(monkeypatch)
     conns = api_connections.KeptConnections(_setup(control_plane))
     headers = ApiWriter(control_plane.admin_client).headers()
@@ -79,6 +79,8 @@ def test_a_line_break_in_a_header_or_the_path_is_refused_before_anything_is_sent
     ):
         with pytest.raises(ValueError, match="line break"):
             conns.post(path, b"{}", {**headers, **extra}, 10)
+    with pytest.raises(UnicodeEncodeError):  # a ValueError too: the bind counts it failed, one line
+        conns.post(f"/api/v1/namespaces/{ns}/configmaps/n\u00e4me", b"{}", headers, 10)
     assert opened == []
 
 
