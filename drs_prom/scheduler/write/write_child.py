@@ -1,8 +1,8 @@
 """The child process of ``write_process``: POSTs what the scheduler sends it, replies with the answer.
 
 Started as ``python -m drs_prom.scheduler.write.write_child FD`` with FD one end of a socket pair.
-It imports only ``api_connections`` (http.client, urllib3's TLS helpers; no kubernetes client, no
-numpy, no TensorFlow), so it starts in a fraction of a second and stays small. The first message is
+It imports only ``api_connections`` (sockets, httptools, urllib3's TLS helpers; no kubernetes client,
+no numpy, no TensorFlow), so it starts in a fraction of a second and stays small. The first message is
 the connection setup (``api_connections.connection_setup``: host, TLS files, pool size); then every
 message is ``(seq, path, body, headers, timeout)``, the body encoded JSON, and gets the
 reply ``(seq, status, data, error)``. End of the socket (the scheduler closed it, or died) ends
