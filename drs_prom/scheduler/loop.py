@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 
 # the journal's per-candidate entry (NODE_KEYS) from the policy's request matrix (NODE_REQUEST_COLUMNS)
 _JOURNAL_NODE_COLUMNS = [NODE_REQUEST_COLUMNS.index(k) for k in NODE_KEYS]
+EVENT_WORKERS = 2
+"""Threads writing events, beside ``bind_workers`` writing binds."""
 
 
 class Scheduler:
@@ -93,10 +95,11 @@ class Scheduler:
         self.core = client.CoreV1Api(api_client)
         self.coord = client.CoordinationV1Api(api_client)
         workers = bind_workers or self.cfg.bind_workers
-        self.writer = binder.ApiWriter(api_client, workers + 2)  # a kept connection per bind and event worker
+        # a kept connection per bind and event worker (and as many threads in the write process)
+        self.writer = binder.ApiWriter(api_client, workers + EVENT_WORKERS)
         # the binds' and events' HTTP in a child process, off this process's GIL, given a core for it
         use_child = write_process.wanted(self.cfg.write_process, write_process.usable_cpus())
-        self._remote = RemoteWriter(self.writer, workers + 2) if use_child else None
+        self._remote = RemoteWriter(self.writer) if use_child else None
         self._post: binder.Writer = self._remote if self._remote is not None else self.writer
         self.journal = journal
         self._journal_log = RateLimitedLog(log, 60.0)  # a full disk fails every row: one line a minute
@@ -132,7 +135,7 @@ class Scheduler:
         self._limits = WriteLimits(self.cfg.client_qps, self.cfg.client_burst)
         self._next_start = 0  # where the next node search starts (kube-scheduler's nextStartNodeIndex)
         # events go through their own pool so a slow event write never delays the next bind
-        self._events = WorkerPool(2, "drs-event")
+        self._events = WorkerPool(EVENT_WORKERS, "drs-event")
         # pods whose claims waited for their first consumer wait here for them to bind, off the bind pool
         self._volume_pool = WorkerPool(self.cfg.volume_bind_workers, "drs-volume-bind")
         self.prebinder = VolumePreBinder(self.core, self.cache, self.cfg.volume_bind_timeout_seconds)

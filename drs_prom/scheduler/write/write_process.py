@@ -82,9 +82,8 @@ class _Call:
 class RemoteWriter:
     """``ApiWriter.post`` made by a child process; ``local`` writes when the child cannot."""
 
-    def __init__(self, local: ApiWriter, threads: int) -> None:
+    def __init__(self, local: ApiWriter) -> None:
         self.local = local
-        self.threads = threads
         self._send_lock = threading.Lock()
         self._pending: dict[int, _Call] = {}
         self._seq = itertools.count()
@@ -105,7 +104,7 @@ class RemoteWriter:
 
     def start(self) -> RemoteWriter:
         """Start the child; on any failure say why in one line and keep writing in-process."""
-        setup = {**self.local.setup, "threads": self.threads}
+        setup = self.local.setup  # the child runs as many writer threads as the local writer keeps connections
         if setup["proxy"]:
             log.info("a proxy is configured: binds and events are written in-process")
             return self
