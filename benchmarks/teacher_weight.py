@@ -48,12 +48,7 @@ from drs_prom.config import ObjectiveSettings
 from drs_prom.features import N_FEATURES
 from drs_prom.policies.contract import DecisionContext, Policy
 from drs_prom.policies.load_aware import NO_METRICS_SCORE, full_of, has_metrics, imbalance_if_placed
-from drs_prom.policies.teachers import (
-    CapacityBalancedPeak,
-    CapacityBalancedResident,
-    CapacityBalancedRoom,
-    resident_relative,
-)
+from drs_prom.policies.teachers import CapacityBalancedPeak, CapacityBalancedResident, CapacityBalancedRoom
 from drs_prom.signals.state import pod_matrix
 from drs_prom.sim.env import SchedulingEnv, scenario_spec, sim_policy, unclipped_env
 from drs_prom.sim.generator import GeneratorParams, training_scenario
@@ -176,10 +171,9 @@ class StandardVariant(CapacityBalancedPeak):
         self.weight = weight
         self.below_hot = below_hot
 
-    def scores_and_take(self, ctx: DecisionContext) -> tuple[np.ndarray, np.ndarray]:
-        s, take = super().scores_and_take(ctx)
+    def scores_and_take_on(self, ctx: DecisionContext, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s, take = super().scores_and_take_on(ctx, rel)
         full = full_of(ctx)
-        rel = resident_relative(ctx, self.recent.pending(ctx))
         pod = np.asarray(ctx.pod_load, dtype=np.float64)
         imb = imbalance_if_placed(rel * full, pod)  # node-relative load back on the standard scale
         if self.below_hot:
