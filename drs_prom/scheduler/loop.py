@@ -526,11 +526,17 @@ class Scheduler:
         shadow = choice.shadow
 
         def row() -> Decision:
-            order = np.argsort(~np.asarray(feasible, dtype=bool), kind="stable").tolist()  # feasible first
+            flags = np.asarray(feasible, dtype=bool)
             names = decided.names
+            order: slice | np.ndarray = slice(None)  # every candidate feasible (the common case): as they are
+            if not flags.all():
+                order = np.argsort(~flags, kind="stable")  # feasible first
 
             def aligned(v: np.ndarray) -> list[float | None]:
-                return [x if math.isfinite(x) else None for x in np.asarray(v, dtype=np.float64)[order].tolist()]
+                values = np.asarray(v, dtype=np.float64)[order]
+                if np.isfinite(values).all():
+                    return values.tolist()
+                return [x if math.isfinite(x) else None for x in values.tolist()]
 
             return Decision(
                 pod_uid=req.uid,
@@ -539,11 +545,11 @@ class Scheduler:
                 owner=req.owner,
                 pod_features=[float(v) for v in demand],
                 demand_source=req.demand_source or None,
-                candidates=[names[i] for i in order],
+                candidates=list(names) if isinstance(order, slice) else [names[i] for i in order.tolist()],
                 nodes=node_entries_from_values(np.asarray(requests)[order][:, _JOURNAL_NODE_COLUMNS]),
                 pod_cpu_m=int(req.cpu_m),
                 pod_mem_bytes=int(req.mem_bytes),
-                feasible=np.asarray(feasible, dtype=bool)[order].tolist(),
+                feasible=flags[order].tolist(),
                 chosen=node,
                 scores=aligned(scores),
                 policy=policy.name,
