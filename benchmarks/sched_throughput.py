@@ -30,7 +30,9 @@ drs-prom extender beside it) the other half, the same for every scheduler, and p
 ``--rate R`` creates the pods at R per second (a light load for the median) instead of as fast
 as 4 threads can. ``--extender`` also runs kube-scheduler with ``drs-prom extender`` (filter and
 prioritize, nodeCacheCapable, as deploy/k8s/extender) and reports the median it adds and its drain.
-drs-prom's ``drs_scheduling_stage_seconds{stage}`` is printed as a per-stage p50/p99 table.
+drs-prom's ``drs_scheduling_stage_seconds{stage}`` is printed as a per-stage p50/p99 table, and its CPU per
+drained pod by thread (``drs_thread_cpu_seconds_total{thread}``: scheduling, binds, events, the watches, the
+journal's writer, the usage history's reads) as a note.
 
 ``--py-spy DIR`` records drs-prom's scheduler with py-spy (raw collapsed stacks, one file
 per run) for the profile breakdown (benchmarks/profile_breakdown.py).
@@ -539,6 +541,26 @@ def gc_note(label: str, metrics: dict[str, float]) -> str:
     return f"{label}: GC pauses since start: " + "; ".join(parts)
 
 
+def thread_cpu_per_pod(before: dict[str, float], after: dict[str, float], pods: int) -> dict[str, float]:
+    """ms of CPU per drained pod by thread (drs_thread_cpu_seconds_total's change over the drain, the journal's
+    settling included), largest first; threads that used under 0.005 ms per pod left out."""
+    import re
+
+    out = {}
+    for key, value in after.items():
+        m = re.fullmatch(r'drs_thread_cpu_seconds_total\{thread="(.*)"\}', key)
+        if m and pods:
+            ms = (value - before.get(key, 0.0)) / pods * 1000
+            if ms >= 0.005:
+                out[m.group(1)] = ms
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def thread_note(label: str, drain: dict) -> str:
+    threads = drain.get("thread_cpu_ms_per_pod") or {}
+    return f"{label}: CPU ms per pod by thread: " + ", ".join(f"{k} {v:.2f}" for k, v in threads.items())
+
+
 def stage_quantiles(metrics: dict[str, float], q: float) -> dict[str, float]:
     """Per stage of drs_scheduling_stage_seconds, the ``q`` quantile in ms, interpolated in its
     bucket as PromQL's histogram_quantile does (the buckets go 1-2-5 from 50 us)."""
@@ -924,6 +946,10 @@ def main() -> None:
                             {"nodes": n, **drain_once(cp, f"drs-{n}", f"drain-drs-{n_pods}", n_pods, drs_start)}
                         )
                         drains[-1]["stages"] = stage_rows(holder.get("m", {}))
+                        drains[-1]["thread_cpu_ms_per_pod"] = thread_cpu_per_pod(
+                            holder.get("m0", {}), holder.get("m", {}), drains[-1]["bound"]
+                        )
+                        notes.append(thread_note(f"{n} nodes, drs-prom draining {n_pods} pods", drains[-1]))
                         notes.append(gc_note(f"{n} nodes, drs-prom after draining {n_pods} pods", holder.get("m", {})))
                         if args.prometheus and fallbacks(holder.get("m", {})):
                             notes.append(
@@ -1003,6 +1029,7 @@ def drs_starter(
 
     def start() -> tuple[int, object, object]:
         d, u = start_drs(cp, work, model, name=name, prom_url=prom_url, py_spy=py_spy, extra=extra)
+        holder["m0"] = drs_metrics(u)  # the threads' CPU before the drain (drs_thread_cpu_seconds_total)
         stop = lambda: (holder.update(m=drs_metrics(u)), stop_drs(d))  # noqa: E731
         return scheduler_pid(d), stop, lambda: journal_settled(u)
 

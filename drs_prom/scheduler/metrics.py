@@ -8,6 +8,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from drs_prom.scheduler import gc_pauses
+from drs_prom.scheduler.thread_cpu import ThreadCPUCollector
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 # a pod's stages last from tens of microseconds (a hand-over between threads) to seconds (backoff)
@@ -102,6 +103,7 @@ class SchedulerMetrics:
         self.rollout = RolloutMetrics(r)
         gc_pauses.install()
         r.register(gc_pauses.GCPauseCollector())
+        r.register(ThreadCPUCollector())
 
 
 class RolloutMetrics:
