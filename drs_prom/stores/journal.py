@@ -132,7 +132,7 @@ class NodeEntries(Sequence[dict[str, int]]):
     """``node_entries``' result: the per-candidate records (NODE_KEYS, ints) of an (n, len(NODE_KEYS)) int64 array,
     with their JSON text formatted straight from the ints (exactly ``json.dumps(list(entries))``, several times
     cheaper for a thousand candidates). The dicts are built only when read: the scheduler's rows are only written,
-    and building a hundred dicts per decision was a sixth of the journal's CPU."""
+    and building a hundred of them took 0.075 ms, a quarter of a row's CPU at a hundred candidates."""
 
     def __init__(self, values: np.ndarray) -> None:
         self.values = np.asarray(values, dtype=np.int64).reshape(-1, len(NODE_KEYS))
