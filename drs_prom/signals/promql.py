@@ -403,8 +403,9 @@ GRAFANA_VARS = {"$node": ".*", "${DS_PROMETHEUS}": "prometheus"}
 
 
 def dashboard(p: RuleParams = RuleParams()) -> dict[str, Any]:
-    """Grafana dashboard: the six features per node, sample age, exporter health, and the
-    rollout of the learned policy (arms, agreement, guardrails, fallbacks, rollbacks)."""
+    """Grafana dashboard: the six features per node, sample age, exporter health, the
+    rollout of the learned policy (arms, agreement, guardrails, fallbacks, rollbacks) and the scheduler's CPU by
+    thread."""
     names = recorded_names(p.window)
     node = f'{NODE_LABEL}=~"$node"'
     ds = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
@@ -469,6 +470,15 @@ def dashboard(p: RuleParams = RuleParams()) -> dict[str, Any]:
         "none",
         12,
         56,
+    )
+    # Where the scheduler's CPU goes: a thread that keeps its core busy is the first to fall behind a burst.
+    panel(
+        "Scheduler CPU by thread (cores)",
+        f"sum by(thread) (rate(drs_thread_cpu_seconds_total{{{job}}}[5m]))",
+        "{{thread}}",
+        "none",
+        0,
+        64,
     )
     return {
         "__inputs": [{"name": "DS_PROMETHEUS", "label": "Prometheus", "type": "datasource", "pluginId": "prometheus"}],

@@ -108,7 +108,7 @@ def test_promtool_check_kubernetes_config(promtool_k8s, tmp_path):
 def test_dashboard_expressions_parse_and_run(prometheus_both, drs_exporter):
     board = json.loads((DEPLOY / "grafana" / "drs-nodes.json").read_text())
     exprs = promql.dashboard_exprs(board)
-    assert len(exprs) == 16  # 8 node panels + 8 rollout panels (arms, agreement, 4 guardrails, fallbacks, trips)
+    assert len(exprs) == 17  # 8 node panels + 8 rollout panels (arms, agreement, 4 guardrails, fallbacks, trips) + CPU
     for expr in exprs:
         prometheus_both.query(expr)  # raises unless the API answers success
     # The feature panels read recording rules: once evaluated, each has our node.
