@@ -26,6 +26,7 @@ from drs_prom.errors import ConfigError
 from drs_prom.sim.env import ESTIMATED, TOLD
 from drs_prom.sim.generator import resolve_scenario
 from drs_prom.sim.scenario import Scenario
+from drs_prom.sim.workload import Workload
 from drs_prom.testbed import testbed_report as rep
 from drs_prom.testbed.closed_loop import RunConfig, Testbed, workload_for
 from drs_prom.testbed.process import handle_termination, live_processes, stop_all
@@ -87,6 +88,13 @@ def default_model() -> str | None:
     from drs_prom.sim.bench import shipped_model
 
     return shipped_model()[0]
+
+
+def placed_text(wl: Workload) -> str:
+    """``N pods`` a scheduler places, and the pinned background pods apart (created bound to their node)."""
+    placed = int(wl.scheduled.sum())
+    pinned = len(wl) - placed
+    return f"{placed} pods" + (f" (+{pinned} pinned background)" if pinned else "")
 
 
 def run_testbed(
@@ -162,7 +170,7 @@ def run_testbed(
                     for seed in stage_seeds if not faults else ():  # --faults: the fault script alone
                         wl = workload_for(stage, seed, pods)
                         for name in schedulers:
-                            echo(f"run {name} seed {seed}: {len(wl)} pods on {stage.n_nodes} nodes at {speed:g}x")
+                            echo(f"run {name} seed {seed}: {placed_text(wl)} on {stage.n_nodes} nodes at {speed:g}x")
                             r = tb.run_one(name, seed, wl)
                             runs.append(r)
                             echo(
@@ -188,7 +196,9 @@ def run_testbed(
             elif not ok:
                 echo(f"testbed failed or was interrupted; logs kept in {base}")
     per = rep.summarise(runs)
-    pods_per_seed = [len(workload_for(stage, seed, pods)) for stage, stage_seeds in stages for seed in stage_seeds]
+    pods_per_seed = [
+        int(workload_for(stage, seed, pods).scheduled.sum()) for stage, stage_seeds in stages for seed in stage_seeds
+    ]
     report: dict[str, Any] = {
         "scenario": sc.name,
         "seeds": list(seeds),

@@ -200,7 +200,18 @@ class Testbed:
             if not kubelet.watch.synced.wait(30):
                 raise ConfigError("the twin kubelet's pod watch never synced")
             name, external, told = scheduler_name_for(base), self.kubeconfig is not None, cfg.told_usage
-            driver = WorkloadDriver(self.api, wl, ns, name, cfg.speed, ns, external=external, told=told, owners=owners)
+            driver = WorkloadDriver(
+                self.api,
+                wl,
+                ns,
+                name,
+                cfg.speed,
+                ns,
+                external=external,
+                told=told,
+                owners=owners,
+                hosts=self.nodes.names,
+            )
             made: list[disruption_budgets.Budget] = []
             if rebalancer is not None:
                 self._start_disruption_controller()

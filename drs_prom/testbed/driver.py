@@ -7,7 +7,10 @@ labels, controller ``ownerReference`` and image as its controller makes them (``
 Deployment's ReplicaSet, or none; a ConfigMap of the same name on a cluster given by ``--kubeconfig``, whose garbage
 collector would delete the pods of a missing Job), for a ``volume_zones`` profile a mounted claim bound to a zonal
 volume created just before the pod (``testbed.zonal_claims``), and ``spec.schedulerName`` of the scheduler under
-test. Arrival ``t`` (simulated seconds) is created at wall ``start + t / speed``.
+test. Arrival ``t`` (simulated seconds) is created at wall ``start + t / speed``. A pinned row (a scenario's
+background load, ``Workload.pinned``: a noisy neighbour's processes) is created bound to its node (``spec.nodeName``),
+as the simulator places it: no scheduler decides it, and the judge leaves it out of the scheduler's pods
+(``pinned_names``).
 
 Nothing on a pod tells its usage: the scheduler under test estimates it, as on a real cluster, from the usage
 Prometheus holds (the twin kubelets' cAdvisor series). The true demand and work go to the twin kubelet and the judge
@@ -23,11 +26,11 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from drs_prom.errors import DrsError
+from drs_prom.errors import ConfigError, DrsError
 from drs_prom.features import FEATURES
 from drs_prom.scheduler.decision.pod_demand import DEMAND_ANNOTATION
 from drs_prom.scheduler.watch.kube import PROFILE_ANNOTATION
@@ -66,6 +69,7 @@ def pod_manifest(
     *,
     told: bool = False,
     owners: PodOwners | None = None,
+    hosts: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The Pod of workload row ``i`` (without the creation instant, added when it is sent).
 
@@ -74,7 +78,8 @@ def pod_manifest(
     collector) the owner is a Job or ReplicaSet that need not exist. ``external`` (a ``--kubeconfig`` cluster): the
     owner is a ConfigMap the driver created, so the garbage collector keeps the pod, and the pod tolerates and selects
     ``TESTBED_TAINT`` so it stays on the fake nodes. ``told``: annotated with ``drs.io/demand`` (the workload's
-    estimate); otherwise nothing on the pod says its usage."""
+    estimate); otherwise nothing on the pod says its usage. ``hosts``: the node names by the scenario's node index,
+    which a pinned row is created bound to."""
     owners = owners if owners is not None else pod_owners(wl)
     ctl = owners.of(i)
     profile = wl.profiles[i]
@@ -106,6 +111,9 @@ def pod_manifest(
             ],
         },
     }
+    node = pinned_node(wl, i, hosts)
+    if node is not None:
+        body["spec"]["nodeName"] = node
     if wl.scalar is not None and wl.scalar[i]:
         # extended resources are asked for as limits (the apiserver copies them to requests)
         body["spec"]["containers"][0]["resources"]["limits"] = {k: str(v) for k, v in wl.scalar[i]}
@@ -118,6 +126,24 @@ def pod_manifest(
         body["spec"]["tolerations"] = [*body["spec"].get("tolerations", []), TOLERATION]
         body["spec"]["nodeSelector"] = {**dict(wl.node_selector[i]), TESTBED_TAINT["key"]: TESTBED_TAINT["value"]}
     return body
+
+
+def pinned_node(wl: Workload, i: int, hosts: Sequence[str]) -> str | None:
+    """The node workload row ``i`` is pinned to (``hosts``: node names by the scenario's node index), or None for a
+    pod a scheduler places."""
+    if wl.pinned is None or wl.pinned[i] < 0:
+        return None
+    k = int(wl.pinned[i])
+    if k >= len(hosts):
+        raise ConfigError(f"pod {wl.names[i]} is pinned to node {k}, but the run has {len(hosts)} nodes")
+    return hosts[k]
+
+
+def pinned_names(wl: Workload, owners: PodOwners) -> frozenset[str]:
+    """The names of the pods created bound to their node (the scenario's background load): not the scheduler's."""
+    if wl.pinned is None:
+        return frozenset()
+    return frozenset(owners.names[i] for i in range(len(wl)) if wl.pinned[i] >= 0)
 
 
 def usage_annotated(pods: Iterable[Mapping[str, Any]], names: Collection[str]) -> dict[str, list[str]]:
@@ -224,10 +250,12 @@ class WorkloadDriver(threading.Thread):
         external: bool = False,
         told: bool = False,
         owners: PodOwners | None = None,
+        hosts: Sequence[str] = (),
     ) -> None:
         """``external``: the cluster is not the testbed's own (``--kubeconfig``): owners are
         ConfigMaps created here, and pods tolerate the fake nodes' ``TESTBED_TAINT``. ``told``: every pod
-        annotated with ``drs.io/demand``. ``owners``: the pods' names and owners (``pod_owners(wl)`` when not given)."""
+        annotated with ``drs.io/demand``. ``owners``: the pods' names and owners (``pod_owners(wl)`` when not given).
+        ``hosts``: the node names by the scenario's node index (for the pinned rows)."""
         super().__init__(daemon=True, name=f"driver-{namespace}")
         from kubernetes import client
 
@@ -239,6 +267,7 @@ class WorkloadDriver(threading.Thread):
         self.owner_uids: dict[str, str] = {}
         self.external = external
         self.told = told
+        self.hosts = tuple(hosts)
         self.start_wall = 0.0
 
     def run(self) -> None:
@@ -263,6 +292,7 @@ class WorkloadDriver(threading.Thread):
                 self.external,
                 told=self.told,
                 owners=self.owners,
+                hosts=self.hosts,
             )
             self.create(body)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -149,6 +149,10 @@ class PodTimes:
                 )
             )
         return cls(out)
+
+    def without(self, names: Collection[str]) -> PodTimes:
+        """These pods but ``names`` (the pinned background pods, which no scheduler placed)."""
+        return PodTimes([p for p in self.pods if p.name not in names]) if names else self
 
     def summary(self, speed: float) -> dict[str, Any]:
         done = [p for p in self.pods if p.phase == "Succeeded" and p.created and p.finished]

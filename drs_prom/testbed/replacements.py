@@ -107,7 +107,16 @@ class Replacements(threading.Thread):
         self.kubelet.expect(new, (demand, work), factor)
         d = self.driver
         body = pod_manifest(
-            self.wl, row, d.ns, d.scheduler_name, d.run_id, d.owner_uids, d.external, told=d.told, owners=self.owners
+            self.wl,
+            row,
+            d.ns,
+            d.scheduler_name,
+            d.run_id,
+            d.owner_uids,
+            d.external,
+            told=d.told,
+            owners=self.owners,
+            hosts=d.hosts,
         )
         body["metadata"]["name"] = new
         self.result.lineage[new] = root

@@ -16,7 +16,7 @@ from drs_prom.config import ObjectiveSettings
 from drs_prom.sim.env import ESTIMATED, TOLD
 from drs_prom.sim.workload import Workload
 from drs_prom.testbed import disruption_budgets, judge, violations
-from drs_prom.testbed.driver import RUN_LABEL, checked_annotations
+from drs_prom.testbed.driver import RUN_LABEL, checked_annotations, pinned_names
 from drs_prom.testbed.rebalancers import rebalancing
 from drs_prom.testbed.run_context import RunContext
 from drs_prom.testbed.stored_usage import run_pod_table
@@ -52,6 +52,7 @@ def judge_run(
     )
     # a replaced pod counts once, from its first creation to its last replacement's end, over its own work
     times = judge.continued(times, lineage, ctx.driver.result.created, st.started)
+    times = times.without(pinned_names(wl, ctx.owners))  # bound at creation: not the scheduler's, as in bench
     summary = times.summary(cfg.speed)
     finished = [p.finished for p in times.pods if p.finished]
     last = max(finished) if finished else end
@@ -77,7 +78,7 @@ def judge_run(
         "information": TOLD if cfg.told_usage else ESTIMATED,
         "pod_usage": stored,
         "usage_annotated": annotated,  # pods the driver created that carried a usage annotation (told: all)
-        "pods": len(wl),
+        "pods": int(wl.scheduled.sum()),  # the pods a scheduler places: the pinned background load aside
         "imbalance": nodes["imbalance"],
         "utilisation": nodes["utilisation"],
         "hot_node_time": nodes["hot_node_time"],

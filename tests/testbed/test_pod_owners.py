@@ -14,6 +14,7 @@ from drs_prom.testbed.driver import (
     USAGE_ANNOTATIONS,
     UsageLeak,
     checked_annotations,
+    pinned_names,
     pod_manifest,
     usage_annotated,
 )
@@ -97,9 +98,31 @@ def test_a_bare_pod_has_no_owner_reference_and_an_image_of_its_own():
     owners = pod_owners(wl)
     bare = [i for i in range(len(wl)) if not owners.of(i).kind]
     assert bare and {wl.owners[1][wl.owners[0][i]] for i in bare} == {"Pod/background"}  # the pinned pods
-    body = pod_manifest(wl, bare[0], "ns", "kube-scheduler", "run", {}, owners=owners)
+    hosts = sc.hostnames()
+    body = pod_manifest(wl, bare[0], "ns", "kube-scheduler", "run", {}, owners=owners, hosts=hosts)
     assert "ownerReferences" not in body["metadata"] and body["metadata"]["name"] == wl.names[bare[0]]
     assert body["spec"]["containers"][0]["image"] == "registry.example/background:1"
+    assert body["spec"]["nodeName"] == "worker-1"  # created on its node, as the simulator pins it: no scheduler's
+
+
+def test_background_load_is_created_bound_to_its_node_and_other_pods_are_left_to_the_scheduler():
+    sc = load_scenario("drs-paper").with_changes(
+        background=[{"node": "worker-3", "rate_per_second": 0.5, "work_seconds": 10, "demand": DEMAND}]
+    )
+    wl = generate(sc.truncated(12), 0)
+    owners = pod_owners(wl)
+    hosts = sc.hostnames()
+    nodes = {
+        owners.names[i]: pod_manifest(wl, i, "ns", "s", "run", {}, owners=owners, hosts=hosts)["spec"].get("nodeName")
+        for i in range(len(wl))
+    }
+    pinned = pinned_names(wl, owners)
+    assert pinned and len(pinned) == len(wl) - int(wl.scheduled.sum())
+    assert {owners.names[i] for i in range(len(wl)) if not wl.scheduled[i]} == pinned
+    assert {n for name, n in nodes.items() if name in pinned} == {"worker-3"}
+    assert all(n is None for name, n in nodes.items() if name not in pinned)
+    with pytest.raises(ConfigError, match="pinned to node 2, but the run has 2 nodes"):
+        pod_manifest(wl, next(i for i in range(len(wl)) if not wl.scheduled[i]), "ns", "s", "run", {}, hosts=hosts[:2])
 
 
 def test_an_owner_kind_the_driver_cannot_make_is_refused():

@@ -25,7 +25,8 @@ from drs_prom.config import PrometheusSettings, UsageSettings
 from drs_prom.signals.pod_usage import IMAGE, OWNER, PrometheusUsageHistory
 from drs_prom.signals.prometheus import PrometheusSource
 from drs_prom.sim.scenario import Scenario, load_scenario
-from drs_prom.testbed import process
+from drs_prom.sim.workload import BACKGROUND_PROFILE, PROFILE_LABEL
+from drs_prom.testbed import judge, process
 from drs_prom.testbed.cadvisor import PAUSE_IMAGE
 from drs_prom.testbed.closed_loop import RunConfig, RunContext, workload_for
 from drs_prom.testbed.closed_loop import Testbed as ClosedLoop  # not Test*: pytest would try to collect it
@@ -286,3 +287,34 @@ def test_the_estimators_queries_read_a_deployments_pods_from_the_testbeds_promet
     image, others = set(probe["image"]), set(probe["others"])
     assert names <= image  # by image: the owner's pods and any other owner's that ran it
     assert others <= image and not others & members  # similar pods: the image's, the owner's own left out
+
+
+def pinned_probe(ctx: RunContext) -> dict[str, Any]:
+    """Once the driver has created every pod: each pod's node and profile as the apiserver lists them."""
+    try:
+        _poll(lambda: not ctx.driver.is_alive(), 120, "the driver to create every pod")
+        pods = judge.list_pods(ctx.testbed.api, ctx.namespace)
+        return {
+            p["metadata"]["name"]: [p["spec"].get("nodeName"), p["metadata"]["labels"].get(PROFILE_LABEL)] for p in pods
+        }
+    except Exception:
+        return {"error": traceback.format_exc()}
+
+
+def test_background_load_runs_on_its_node_and_is_not_judged_as_the_schedulers(testbed):
+    """A scenario's background pods (a noisy neighbour's load, pinned in the simulator) are created bound to their
+    node: kube-scheduler never places them, the twin kubelet runs them, and the run's pods are the scheduler's."""
+    host = testbed.nodes.names[-1]
+    demand = {"cpu_cores": 0.5, "mem_bytes": 2**28}
+    sc = testbed.scenario.with_changes(
+        background=[{"node": host, "rate_per_second": 0.5, "work_seconds": 6, "demand": demand}]
+    )
+    wl = workload_for(sc, 3, 6)
+    placed = int(wl.scheduled.sum())
+    assert placed == 6 and len(wl) > placed  # background pods arrive while the six run
+    r = testbed.run_one("kube-scheduler", 3, wl, fault_script=pinned_probe)
+    seen = r["faults"]
+    assert "error" not in seen, seen.get("error")
+    background = {name: node for name, (node, profile) in seen.items() if profile == BACKGROUND_PROFILE}
+    assert len(background) == len(wl) - placed and set(background.values()) == {host}
+    assert (r["pods"], r["bound"], r["completed"], r["lost"]) == (placed, placed, placed, 0)  # pinned ones ended too
