@@ -30,6 +30,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from drs_prom.errors import ConfigError, DrsError
 from drs_prom.features import FEATURES
 from drs_prom.scheduler.decision.pod_demand import DEMAND_ANNOTATION
@@ -141,9 +143,7 @@ def pinned_node(wl: Workload, i: int, hosts: Sequence[str]) -> str | None:
 
 def pinned_names(wl: Workload, owners: PodOwners) -> frozenset[str]:
     """The names of the pods created bound to their node (the scenario's background load): not the scheduler's."""
-    if wl.pinned is None:
-        return frozenset()
-    return frozenset(owners.names[i] for i in range(len(wl)) if wl.pinned[i] >= 0)
+    return frozenset(owners.names[i] for i in np.flatnonzero(~wl.scheduled))
 
 
 def usage_annotated(pods: Iterable[Mapping[str, Any]], names: Collection[str]) -> dict[str, list[str]]:
