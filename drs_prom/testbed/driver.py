@@ -282,19 +282,22 @@ class WorkloadDriver(threading.Thread):
             volume = zonal_claims.manifests(self.wl, i, self.ns, {RUN_LABEL: self.run_id})
             if volume is not None and not self.create_volume(*volume):
                 continue  # counted in errors: its pod could never be scheduled
-            body = pod_manifest(
-                self.wl,
-                i,
-                self.ns,
-                self.scheduler_name,
-                self.run_id,
-                self.owner_uids,
-                self.external,
-                told=self.told,
-                owners=self.owners,
-                hosts=self.hosts,
-            )
-            self.create(body)
+            self.create(self.manifest(i))
+
+    def manifest(self, i: int) -> dict[str, Any]:
+        """The Pod of workload row ``i`` as this run creates it (its namespace, scheduler, owners, nodes, regime)."""
+        return pod_manifest(
+            self.wl,
+            i,
+            self.ns,
+            self.scheduler_name,
+            self.run_id,
+            self.owner_uids,
+            self.external,
+            told=self.told,
+            owners=self.owners,
+            hosts=self.hosts,
+        )
 
     def create_volume(self, pv: dict[str, Any], pvc: dict[str, Any]) -> bool:
         """The pod's claim, then its PersistentVolume bound to the claim's uid (``testbed.zonal_claims``)."""

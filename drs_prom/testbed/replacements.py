@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from drs_prom.sim.rebalancer import restart_of
 from drs_prom.sim.scenario import Scenario
 from drs_prom.sim.workload import Workload
-from drs_prom.testbed.driver import WorkloadDriver, pod_manifest
+from drs_prom.testbed.driver import WorkloadDriver
 from drs_prom.testbed.kubelet import TwinKubelet
 from drs_prom.testbed.pod_owners import PodOwners
 
@@ -105,22 +105,10 @@ class Replacements(threading.Thread):
         demand = tuple(float(x) for x in self.wl.demand[row])
         factor = None if self.wl.usage_factor is None else self.wl.usage_factor[row]
         self.kubelet.expect(new, (demand, work), factor)
-        d = self.driver
-        body = pod_manifest(
-            self.wl,
-            row,
-            d.ns,
-            d.scheduler_name,
-            d.run_id,
-            d.owner_uids,
-            d.external,
-            told=d.told,
-            owners=self.owners,
-            hosts=d.hosts,
-        )
+        body = self.driver.manifest(row)  # the driver's workload and owners are this run's
         body["metadata"]["name"] = new
         self.result.lineage[new] = root
-        if not d.create(body):
+        if not self.driver.create(body):
             log.warning("replacement %s of %s could not be created", new, name)
             return None
         return new
