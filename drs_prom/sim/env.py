@@ -337,7 +337,7 @@ class SchedulingEnv:
         self.recorder: Callable[[float, float, np.ndarray], None] = self._own_recorder  # a test may wrap it
         self.scheduled = self.workload.scheduled
         self._pinned = self.workload.pinned
-        self.n_scheduled = int(self.scheduled.sum())
+        self.n_scheduled = self.workload.n_scheduled
         self.horizon = horizon(self.workload.arrival[self.scheduled], self.workload.work[self.scheduled])
         self._next_arrival = 0
         self._open = self.n_scheduled  # scheduled pods not finished yet
@@ -377,7 +377,7 @@ class SchedulingEnv:
         self._storage = workload_storage(workload)
         self.scheduled = workload.scheduled
         self._pinned = workload.pinned
-        self.n_scheduled = int(self.scheduled.sum())
+        self.n_scheduled = workload.n_scheduled
         done = int((~np.isnan(self.cluster.finish[:arrived]) & self.scheduled[:arrived]).sum())
         self._open = self.n_scheduled - done
         self.horizon = horizon(workload.arrival[self.scheduled], workload.work[self.scheduled])

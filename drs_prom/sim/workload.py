@@ -82,6 +82,11 @@ class Workload:
         """(P,) True for the pods a policy places (not pinned background pods)."""
         return np.ones(len(self), dtype=bool) if self.pinned is None else self.pinned < 0
 
+    @property
+    def n_scheduled(self) -> int:
+        """How many pods a policy places (the pinned background pods aside)."""
+        return len(self) if self.pinned is None else int((self.pinned < 0).sum())
+
     def pod_request(self, i: int) -> PodRequest:
         d = (self.demand if self.estimate is None else self.estimate)[i]
         return PodRequest(

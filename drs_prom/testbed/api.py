@@ -92,7 +92,7 @@ def default_model() -> str | None:
 
 def placed_text(wl: Workload) -> str:
     """``N pods`` a scheduler places, and the pinned background pods apart (created bound to their node)."""
-    placed = int(wl.scheduled.sum())
+    placed = wl.n_scheduled
     pinned = len(wl) - placed
     return f"{placed} pods" + (f" (+{pinned} pinned background)" if pinned else "")
 
@@ -197,7 +197,7 @@ def run_testbed(
                 echo(f"testbed failed or was interrupted; logs kept in {base}")
     per = rep.summarise(runs)
     pods_per_seed = [
-        int(workload_for(stage, seed, pods).scheduled.sum()) for stage, stage_seeds in stages for seed in stage_seeds
+        workload_for(stage, seed, pods).n_scheduled for stage, stage_seeds in stages for seed in stage_seeds
     ]
     report: dict[str, Any] = {
         "scenario": sc.name,

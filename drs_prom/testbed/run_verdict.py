@@ -78,7 +78,7 @@ def judge_run(
         "information": TOLD if cfg.told_usage else ESTIMATED,
         "pod_usage": stored,
         "usage_annotated": annotated,  # pods the driver created that carried a usage annotation (told: all)
-        "pods": int(wl.scheduled.sum()),  # the pods a scheduler places: the pinned background load aside
+        "pods": wl.n_scheduled,  # the pods a scheduler places: the pinned background load aside
         "imbalance": nodes["imbalance"],
         "utilisation": nodes["utilisation"],
         "hot_node_time": nodes["hot_node_time"],
